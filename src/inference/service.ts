@@ -1,0 +1,92 @@
+/**
+ * The inference core: model registry (id or alias -> pool), one ModelPool per model.
+ */
+import { modelNotFound, ServiceError } from '../errors.js';
+import type { ModelInfo } from '../models/registry.js';
+import { ModelPool, type ModelPoolOptions } from '../pool/model-pool.js';
+import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from './types.js';
+
+export interface LocalServiceOptions extends ModelPoolOptions {
+  models: ModelInfo[];
+  /** Extra names for models, from configuration: alias -> model id. */
+  aliases?: Record<string, string>;
+  log?: (line: string) => void;
+}
+
+export class LocalInferenceService implements InferenceService {
+  private readonly pools = new Map<string, ModelPool>();
+  private readonly names = new Map<string, ModelInfo>();
+
+  private constructor(private readonly options: LocalServiceOptions) {
+    for (const model of options.models) {
+      for (const name of [model.id, ...model.aliases]) this.names.set(name, model);
+    }
+    for (const [alias, target] of Object.entries(options.aliases ?? {})) {
+      const model = this.names.get(target);
+      if (!model) throw new Error(`alias ${alias} points to unknown model ${target}`);
+      this.names.set(alias, model);
+    }
+  }
+
+  /** Starts one pool per model and waits until every worker has loaded its model. */
+  static async start(options: LocalServiceOptions): Promise<LocalInferenceService> {
+    const service = new LocalInferenceService(options);
+    const log = options.log ?? (() => {});
+    try {
+      await Promise.all(
+        options.models.map(async (model) => {
+          const started = Date.now();
+          const pool = new ModelPool(model, options);
+          service.pools.set(model.id, pool);
+          await pool.start();
+          log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms`);
+        }),
+      );
+    } catch (error) {
+      await service.close();
+      throw error;
+    }
+    return service;
+  }
+
+  listModels(): ModelInfo[] {
+    return this.options.models;
+  }
+
+  findModel(name: string): ModelInfo | undefined {
+    return this.names.get(name);
+  }
+
+  chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
+    return this.pool(request.model, 'chat').generate(request, options);
+  }
+
+  countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
+    return this.pool(prompt.model, 'chat').countTokens(prompt);
+  }
+
+  embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
+    return this.pool(request.model, 'embedding').embed(request.inputs, request.dimensions);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((pool) => pool.close()));
+    this.pools.clear();
+  }
+
+  private pool(name: string, task: ModelInfo['task']): ModelPool {
+    const model = this.names.get(name);
+    if (!model) throw modelNotFound(name);
+    if (model.task !== task) {
+      throw new ServiceError({
+        code: 'wrong_model_task',
+        kind: 'invalid_request',
+        param: 'model',
+        message: `The model \`${name}\` is ${model.task === 'chat' ? 'a chat' : 'an embedding'} model and cannot serve ${task === 'chat' ? 'messages' : 'embeddings'}.`,
+      });
+    }
+    const pool = this.pools.get(model.id);
+    if (!pool) throw new ServiceError({ code: 'model_unavailable', kind: 'unavailable', message: `The model \`${name}\` is not loaded.` });
+    return pool;
+  }
+}

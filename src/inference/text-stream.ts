@@ -1,0 +1,103 @@
+/**
+ * Turns generated token ids into text deltas that are safe to show: never a broken multi-byte
+ * character, never text that may turn out to be part of a stop sequence. Pure and thread-agnostic;
+ * the worker drives it once per generated token.
+ */
+
+export type Decode = (ids: number[]) => string;
+
+export interface StreamStep {
+  /** Text that may now be shown; empty when everything new is held back. */
+  delta: string;
+  /** The stop sequence that just matched, if any; generation must stop. */
+  stopSequence: string | null;
+}
+
+export class TextStream {
+  private readonly ids: number[] = [];
+  private prefixOffset = 0;
+  private readOffset = 0;
+  /** All decoded text so far (may end with held-back text). */
+  private text = '';
+  /** How much of `text` has been handed out. */
+  private emitted = 0;
+  private stopped: string | null = null;
+
+  constructor(
+    private readonly decode: Decode,
+    private readonly stopSequences: string[],
+  ) {}
+
+  /** Adds one token; returns what may be shown now. */
+  push(id: number): StreamStep {
+    if (this.stopped !== null) return { delta: '', stopSequence: this.stopped };
+    this.ids.push(id);
+    // Decode a window that starts a few tokens back so that byte-level pieces combine correctly
+    // (the prefix/read offset scheme of text-generation-inference).
+    const prev = this.decode(this.ids.slice(this.prefixOffset, this.readOffset));
+    const current = this.decode(this.ids.slice(this.prefixOffset));
+    if (current.length > prev.length && !current.endsWith('\uFFFD')) {
+      this.text += current.slice(prev.length);
+      this.prefixOffset = this.readOffset;
+      this.readOffset = this.ids.length;
+    }
+    return this.release(false);
+  }
+
+  /** Generation ended: everything not part of a stop sequence may be shown. */
+  finish(): StreamStep {
+    if (this.stopped === null && this.readOffset < this.ids.length) {
+      // Trailing incomplete bytes: show what the decoder makes of them rather than dropping them.
+      const prev = this.decode(this.ids.slice(this.prefixOffset, this.readOffset));
+      this.text += this.decode(this.ids.slice(this.prefixOffset)).slice(prev.length);
+      this.readOffset = this.ids.length;
+    }
+    return this.release(true);
+  }
+
+  /** The final text: everything shown, stop sequence excluded. */
+  get shownText(): string {
+    return this.text.slice(0, this.emitted);
+  }
+
+  private release(final: boolean): StreamStep {
+    if (this.stopped !== null) return { delta: '', stopSequence: this.stopped };
+    // A match can only start at or after `emitted`: any earlier start would have been held back.
+    let matchAt = -1;
+    let matched: string | null = null;
+    for (const stop of this.stopSequences) {
+      const at = this.text.indexOf(stop, this.emitted);
+      if (at !== -1 && (matchAt === -1 || at < matchAt)) {
+        matchAt = at;
+        matched = stop;
+      }
+    }
+    if (matched !== null) {
+      const delta = this.text.slice(this.emitted, matchAt);
+      this.emitted = matchAt;
+      this.text = this.text.slice(0, matchAt);
+      this.stopped = matched;
+      return { delta, stopSequence: matched };
+    }
+    const hold = final ? 0 : this.heldBack();
+    const end = this.text.length - hold;
+    const delta = end > this.emitted ? this.text.slice(this.emitted, end) : '';
+    this.emitted = Math.max(this.emitted, end);
+    return { delta, stopSequence: null };
+  }
+
+  /** Length of the longest suffix of the text that is a proper prefix of some stop sequence. */
+  private heldBack(): number {
+    let longest = 0;
+    const tail = this.text.slice(this.emitted);
+    for (const stop of this.stopSequences) {
+      for (let k = Math.min(stop.length - 1, tail.length); k > longest; k--) {
+        if (tail.endsWith(stop.slice(0, k))) {
+          longest = k;
+          break;
+        }
+      }
+    }
+    return longest;
+  }
+}

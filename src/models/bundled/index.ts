@@ -1,0 +1,72 @@
+/**
+ * The models the project builds from registry packages, so a fresh clone serves chat and embeddings
+ * with no network. Each is built into a temporary folder and renamed into place when complete, so an
+ * interrupted build never leaves a folder the registry would try to load.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { buildTinyChatModel } from './chat-model.js';
+import { buildGloveEmbedder } from './glove-embedder.js';
+import { writeJson, type BuildContext } from './build-context.js';
+import type { ModelManifest } from '../manifest.js';
+
+export interface BundledModel {
+  manifest: ModelManifest & { id: string };
+  /** Bump when the builder's output changes, so existing folders are rebuilt. */
+  version: number;
+  build: (ctx: BuildContext) => void;
+}
+
+export const BUNDLED_MODELS: BundledModel[] = [
+  {
+    manifest: { id: 'glove-sif-100d', task: 'embedding', dtype: 'fp32', pooling: 'mean', normalize: true },
+    version: 1,
+    build: buildGloveEmbedder,
+  },
+  {
+    manifest: { id: 'tiny-qwen3-random', task: 'chat', dtype: 'fp32' },
+    version: 1,
+    build: buildTinyChatModel,
+  },
+];
+
+export interface EnsureOptions {
+  modelsDir: string;
+  log?: (line: string) => void;
+  /** Rebuild even when an up-to-date folder exists. */
+  force?: boolean;
+}
+
+/** Builds each bundled model that is absent or out of date; returns the ids it built. */
+export function ensureBundledModels(options: EnsureOptions): string[] {
+  const log = options.log ?? ((line) => process.stderr.write(line + '\n'));
+  const built: string[] = [];
+  fs.mkdirSync(options.modelsDir, { recursive: true });
+  for (const model of BUNDLED_MODELS) {
+    const id = model.manifest.id;
+    const dir = path.join(options.modelsDir, id);
+    if (!options.force && bundledVersion(dir) === model.version) continue;
+    const tmp = path.join(options.modelsDir, `.building-${id}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    const started = Date.now();
+    let step = 0;
+    log(`[models] building ${id} (bundled model, version ${model.version})`);
+    model.build({ dir: tmp, progress: (m) => log(`[models] ${id} ${++step}. ${m}`) });
+    writeJson(path.join(tmp, 'manifest.json'), { ...model.manifest, bundled: { version: model.version } });
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(tmp, dir);
+    log(`[models] built ${id} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    built.push(id);
+  }
+  return built;
+}
+
+function bundledVersion(dir: string): number | undefined {
+  try {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { bundled?: { version?: number } };
+    return manifest.bundled?.version;
+  } catch {
+    return undefined;
+  }
+}

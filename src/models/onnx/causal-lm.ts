@@ -1,0 +1,156 @@
+/**
+ * Builds a decoder-only transformer (llama/qwen family: RMSNorm, rotary positions, grouped-query
+ * attention, SwiGLU MLP) as an ONNX graph with the exact input/output signature of a Hugging Face
+ * `optimum` export with KV cache:
+ *
+ *   inputs:  input_ids [B,S] int64, attention_mask [B,P+S] int64, position_ids [B,S] int64,
+ *            past_key_values.{i}.key / .value [B,KV,P,D] float32
+ *   outputs: logits [B,S,V] float32, present.{i}.key / .value [B,KV,P+S,D] float32
+ *
+ * Weights are deterministic pseudo-random values: the text is noise, but the cost of a forward
+ * pass, the cache handling and every token count are those of a real model of this shape.
+ */
+import { GraphBuilder, SeededRandom } from './graph-builder.js';
+
+export interface CausalLmShape {
+  vocabSize: number;
+  hiddenSize: number;
+  numLayers: number;
+  numHeads: number;
+  numKvHeads: number;
+  headDim: number;
+  intermediateSize: number;
+  maxPositions: number;
+  ropeTheta: number;
+  rmsNormEps: number;
+}
+
+export interface CausalLmBuildOptions {
+  shape: CausalLmShape;
+  seed: number;
+  /** Token ids whose logits get a large negative bias (e.g. control tokens a chat model never emits mid-reply). */
+  suppressedTokenIds?: number[];
+  /** Standard deviation of the logits; large values keep greedy argmax far from ties. */
+  logitStd?: number;
+  onProgress?: (message: string) => void;
+}
+
+export function buildCausalLm(options: CausalLmBuildOptions): Uint8Array {
+  const { shape: s, seed } = options;
+  const g = new GraphBuilder();
+  const rng = new SeededRandom(seed);
+  const progress = options.onProgress ?? (() => {});
+  const D = s.headDim;
+  if (D % 2 !== 0) throw new Error('headDim must be even for rotary embeddings');
+  if (s.numHeads % s.numKvHeads !== 0) throw new Error('numHeads must be a multiple of numKvHeads');
+
+  const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
+  const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
+  const positionIds = g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
+  const pastNames = Array.from({ length: s.numLayers }, (_, i) => ({
+    key: g.input(`past_key_values.${i}.key`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
+    value: g.input(`past_key_values.${i}.value`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
+  }));
+
+  progress('embeddings');
+  const embed = g.weight('model.embed_tokens.weight', [s.vocabSize, s.hiddenSize], rng.normals(s.vocabSize * s.hiddenSize, 1));
+  let x = g.op1('Gather', [embed, inputIds], { axis: 0 });
+
+  // Rotary tables, gathered by position id: [B,S,D] -> [B,1,S,D] to broadcast over heads.
+  const half = D / 2;
+  const cosTable = new Float32Array(s.maxPositions * D);
+  const sinTable = new Float32Array(s.maxPositions * D);
+  for (let p = 0; p < s.maxPositions; p++) {
+    for (let j = 0; j < half; j++) {
+      const angle = p / Math.pow(s.ropeTheta, (2 * j) / D);
+      cosTable[p * D + j] = cosTable[p * D + j + half] = Math.cos(angle);
+      sinTable[p * D + j] = sinTable[p * D + j + half] = Math.sin(angle);
+    }
+  }
+  const axis1 = g.int64s([1]);
+  const cos = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.cos', [s.maxPositions, D], cosTable), positionIds], { axis: 0 }), axis1]);
+  const sin = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.sin', [s.maxPositions, D], sinTable), positionIds], { axis: 0 }), axis1]);
+
+  // Additive attention mask [B,1,S,T]: causal (key position <= query position) and not padding.
+  const pastLen = g.op1('Shape', [pastNames[0]!.key], { start: 2, end: 3 });
+  const seqLen = g.op1('Shape', [inputIds], { start: 1, end: 2 });
+  const totalLen = g.op1('Add', [pastLen, seqLen]);
+  const axis0 = g.int64s([0]);
+  const pastScalar = g.op1('Squeeze', [pastLen, axis0]);
+  const totalScalar = g.op1('Squeeze', [totalLen, axis0]);
+  const one = g.int64s([1], []);
+  const zero = g.int64s([0], []);
+  const queryPos = g.op1('Unsqueeze', [g.op1('Range', [pastScalar, totalScalar, one]), axis1]);
+  const keyPos = g.op1('Range', [zero, totalScalar, one]);
+  const causal = g.op1('LessOrEqual', [keyPos, queryPos]);
+  const notPadding = g.op1('Unsqueeze', [g.op1('Cast', [attentionMask], { to: 9 }), g.int64s([1, 2])]);
+  const allowed = g.op1('And', [causal, notPadding]);
+  const maskAdd = g.op1('Where', [allowed, g.floats([0], []), g.floats([-1e9], [])]);
+
+  const rmsNorm = (value: string, weightName: string): string => {
+    const w = g.weight(weightName, [s.hiddenSize], new Float32Array(s.hiddenSize).fill(1));
+    const meanSq = g.op1('ReduceMean', [g.op1('Mul', [value, value])], { axes: [-1], keepdims: 1 });
+    const inv = g.op1('Reciprocal', [g.op1('Sqrt', [g.op1('Add', [meanSq, g.floats([s.rmsNormEps], [])])])]);
+    return g.op1('Mul', [g.op1('Mul', [value, inv]), w]);
+  };
+  const linear = (value: string, name: string, inDim: number, outDim: number): string =>
+    g.op1('MatMul', [value, g.weight(name, [inDim, outDim], rng.normals(inDim * outDim, 1 / Math.sqrt(inDim)))]);
+  const splitHeads = (value: string, heads: number): string =>
+    g.op1('Transpose', [g.op1('Reshape', [value, g.int64s([0, 0, heads, D])])], { perm: [0, 2, 1, 3] });
+  const halfSplit = g.int64s([half, half]);
+  const rotary = (value: string): string => {
+    const [x1, x2] = g.op('Split', [value, halfSplit], { axis: -1 }, 2) as [string, string];
+    const rotated = g.op1('Concat', [g.op1('Neg', [x2]), x1], { axis: -1 });
+    return g.op1('Add', [g.op1('Mul', [value, cos]), g.op1('Mul', [rotated, sin])]);
+  };
+  const groups = s.numHeads / s.numKvHeads;
+  const repeatKv = (value: string): string => {
+    if (groups === 1) return value;
+    const expanded = g.op1('Expand', [g.op1('Unsqueeze', [value, g.int64s([2])]), g.int64s([1, 1, groups, 1, 1])]);
+    return g.op1('Reshape', [expanded, g.int64s([0, s.numHeads, -1, D])]);
+  };
+  const scale = g.floats([1 / Math.sqrt(D)], []);
+
+  for (let layer = 0; layer < s.numLayers; layer++) {
+    progress(`layer ${layer + 1}/${s.numLayers}`);
+    const p = `model.layers.${layer}`;
+    const h = rmsNorm(x, `${p}.input_layernorm.weight`);
+    const q = rotary(splitHeads(linear(h, `${p}.self_attn.q_proj.weight`, s.hiddenSize, s.numHeads * D), s.numHeads));
+    const k = rotary(splitHeads(linear(h, `${p}.self_attn.k_proj.weight`, s.hiddenSize, s.numKvHeads * D), s.numKvHeads));
+    const v = splitHeads(linear(h, `${p}.self_attn.v_proj.weight`, s.hiddenSize, s.numKvHeads * D), s.numKvHeads);
+    const past = pastNames[layer]!;
+    const keys = g.op1('Concat', [past.key, k], { axis: 2 });
+    const values = g.op1('Concat', [past.value, v], { axis: 2 });
+    g.alias(keys, `present.${layer}.key`);
+    g.alias(values, `present.${layer}.value`);
+    g.output(`present.${layer}.key`, 'float32', ['batch_size', s.numKvHeads, 'total_sequence_length', D]);
+    g.output(`present.${layer}.value`, 'float32', ['batch_size', s.numKvHeads, 'total_sequence_length', D]);
+
+    const keysT = g.op1('Transpose', [repeatKv(keys)], { perm: [0, 1, 3, 2] });
+    const scores = g.op1('Add', [g.op1('Mul', [g.op1('MatMul', [q, keysT]), scale]), maskAdd]);
+    const attn = g.op1('MatMul', [g.op1('Softmax', [scores], { axis: -1 }), repeatKv(values)]);
+    const merged = g.op1('Reshape', [g.op1('Transpose', [attn], { perm: [0, 2, 1, 3] }), g.int64s([0, 0, s.numHeads * D])]);
+    x = g.op1('Add', [x, linear(merged, `${p}.self_attn.o_proj.weight`, s.numHeads * D, s.hiddenSize)]);
+
+    const h2 = rmsNorm(x, `${p}.post_attention_layernorm.weight`);
+    const gate = linear(h2, `${p}.mlp.gate_proj.weight`, s.hiddenSize, s.intermediateSize);
+    const up = linear(h2, `${p}.mlp.up_proj.weight`, s.hiddenSize, s.intermediateSize);
+    const act = g.op1('Mul', [g.op1('Mul', [gate, g.op1('Sigmoid', [gate])]), up]);
+    x = g.op1('Add', [x, linear(act, `${p}.mlp.down_proj.weight`, s.intermediateSize, s.hiddenSize)]);
+  }
+
+  progress('lm head');
+  const final = rmsNorm(x, 'model.norm.weight');
+  const logitStd = options.logitStd ?? 8;
+  const head = g.weight('lm_head.weight', [s.hiddenSize, s.vocabSize], rng.normals(s.hiddenSize * s.vocabSize, logitStd / Math.sqrt(s.hiddenSize)));
+  let logits = g.op1('MatMul', [final, head]);
+  if (options.suppressedTokenIds?.length) {
+    const bias = new Float32Array(s.vocabSize);
+    for (const id of options.suppressedTokenIds) bias[id] = -1e4;
+    logits = g.op1('Add', [logits, g.weight('lm_head.bias', [s.vocabSize], bias)]);
+  }
+  g.alias(logits, 'logits');
+  g.output('logits', 'float32', ['batch_size', 'sequence_length', s.vocabSize]);
+  progress('serialising');
+  return g.encode('local-inference-server causal-lm builder');
+}

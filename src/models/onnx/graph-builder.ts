@@ -1,0 +1,181 @@
+/**
+ * A small ONNX graph builder over the protobuf classes of `onnx-proto`.
+ *
+ * Used by the scripts that build the bundled models and by test fixtures. It writes standard ONNX
+ * (default domain, opset 17) only, so the graphs run on every onnxruntime build.
+ */
+import onnxProto from 'onnx-proto';
+
+const { onnx } = onnxProto;
+
+export type ElemType = 'float32' | 'int64' | 'bool';
+
+const ELEM: Record<ElemType, number> = {
+  float32: onnx.TensorProto.DataType.FLOAT,
+  int64: onnx.TensorProto.DataType.INT64,
+  bool: onnx.TensorProto.DataType.BOOL,
+};
+
+export const OPSET = 17;
+
+/** A dimension is a fixed size or a symbolic name ("batch_size", "sequence_length", ...). */
+export type Dim = number | string;
+
+type AttrValue = number | number[] | string | { float: number };
+
+export class GraphBuilder {
+  private readonly nodes: InstanceType<typeof onnx.NodeProto>[] = [];
+  private readonly initializers: InstanceType<typeof onnx.TensorProto>[] = [];
+  private readonly inputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
+  private readonly outputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
+  private counter = 0;
+
+  /** A fresh value name with a readable prefix. */
+  name(prefix: string): string {
+    this.counter += 1;
+    return `${prefix}_${this.counter}`;
+  }
+
+  input(name: string, type: ElemType, dims: Dim[]): string {
+    this.inputs.push(valueInfo(name, type, dims));
+    return name;
+  }
+
+  output(name: string, type: ElemType, dims: Dim[]): void {
+    this.outputs.push(valueInfo(name, type, dims));
+  }
+
+  /** A float32 initializer (weights). */
+  weight(name: string, dims: number[], data: Float32Array): string {
+    if (data.length !== dims.reduce((a, b) => a * b, 1)) {
+      throw new Error(`initializer ${name}: ${data.length} values for dims [${dims}]`);
+    }
+    this.initializers.push(
+      onnx.TensorProto.create({
+        name,
+        dims,
+        dataType: ELEM.float32,
+        rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      }),
+    );
+    return name;
+  }
+
+  /** An int64 constant initializer (shapes, axes, indices). */
+  int64s(values: number[], dims: number[] = [values.length]): string {
+    const name = this.name('const_i64');
+    const data = BigInt64Array.from(values.map((v) => BigInt(v)));
+    this.initializers.push(
+      onnx.TensorProto.create({
+        name,
+        dims,
+        dataType: ELEM.int64,
+        rawData: new Uint8Array(data.buffer),
+      }),
+    );
+    return name;
+  }
+
+  /** A float32 constant (scalar when dims is []). */
+  floats(values: number[], dims: number[] = [values.length]): string {
+    return this.weight(this.name('const_f32'), dims, Float32Array.from(values));
+  }
+
+  /** Adds one node and returns the names of its outputs. */
+  op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, nOutputs = 1): string[] {
+    const outs = Array.from({ length: nOutputs }, () => this.name(opType.toLowerCase()));
+    this.nodes.push(
+      onnx.NodeProto.create({
+        opType,
+        input: inputs,
+        output: outs,
+        name: this.name(`node_${opType}`),
+        attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+      }),
+    );
+    return outs;
+  }
+
+  /** Single-output shorthand for `op`. */
+  op1(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}): string {
+    return this.op(opType, inputs, attrs, 1)[0]!;
+  }
+
+  /** Renames a value by an Identity node, to give a graph output its public name. */
+  alias(value: string, publicName: string): void {
+    this.nodes.push(
+      onnx.NodeProto.create({ opType: 'Identity', input: [value], output: [publicName], name: this.name('node_Identity') }),
+    );
+  }
+
+  /** Serialises the model to ONNX protobuf bytes. */
+  encode(producer: string): Uint8Array {
+    const model = onnx.ModelProto.create({
+      irVersion: 8,
+      producerName: producer,
+      opsetImport: [{ domain: '', version: OPSET }],
+      graph: onnx.GraphProto.create({
+        name: producer,
+        node: this.nodes,
+        initializer: this.initializers,
+        input: this.inputs,
+        output: this.outputs,
+      }),
+    });
+    return onnx.ModelProto.encode(model).finish();
+  }
+}
+
+function valueInfo(name: string, type: ElemType, dims: Dim[]) {
+  return onnx.ValueInfoProto.create({
+    name,
+    type: {
+      tensorType: {
+        elemType: ELEM[type],
+        shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) },
+      },
+    },
+  });
+}
+
+function attribute(name: string, value: AttrValue) {
+  const { AttributeType } = onnx.AttributeProto;
+  if (typeof value === 'number') {
+    return onnx.AttributeProto.create({ name, type: AttributeType.INT, i: value });
+  }
+  if (typeof value === 'string') {
+    return onnx.AttributeProto.create({ name, type: AttributeType.STRING, s: new TextEncoder().encode(value) });
+  }
+  if (Array.isArray(value)) {
+    return onnx.AttributeProto.create({ name, type: AttributeType.INTS, ints: value });
+  }
+  return onnx.AttributeProto.create({ name, type: AttributeType.FLOAT, f: value.float });
+}
+
+/**
+ * Deterministic pseudo-random numbers (mulberry32 + Box-Muller), so every build of a model is
+ * byte-identical: tests can pin exact greedy outputs.
+ */
+export class SeededRandom {
+  private state: number;
+  constructor(seed: number) {
+    this.state = seed >>> 0;
+  }
+  uniform(): number {
+    this.state = (this.state + 0x6d2b79f5) >>> 0;
+    let t = this.state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  }
+  normal(): number {
+    const u = Math.max(this.uniform(), 1e-12);
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.uniform());
+  }
+  /** A tensor of normal values with the given standard deviation. */
+  normals(n: number, std: number): Float32Array {
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = this.normal() * std;
+    return out;
+  }
+}

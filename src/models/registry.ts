@@ -1,0 +1,160 @@
+/**
+ * Finds the model folders under models/: the bundled ones and any Hugging Face ONNX export a user
+ * drops in. A folder is described by its manifest.json where present and by its Hugging Face files
+ * otherwise; a folder that cannot be served is skipped with the reason, never half-loaded.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
+
+export type ModelTask = 'chat' | 'embedding';
+
+/** Everything the server and a worker need to know about one model. Plain data: crosses threads. */
+export interface ModelInfo {
+  id: string;
+  task: ModelTask;
+  /** Absolute path of the model folder. */
+  dir: string;
+  dtype: Dtype;
+  /** Relative path of the ONNX file the dtype selects. */
+  onnxFile: string;
+  /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */
+  externalDataChunks: number;
+  contextLength: number;
+  poolSize: number;
+  pooling: 'mean' | 'cls';
+  normalize: boolean;
+  aliases: string[];
+  displayName: string;
+  /** Unix seconds: when the folder was last changed. */
+  created: number;
+}
+
+export interface SkippedFolder {
+  folder: string;
+  reason: string;
+}
+
+export interface ScanResult {
+  models: ModelInfo[];
+  skipped: SkippedFolder[];
+}
+
+export interface ScanOptions {
+  modelsDir: string;
+  defaultPoolSize: number;
+}
+
+const DEFAULT_CONTEXT = 2048;
+
+export function scanModels(options: ScanOptions): ScanResult {
+  const result: ScanResult = { models: [], skipped: [] };
+  if (!fs.existsSync(options.modelsDir)) return result;
+  const entries = fs.readdirSync(options.modelsDir, { withFileTypes: true })
+    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .sort((a, b) => a.name.localeCompare(b.name));
+  const seen = new Map<string, string>();
+  for (const entry of entries) {
+    const dir = path.join(options.modelsDir, entry.name);
+    try {
+      const info = describeModel(dir, options.defaultPoolSize);
+      for (const name of [info.id, ...info.aliases]) {
+        const other = seen.get(name);
+        if (other) throw new Error(`model id or alias "${name}" is already used by ${other}`);
+      }
+      for (const name of [info.id, ...info.aliases]) seen.set(name, entry.name);
+      result.models.push(info);
+    } catch (error) {
+      result.skipped.push({ folder: entry.name, reason: (error as Error).message });
+    }
+  }
+  return result;
+}
+
+function readJson(file: string): Record<string, any> | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, any>;
+  } catch (error) {
+    throw new Error(`${path.basename(file)} is not valid JSON (${(error as Error).message})`);
+  }
+}
+
+/** Reads one model folder; throws with a readable reason when it cannot be served. */
+export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
+  const folder = path.basename(dir);
+  const rawManifest = readJson(path.join(dir, 'manifest.json')) ?? {};
+  const parsed = manifestSchema.safeParse(rawManifest);
+  if (!parsed.success) {
+    throw new Error(`manifest.json is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  const manifest: ModelManifest = parsed.data;
+  const config = readJson(path.join(dir, 'config.json'));
+  if (!config) throw new Error('no config.json');
+  if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) throw new Error('no tokenizer.json');
+  const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json')) ?? {};
+
+  const id = manifest.id ?? folder;
+  if (!MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
+
+  const architectures: string[] = Array.isArray(config.architectures) ? config.architectures : [];
+  const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : 'embedding');
+  if (task === 'chat' && !hasChatTemplate(dir, tokenizerConfig)) {
+    throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
+  }
+
+  const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config));
+  const onnxFile = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
+  const contextLength = manifest.contextLength ?? contextFromConfig(config, tokenizerConfig);
+  return {
+    id,
+    task,
+    dir: path.resolve(dir),
+    dtype,
+    onnxFile,
+    externalDataChunks: countExternalData(path.join(dir, onnxFile)),
+    contextLength,
+    poolSize: manifest.poolSize ?? defaultPoolSize,
+    pooling: manifest.pooling ?? 'mean',
+    normalize: manifest.normalize ?? true,
+    aliases: manifest.aliases ?? [],
+    displayName: manifest.displayName ?? id,
+    created: Math.floor(fs.statSync(dir).mtimeMs / 1000),
+  };
+}
+
+function hasChatTemplate(dir: string, tokenizerConfig: Record<string, any>): boolean {
+  return Boolean(tokenizerConfig.chat_template) || fs.existsSync(path.join(dir, 'chat_template.jinja'));
+}
+
+function configDtype(config: Record<string, any>): Dtype | undefined {
+  const value = config['transformers.js_config']?.dtype;
+  return typeof value === 'string' && (DTYPES as string[]).includes(value) ? (value as Dtype) : undefined;
+}
+
+/** The requested dtype if its file exists; otherwise the first present file in transformers.js's preference order. */
+function chooseDtype(dir: string, wanted: Dtype | undefined): Dtype {
+  const exists = (d: Dtype) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`));
+  if (wanted) {
+    if (exists(wanted)) return wanted;
+    throw new Error(`dtype ${wanted} selected but onnx/model${DTYPE_SUFFIX[wanted]}.onnx is missing`);
+  }
+  const found = DTYPES.find(exists);
+  if (!found) throw new Error('no onnx/model*.onnx file');
+  return found;
+}
+
+function contextFromConfig(config: Record<string, any>, tokenizerConfig: Record<string, any>): number {
+  for (const value of [config.max_position_embeddings, config.n_positions, config.max_seq_len, tokenizerConfig.model_max_length]) {
+    // tokenizer_config uses 1e30 for "no limit"
+    if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value < 1e7) return value;
+  }
+  return DEFAULT_CONTEXT;
+}
+
+function countExternalData(onnxPath: string): number {
+  if (!fs.existsSync(`${onnxPath}_data`)) return 0;
+  let chunks = 1;
+  while (fs.existsSync(`${onnxPath}_data_${chunks}`)) chunks++;
+  return chunks;
+}

@@ -1,0 +1,40 @@
+/**
+ * Messages between the event-loop thread and a model worker. Tasks go through piscina's `run`;
+ * streamed chat events travel on a MessagePort given with the task. Every task carries an id; errors
+ * cross as plain {code, kind, message} and are rebuilt as ServiceError on the main thread.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { ServiceErrorOptions } from '../errors.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../inference/types.js';
+import type { ModelInfo } from '../models/registry.js';
+
+/** piscina workerData: which model this worker serves and how it runs it. */
+export interface WorkerInit {
+  model: ModelInfo;
+  /** onnxruntime intra-op threads per session (0 = onnxruntime's default, one per core). */
+  intraOpThreads: number;
+}
+
+export type WorkerTask =
+  | { type: 'load'; taskId: number }
+  | {
+      type: 'generate';
+      taskId: number;
+      request: ChatRequest;
+      /** Int32Array[1] over shared memory; set to 1 by the main thread to stop at the next step. */
+      cancel: SharedArrayBuffer;
+      /** Present when the caller wants ChatEvents as they happen; closed by the worker when the task ends. */
+      port?: MessagePort;
+    }
+  | { type: 'count'; taskId: number; prompt: ChatPrompt }
+  | { type: 'embed'; taskId: number; inputs: EmbedInput[]; dimensions?: number };
+
+export type WorkerReply =
+  | { type: 'loaded'; taskId: number; hiddenSize: number | null }
+  | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean }
+  | { type: 'counted'; taskId: number; inputTokens: number }
+  | { type: 'embedded'; taskId: number; vectors: Float32Array[]; promptTokens: number }
+  | { type: 'error'; taskId: number; error: ServiceErrorOptions };
+
+/** Streamed on the task's port; `end` is always the last message of a task that returns normally. */
+export type PortMessage = ChatEvent | { type: 'end' };

@@ -1,0 +1,113 @@
+/**
+ * Generation in a worker thread: transformers.js `generate` with the KV cache, stopped by the
+ * model's end-of-sequence ids, by max_tokens (as max_new_tokens, during generation), by a stop
+ * sequence, or by the caller's cancel flag, each checked after every decoding step.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
+import { invalidRequest } from '../errors.js';
+import { TextStream } from '../inference/text-stream.js';
+import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js';
+import type { PortMessage } from '../pool/protocol.js';
+import type { LoadedModel } from './load.js';
+import { renderPrompt } from './prompt.js';
+
+class FlagStoppingCriteria extends StoppingCriteria {
+  constructor(private readonly shouldStop: () => boolean) {
+    super();
+  }
+  override _call(inputIds: unknown[][]): boolean[] {
+    const stop = this.shouldStop();
+    return inputIds.map(() => stop);
+  }
+}
+
+/** Receives each step's new token; the first `put` is the prompt and is skipped. */
+class TokenSink extends BaseStreamer {
+  private sawPrompt = false;
+  constructor(private readonly onToken: (id: number) => void) {
+    super();
+  }
+  override put(value: bigint[][]): void {
+    if (!this.sawPrompt) {
+      this.sawPrompt = true;
+      return;
+    }
+    const id = value[0]?.[0];
+    if (id !== undefined) this.onToken(Number(id));
+  }
+  override end(): void {}
+}
+
+export interface GenerateOutcome {
+  result: ChatResult;
+  cancelled: boolean;
+}
+
+export async function generate(
+  loaded: LoadedModel,
+  request: ChatRequest,
+  cancel: Int32Array,
+  port?: MessagePort,
+): Promise<GenerateOutcome> {
+  const prompt = renderPrompt(loaded, request);
+  const inputTokens = prompt.ids.length;
+  const context = loaded.info.contextLength;
+  if (inputTokens + request.maxTokens > context) {
+    throw invalidRequest(
+      `prompt is ${inputTokens} tokens and max_tokens is ${request.maxTokens}: together ${inputTokens + request.maxTokens}, ` +
+        `more than the model's context window of ${context} tokens. Shorten the prompt or lower max_tokens.`,
+      'max_tokens',
+      'context_length_exceeded',
+    );
+  }
+  const send = (message: PortMessage) => port?.postMessage(message);
+  send({ type: 'start', inputTokens });
+
+  const eos = new Set(loaded.eosTokenIds);
+  const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
+  const stream = new TextStream(decode, request.stopSequences);
+  const generated: number[] = [];
+  let stopSequence: string | null = null;
+  const onToken = (id: number) => {
+    generated.push(id);
+    if (eos.has(id)) return;
+    const step = stream.push(id);
+    if (step.stopSequence !== null) stopSequence = step.stopSequence;
+    if (step.delta) send({ type: 'delta', text: step.delta, outputTokens: generated.length });
+  };
+  const cancelled = () => Atomics.load(cancel, 0) !== 0;
+
+  const ids = BigInt64Array.from(prompt.ids.map(BigInt));
+  const { sampling } = request;
+  const defaults = loaded.generationDefaults;
+  const doSample = sampling.temperature === undefined ? defaults.doSample : sampling.temperature > 0;
+  await loaded.model.generate({
+    input_ids: new Tensor('int64', ids, [1, ids.length]),
+    attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
+    max_new_tokens: request.maxTokens,
+    do_sample: doSample,
+    temperature: sampling.temperature || defaults.temperature || 1,
+    top_k: sampling.topK ?? defaults.topK ?? 0,
+    top_p: sampling.topP ?? defaults.topP ?? 1,
+    eos_token_id: loaded.eosTokenIds,
+    streamer: new TokenSink(onToken),
+    stopping_criteria: [new FlagStoppingCriteria(() => stopSequence !== null || cancelled())],
+  } as Record<string, unknown>);
+
+  const last = generated.at(-1);
+  let stopReason: StopReason;
+  if (stopSequence !== null) stopReason = 'stop_sequence';
+  else if (last !== undefined && eos.has(last)) stopReason = 'end_turn';
+  else stopReason = 'max_tokens';
+  const tail = stream.finish();
+  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
+  return {
+    result: { text: stream.shownText, stopReason, stopSequence, inputTokens, outputTokens: generated.length },
+    cancelled: cancelled(),
+  };
+}
+
+export function countPromptTokens(loaded: LoadedModel, request: Parameters<typeof renderPrompt>[1]): number {
+  return renderPrompt(loaded, request).ids.length;
+}
