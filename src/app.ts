@@ -1,0 +1,61 @@
+/**
+ * buildApp: the HTTP application, built from its dependencies. It never reads the environment and
+ * never listens; main.ts does both, and tests drive it with app.inject.
+ */
+import { randomBytes } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Config } from './config.js';
+import { ServiceError } from './errors.js';
+import type { InferenceService } from './inference/types.js';
+import { anthropicPlugin } from './http/anthropic/plugin.js';
+import { openAiPlugin } from './http/openai/plugin.js';
+import { makeKeyChecker } from './http/shared/auth.js';
+import { dialectOf, sendError } from './http/shared/dialect.js';
+import { modelsPlugin } from './http/shared/models-plugin.js';
+
+export interface AppDeps {
+  config: Pick<Config, 'apiKeys' | 'bodyLimit'> & { pingIntervalMs?: number };
+  inference: InferenceService;
+  logger?: FastifyServerOptions['logger'];
+}
+
+export function newRequestId(): string {
+  return `req_${randomBytes(12).toString('hex')}`;
+}
+
+export async function buildApp({ config, inference, logger = false }: AppDeps): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger,
+    bodyLimit: config.bodyLimit,
+    genReqId: newRequestId,
+    // A client may send its own id for tracing, but we always answer with ours.
+    requestIdHeader: false,
+    // Deeply nested or huge JSON is rejected by the body limit; prototype keys never reach handlers.
+    onProtoPoisoning: 'remove',
+    onConstructorPoisoning: 'remove',
+    return503OnClosing: true,
+  });
+  const checkKey = makeKeyChecker(config.apiKeys);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id);
+  });
+
+  app.get('/', async () => ({ status: 'ok', service: 'local-inference-server' }));
+  app.get('/health', async () => ({ status: 'ok' }));
+
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs ?? 10_000 });
+  await app.register(openAiPlugin, { inference, checkKey });
+  await app.register(modelsPlugin, { inference, checkKey });
+
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      dialectOf(request),
+      new ServiceError({ code: 'route_not_found', kind: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}.` }),
+      request,
+      reply,
+    ),
+  );
+  app.setErrorHandler((error, request, reply) => sendError(dialectOf(request), error, request, reply));
+  return app;
+}

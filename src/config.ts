@@ -1,0 +1,120 @@
+/**
+ * The one configuration schema. Parsed once at boot from (highest precedence first) command-line
+ * flags, environment variables and an optional JSON config file, then frozen and passed down.
+ * Nothing else in the server reads process.env or argv.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+
+const csv = z.preprocess(
+  (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
+  z.array(z.string().min(1)),
+);
+const bool = z.preprocess((v) => (typeof v === 'string' ? /^(1|true|yes|on)$/i.test(v) : v), z.boolean());
+const aliasMap = z.preprocess((v) => {
+  if (typeof v !== 'string') return v;
+  // "claude-sonnet-4=tiny-qwen3-random,gpt-x=other"
+  return Object.fromEntries(v.split(',').filter(Boolean).map((pair) => pair.split('=').map((s) => s.trim())));
+}, z.record(z.string().min(1), z.string().min(1)));
+
+export const configSchema = z.object({
+  /** Interface to bind. Default loopback: nothing outside this machine can connect. */
+  host: z.string().min(1).default('127.0.0.1'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  /** Where model folders live (bundled ones are built here). */
+  modelsDir: z.string().min(1).default('models'),
+  /** Accepted API keys. Empty: no authentication, and the server keeps to loopback unless allowUnauthenticated. */
+  apiKeys: csv.default([]),
+  /** Bind a non-loopback host without API keys. Anyone who can reach the port can use the models. */
+  allowUnauthenticated: bool.default(false),
+  /** Worker threads per model unless its manifest says otherwise; each holds a full copy of the weights. */
+  workersPerModel: z.coerce.number().int().min(1).max(64).default(1),
+  /** onnxruntime intra-op threads per worker; 0 lets onnxruntime use one per core. */
+  intraOpThreads: z.coerce.number().int().min(0).max(256).default(0),
+  /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
+  maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
+  /** Largest request body in bytes; larger gets 413. Embedding batches of 2048 inputs need a few MB. */
+  bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
+  /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
+  modelAliases: aliasMap.default({}),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Build missing bundled models at start (they are also built on npm install). */
+  buildBundledModels: bool.default(true),
+});
+
+export type Config = Readonly<z.infer<typeof configSchema>>;
+
+/** Environment variable for each field. */
+const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
+  host: 'HOST',
+  port: 'PORT',
+  modelsDir: 'MODELS_DIR',
+  apiKeys: 'API_KEYS',
+  allowUnauthenticated: 'ALLOW_UNAUTHENTICATED',
+  workersPerModel: 'WORKERS_PER_MODEL',
+  intraOpThreads: 'INTRA_OP_THREADS',
+  maxQueue: 'MAX_QUEUE',
+  bodyLimit: 'BODY_LIMIT',
+  modelAliases: 'MODEL_ALIASES',
+  logLevel: 'LOG_LEVEL',
+  buildBundledModels: 'BUILD_BUNDLED_MODELS',
+};
+
+const FLAGS = {
+  config: { type: 'string' },
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'models-dir': { type: 'string' },
+  'api-key': { type: 'string', multiple: true },
+  'allow-unauthenticated': { type: 'boolean' },
+  'workers-per-model': { type: 'string' },
+  'intra-op-threads': { type: 'string' },
+  'max-queue': { type: 'string' },
+  'body-limit': { type: 'string' },
+  alias: { type: 'string', multiple: true },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean' },
+} as const;
+
+export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
+  [--allow-unauthenticated] [--workers-per-model N] [--intra-op-threads N] [--max-queue N]
+  [--body-limit BYTES] [--alias NAME=MODEL ...] [--log-level LEVEL] [--config FILE.json]
+Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
+
+export class ConfigError extends Error {}
+
+/** Parses configuration from argv, an environment object and an optional config file. */
+export function loadConfig(argv: string[], environment: Record<string, string | undefined>): Config & { help: boolean } {
+  const { values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false });
+  const file = values.config ?? environment.CONFIG_FILE;
+  const fromFile = file ? (JSON.parse(fs.readFileSync(path.resolve(file), 'utf8')) as Record<string, unknown>) : {};
+  const fromEnv: Record<string, unknown> = {};
+  for (const [key, name] of Object.entries(ENV)) {
+    if (environment[name] !== undefined && environment[name] !== '') fromEnv[key] = environment[name];
+  }
+  const fromFlags: Record<string, unknown> = {
+    host: values.host,
+    port: values.port,
+    modelsDir: values['models-dir'],
+    apiKeys: values['api-key'],
+    allowUnauthenticated: values['allow-unauthenticated'],
+    workersPerModel: values['workers-per-model'],
+    intraOpThreads: values['intra-op-threads'],
+    maxQueue: values['max-queue'],
+    bodyLimit: values['body-limit'],
+    modelAliases: values.alias ? values.alias.join(',') : undefined,
+    logLevel: values['log-level'],
+  };
+  const merged = { ...fromFile, ...fromEnv, ...Object.fromEntries(Object.entries(fromFlags).filter(([, v]) => v !== undefined)) };
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return Object.freeze({ ...parsed.data, help: values.help ?? false });
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}

@@ -1,0 +1,66 @@
+/**
+ * Anthropic wire body -> internal ChatRequest. Everything the bundled text-only models cannot do is
+ * refused here with a 400 that names it; nothing is silently dropped.
+ */
+import { invalidRequest } from '../../errors.js';
+import type { ChatMessage, ChatPrompt, ChatRequest } from '../../inference/types.js';
+import type { CountTokensBody, MessagesBody } from './schema.js';
+
+type PromptBody = CountTokensBody | MessagesBody;
+
+const UNSUPPORTED_FEATURES: Array<[keyof PromptBody, string]> = [
+  ['tools', 'tool use'],
+  ['tool_choice', 'tool use'],
+  ['thinking', 'extended thinking'],
+  ['mcp_servers', 'MCP servers'],
+  ['context_management', 'context management'],
+];
+
+export function toChatPrompt(body: PromptBody): ChatPrompt {
+  for (const [field, feature] of UNSUPPORTED_FEATURES) {
+    const value = body[field];
+    if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
+    if (field === 'thinking' && (value as { type?: string }).type === 'disabled') continue;
+    throw invalidRequest(`\`${field}\`: the model \`${body.model}\` does not support ${feature}; remove \`${field}\` from the request.`, field, 'unsupported_feature');
+  }
+  if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
+  const messages: ChatMessage[] = body.messages.map((message, i) => ({
+    role: message.role,
+    content: textOf(message.content, `messages.${i}.content`, body.model),
+  }));
+  messages.forEach((message, i) => {
+    const isFinalAssistant = i === messages.length - 1 && message.role === 'assistant';
+    if (message.content === '' && !isFinalAssistant) {
+      throw invalidRequest(`messages.${i}: ${message.role} messages must have non-empty content`, `messages.${i}.content`);
+    }
+  });
+  const system = body.system === undefined ? undefined : textOf(body.system, 'system', body.model);
+  return { model: body.model, system, messages };
+}
+
+export function toChatRequest(body: MessagesBody): ChatRequest {
+  return {
+    ...toChatPrompt(body),
+    maxTokens: body.max_tokens,
+    sampling: { temperature: body.temperature, topP: body.top_p, topK: body.top_k },
+    stopSequences: body.stop_sequences ?? [],
+  };
+}
+
+/** Joins text blocks in order; any other block type is refused with its position. */
+function textOf(content: string | Array<{ type: string; text?: unknown }>, where: string, model: string): string {
+  if (typeof content === 'string') return content;
+  return content
+    .map((block, j) => {
+      if (block.type !== 'text') {
+        throw invalidRequest(
+          `${where}.${j}: content blocks of type \`${block.type}\` are not supported by the text-only model \`${model}\`; send text blocks only.`,
+          `${where}.${j}.type`,
+          'unsupported_content_block',
+        );
+      }
+      if (typeof block.text !== 'string') throw invalidRequest(`${where}.${j}.text: Field required`, `${where}.${j}.text`);
+      return block.text;
+    })
+    .join('');
+}

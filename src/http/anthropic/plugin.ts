@@ -1,0 +1,129 @@
+/**
+ * The Anthropic Messages dialect: POST /v1/messages (JSON or SSE) and /v1/messages/count_tokens.
+ * Its own error handler renders every failure in Anthropic's envelope.
+ */
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError, toServiceError } from '../../errors.js';
+import type { InferenceService } from '../../inference/types.js';
+import { presentedKey, type KeyChecker } from '../shared/auth.js';
+import { sendError } from '../shared/dialect.js';
+import { parseBody } from '../shared/validation.js';
+import { toChatPrompt, toChatRequest } from './convert.js';
+import { newMessageId, renderMessage, streamEvents } from './render.js';
+import { countTokensSchema, messagesSchema } from './schema.js';
+
+export interface AnthropicPluginOptions {
+  inference: InferenceService;
+  checkKey: KeyChecker;
+  /** Interval of `ping` events on an open stream. */
+  pingIntervalMs: number;
+}
+
+export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async (app, options) => {
+  const { inference, checkKey } = options;
+
+  app.setErrorHandler((error, request, reply) => sendError('anthropic', error, request, reply));
+
+  // onRequest runs before the body is read: unauthenticated clients cost no parsing.
+  app.addHook('onRequest', async (request) => {
+    const key = presentedKey(request.headers, true);
+    if (!checkKey(key)) {
+      throw new ServiceError({
+        code: 'invalid_api_key',
+        kind: 'authentication',
+        message: key ? 'invalid x-api-key' : 'x-api-key header is required',
+      });
+    }
+    const version = request.headers['anthropic-version'] ?? request.headers['vendor-version'];
+    if (typeof version !== 'string' || version.trim() === '') {
+      throw new ServiceError({ code: 'missing_version', kind: 'invalid_request', message: 'anthropic-version: header is required (vendor-version is accepted too)' });
+    }
+  });
+
+  app.post('/v1/messages/count_tokens', async (request) => {
+    const prompt = toChatPrompt(parseBody(countTokensSchema, request.body));
+    return { input_tokens: await inference.countTokens(prompt) };
+  });
+
+  app.post('/v1/messages', async (request, reply) => {
+    const body = parseBody(messagesSchema, request.body);
+    const chatRequest = toChatRequest(body);
+    const abort = abortOnDisconnect(reply);
+    if (!body.stream) {
+      const result = await inference.chat(chatRequest, { signal: abort.signal });
+      return renderMessage(newMessageId(), body.model, result);
+    }
+    return stream(request, reply, { inference, model: body.model, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs });
+  });
+};
+
+/** An AbortSignal that fires when the client goes away before the response is complete. */
+function abortOnDisconnect(reply: FastifyReply): AbortController {
+  const controller = new AbortController();
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller;
+}
+
+interface StreamOptions {
+  inference: InferenceService;
+  model: string;
+  chatRequest: ReturnType<typeof toChatRequest>;
+  signal: AbortSignal;
+  pingIntervalMs: number;
+}
+
+/**
+ * Streams a message as SSE. Headers go out only when the worker has accepted the prompt (the
+ * `start` event), so a prompt error is still an ordinary 4xx; after that, failures are `error` events.
+ */
+async function stream(request: FastifyRequest, reply: FastifyReply, options: StreamOptions): Promise<FastifyReply> {
+  const raw = reply.raw;
+  const id = newMessageId();
+  const write = (frame: string) => {
+    if (!raw.destroyed && !raw.writableEnded) raw.write(frame);
+  };
+  let started = false;
+  let inputTokens = 0;
+  let ping: NodeJS.Timeout | undefined;
+  try {
+    const result = await options.inference.chat(options.chatRequest, {
+      signal: options.signal,
+      onEvent: (event) => {
+        if (event.type === 'start') {
+          started = true;
+          inputTokens = event.inputTokens;
+          reply.hijack();
+          raw.writeHead(200, {
+            'content-type': 'text/event-stream; charset=utf-8',
+            'cache-control': 'no-cache',
+            connection: 'keep-alive',
+            'x-accel-buffering': 'no',
+            'request-id': request.id,
+          });
+          write(streamEvents.messageStart(id, options.model, inputTokens));
+          write(streamEvents.blockStart());
+          // The prompt is being processed now: a ping tells proxies and clients the stream is alive.
+          write(streamEvents.ping());
+          ping = setInterval(() => write(streamEvents.ping()), options.pingIntervalMs);
+        } else {
+          write(streamEvents.blockDelta(event.text));
+        }
+      },
+    });
+    write(streamEvents.blockStop());
+    write(streamEvents.messageDelta(result.stopReason, result.stopSequence, result.inputTokens, result.outputTokens));
+    write(streamEvents.messageStop());
+    raw.end();
+  } catch (error) {
+    if (!started) throw error;
+    const serviceError = toServiceError(error);
+    if (serviceError.kind === 'internal') request.log.error({ err: error }, 'stream failed');
+    write(streamEvents.error(serviceError));
+    raw.end();
+  } finally {
+    clearInterval(ping);
+  }
+  return reply;
+}

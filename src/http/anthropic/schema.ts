@@ -1,0 +1,54 @@
+/**
+ * Wire schemas of the Anthropic Messages dialect (POST /v1/messages and /v1/messages/count_tokens).
+ *
+ * Unknown top-level fields are rejected with 400 "Extra inputs are not permitted", as the Anthropic
+ * API does, so a client never believes a field took effect when it did not. Fields the dialect
+ * knows but this server cannot honour (tools, thinking, ...) pass the schema and are refused with a
+ * specific message by the converter.
+ */
+import { z } from 'zod';
+
+const cacheControl = z.object({ type: z.literal('ephemeral'), ttl: z.string().optional() }).passthrough().nullish();
+
+export const textBlockSchema = z
+  .object({ type: z.literal('text'), text: z.string(), cache_control: cacheControl, citations: z.array(z.unknown()).nullish() })
+  .passthrough();
+
+/** Any content block; the converter decides what a text-only model accepts. */
+const contentBlockSchema = z.object({ type: z.string() }).passthrough();
+
+export const messageSchema = z.object({
+  role: z.enum(['user', 'assistant']),
+  content: z.union([z.string(), z.array(contentBlockSchema)]),
+});
+
+const promptFields = {
+  model: z.string().min(1, 'must not be empty'),
+  messages: z.array(messageSchema),
+  system: z.union([z.string(), z.array(textBlockSchema)]).optional(),
+  tools: z.array(z.unknown()).optional(),
+  tool_choice: z.unknown().optional(),
+  thinking: z.unknown().optional(),
+  mcp_servers: z.array(z.unknown()).optional(),
+  context_management: z.unknown().optional(),
+};
+
+export const countTokensSchema = z.object(promptFields).strict();
+
+export const messagesSchema = z
+  .object({
+    ...promptFields,
+    max_tokens: z.number().int('must be an integer').min(1, 'must be at least 1'),
+    stop_sequences: z.array(z.string().min(1, 'stop sequences must not be empty')).max(64).optional(),
+    stream: z.boolean().optional(),
+    temperature: z.number().min(0).max(1).optional(),
+    top_p: z.number().gt(0).max(1).optional(),
+    top_k: z.number().int().min(0).optional(),
+    metadata: z.object({ user_id: z.string().max(256).nullish() }).strict().optional(),
+    service_tier: z.enum(['auto', 'standard_only']).optional(),
+    container: z.unknown().optional(),
+  })
+  .strict();
+
+export type MessagesBody = z.infer<typeof messagesSchema>;
+export type CountTokensBody = z.infer<typeof countTokensSchema>;

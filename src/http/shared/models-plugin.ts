@@ -1,0 +1,69 @@
+/**
+ * GET /v1/models and GET /v1/models/{id}, in one shape both the Anthropic and the OpenAI clients
+ * accept (../shared/API.md), plus liveness routes that clients probe (HEAD / and GET /).
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { modelNotFound, ServiceError } from '../../errors.js';
+import type { InferenceService } from '../../inference/types.js';
+import type { ModelInfo } from '../../models/registry.js';
+import { presentedKey, type KeyChecker } from './auth.js';
+import { dialectOf, sendError } from './dialect.js';
+
+export interface ModelsPluginOptions {
+  inference: InferenceService;
+  checkKey: KeyChecker;
+}
+
+const listQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(1000),
+  after_id: z.string().optional(),
+  before_id: z.string().optional(),
+});
+
+export function renderModel(model: ModelInfo) {
+  return {
+    id: model.id,
+    object: 'model' as const,
+    type: 'model' as const,
+    created: model.created,
+    created_at: new Date(model.created * 1000).toISOString(),
+    owned_by: 'local',
+    display_name: model.displayName,
+    // Not in either dialect; clients ignore it and people find it useful.
+    task: model.task,
+    context_length: model.contextLength,
+  };
+}
+
+export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app, { inference, checkKey }) => {
+  app.setErrorHandler((error, request, reply) => sendError(dialectOf(request), error, request, reply));
+  app.addHook('onRequest', async (request) => {
+    if (!checkKey(presentedKey(request.headers, true))) {
+      throw new ServiceError({ code: 'invalid_api_key', kind: 'authentication', message: 'A valid API key is required.' });
+    }
+  });
+
+  app.get('/v1/models', async (request) => {
+    const parsed = listQuery.safeParse(request.query);
+    if (!parsed.success) throw new ServiceError({ code: 'invalid_query', kind: 'invalid_request', message: `query: ${parsed.error.issues[0]!.message}` });
+    const { limit, after_id, before_id } = parsed.data;
+    let models = inference.listModels();
+    if (after_id) models = models.slice(models.findIndex((m) => m.id === after_id) + 1);
+    if (before_id) models = models.slice(0, Math.max(0, models.findIndex((m) => m.id === before_id)));
+    const page = models.slice(0, limit);
+    return {
+      object: 'list',
+      data: page.map(renderModel),
+      first_id: page[0]?.id ?? null,
+      last_id: page.at(-1)?.id ?? null,
+      has_more: models.length > page.length,
+    };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
+    const model = inference.findModel(request.params.id);
+    if (!model) throw modelNotFound(request.params.id, 'id');
+    return renderModel(model);
+  });
+};

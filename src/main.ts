@@ -1,0 +1,82 @@
+/**
+ * Process entry: parse configuration -> build bundled models if absent -> scan models/ -> start a
+ * worker pool per model -> buildApp -> listen. SIGTERM/SIGINT close the server, then the pools.
+ */
+import path from 'node:path';
+import { buildApp } from './app.js';
+import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
+import { LocalInferenceService } from './inference/service.js';
+import { ensureBundledModels } from './models/bundled/index.js';
+import { scanModels } from './models/registry.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(process.argv.slice(2), process.env);
+  } catch (error) {
+    const message = error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? (error as Error).message : String(error);
+    process.stderr.write(`${message}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (config.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const say = (line: string) => process.stderr.write(`${line}\n`);
+  const modelsDir = path.resolve(config.modelsDir);
+  if (config.buildBundledModels) ensureBundledModels({ modelsDir, log: say });
+
+  const scan = scanModels({ modelsDir, defaultPoolSize: config.workersPerModel });
+  for (const skipped of scan.skipped) say(`[models] skipped models/${skipped.folder}: ${skipped.reason}`);
+  if (scan.models.length === 0) {
+    say(`[models] no usable model folders in ${modelsDir}`);
+    process.exit(1);
+  }
+
+  let host = config.host;
+  if (config.apiKeys.length === 0) {
+    if (!isLoopback(host) && !config.allowUnauthenticated) {
+      say(`[auth] no API keys configured: binding to 127.0.0.1 instead of ${host}. Set API_KEYS (or --api-key) to serve other hosts, or --allow-unauthenticated to serve them without keys.`);
+      host = '127.0.0.1';
+    } else {
+      say(`[auth] no API keys configured: any client that can reach ${host}:${config.port} may use the models.`);
+    }
+  }
+
+  const inference = await LocalInferenceService.start({
+    models: scan.models,
+    aliases: config.modelAliases,
+    intraOpThreads: config.intraOpThreads,
+    maxQueue: config.maxQueue,
+    log: (line) => say(`[models] ${line}`),
+  });
+  const app = await buildApp({
+    config,
+    inference,
+    logger: {
+      level: config.logLevel,
+      // Keys never reach the log, whatever the level.
+      redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], remove: true },
+    },
+  });
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    say(`[server] ${signal}: closing`);
+    await app.close();
+    await inference.close();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  const address = await app.listen({ host, port: config.port });
+  say(`[server] listening on ${address} with ${scan.models.map((m) => `${m.id} (${m.task})`).join(', ')}`);
+}
+
+main().catch((error) => {
+  process.stderr.write(`fatal: ${(error as Error).stack ?? error}\n`);
+  process.exit(1);
+});
