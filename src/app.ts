@@ -36,6 +36,8 @@ export async function buildApp({ config, inference, logger = false }: AppDeps): 
     return503OnClosing: true,
   });
   const checkKey = makeKeyChecker(config.apiKeys);
+  // Both dialects speak JSON only; any other body type is a 415.
+  app.removeContentTypeParser('text/plain');
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);

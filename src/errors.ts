@@ -83,6 +83,16 @@ export const modelNotFound = (model: string, param = 'model') =>
     param,
   });
 
+export const wrongModelTask = (name: string, modelTask: 'chat' | 'embedding') =>
+  new ServiceError({
+    code: 'wrong_model_task',
+    kind: 'invalid_request',
+    param: 'model',
+    message: modelTask === 'chat'
+      ? `The model \`${name}\` is a chat model and cannot serve embeddings.`
+      : `The model \`${name}\` is an embedding model and cannot serve messages.`,
+  });
+
 /**
  * Maps anything thrown while serving a request to a ServiceError. Fastify's own errors (body too
  * large, bad JSON, bad content type) carry a statusCode; anything else is an internal error whose

@@ -1,7 +1,7 @@
 /**
  * The inference core: model registry (id or alias -> pool), one ModelPool per model.
  */
-import { modelNotFound, ServiceError } from '../errors.js';
+import { modelNotFound, ServiceError, wrongModelTask } from '../errors.js';
 import type { ModelInfo } from '../models/registry.js';
 import { ModelPool, type ModelPoolOptions } from '../pool/model-pool.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from './types.js';
@@ -77,14 +77,7 @@ export class LocalInferenceService implements InferenceService {
   private pool(name: string, task: ModelInfo['task']): ModelPool {
     const model = this.names.get(name);
     if (!model) throw modelNotFound(name);
-    if (model.task !== task) {
-      throw new ServiceError({
-        code: 'wrong_model_task',
-        kind: 'invalid_request',
-        param: 'model',
-        message: `The model \`${name}\` is ${model.task === 'chat' ? 'a chat' : 'an embedding'} model and cannot serve ${task === 'chat' ? 'messages' : 'embeddings'}.`,
-      });
-    }
+    if (model.task !== task) throw wrongModelTask(name, model.task);
     const pool = this.pools.get(model.id);
     if (!pool) throw new ServiceError({ code: 'model_unavailable', kind: 'unavailable', message: `The model \`${name}\` is not loaded.` });
     return pool;

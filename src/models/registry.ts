@@ -47,6 +47,7 @@ export interface ScanOptions {
 
 const DEFAULT_CONTEXT = 2048;
 
+/** Scans folders in name order; when two claim the same id or alias, the first one wins and the other is skipped. */
 export function scanModels(options: ScanOptions): ScanResult {
   const result: ScanResult = { models: [], skipped: [] };
   if (!fs.existsSync(options.modelsDir)) return result;

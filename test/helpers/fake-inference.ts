@@ -1,0 +1,85 @@
+/**
+ * A scripted InferenceService for HTTP-tier tests: no workers, no models. Chat replies echo the last
+ * user message word by word (one "token" per word); counts are words. Real-model behaviour is
+ * proven in test/model and test/clients.
+ */
+import { modelNotFound, ServiceError, wrongModelTask } from '../../src/errors.js';
+import type { ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/inference/types.js';
+import type { ModelInfo } from '../../src/models/registry.js';
+
+export const FAKE_CHAT: ModelInfo = {
+  id: 'fake-chat', task: 'chat', dir: '/nonexistent/fake-chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', externalDataChunks: 0,
+  contextLength: 64, poolSize: 1, pooling: 'mean', normalize: true, aliases: ['fake-alias'], displayName: 'Fake chat', created: 1_700_000_000,
+};
+export const FAKE_EMBED: ModelInfo = { ...FAKE_CHAT, id: 'fake-embed', task: 'embedding', aliases: [], displayName: 'Fake embed' };
+
+export const words = (text: string) => text.split(/\s+/).filter(Boolean);
+
+export class FakeInference implements InferenceService {
+  /** Set to make the next chat call fail after `afterTokens` streamed tokens. */
+  failAfterTokens: number | null = null;
+  readonly calls: { chat: ChatRequest[]; embed: EmbedRequest[] } = { chat: [], embed: [] };
+
+  listModels(): ModelInfo[] {
+    return [FAKE_CHAT, FAKE_EMBED];
+  }
+
+  findModel(name: string): ModelInfo | undefined {
+    return this.listModels().find((m) => m.id === name || m.aliases.includes(name));
+  }
+
+  private require(name: string, task: ModelInfo['task']): ModelInfo {
+    const model = this.findModel(name);
+    if (!model) throw modelNotFound(name);
+    if (model.task !== task) throw wrongModelTask(name, model.task);
+    return model;
+  }
+
+  async countTokens(prompt: ChatPrompt): Promise<number> {
+    this.require(prompt.model, 'chat');
+    return words([prompt.system ?? '', ...prompt.messages.map((m) => m.content)].join(' ')).length;
+  }
+
+  async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
+    this.calls.chat.push(request);
+    const inputTokens = await this.countTokens(request);
+    if (inputTokens + request.maxTokens > FAKE_CHAT.contextLength) {
+      throw new ServiceError({ code: 'context_length_exceeded', kind: 'invalid_request', message: 'too long', param: 'max_tokens' });
+    }
+    options.onEvent?.({ type: 'start', inputTokens });
+    const reply = words(request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const out: string[] = [];
+    for (const word of reply) {
+      if (out.length === request.maxTokens) break;
+      if (this.failAfterTokens !== null && out.length === this.failAfterTokens) {
+        throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request.' });
+      }
+      const piece = out.length === 0 ? word : ` ${word}`;
+      out.push(word);
+      options.onEvent?.({ type: 'delta', text: piece, outputTokens: out.length });
+    }
+    return {
+      text: out.join(' '),
+      stopReason: out.length === request.maxTokens && out.length > 0 ? 'max_tokens' : 'end_turn',
+      stopSequence: null,
+      inputTokens,
+      outputTokens: out.length,
+    };
+  }
+
+  async embed(request: EmbedRequest): Promise<EmbedResult> {
+    this.calls.embed.push(request);
+    this.require(request.model, 'embedding');
+    if (request.dimensions !== undefined && request.dimensions !== 2) {
+      throw new ServiceError({ code: 'invalid_request', kind: 'invalid_request', message: 'dimensions not supported', param: 'dimensions' });
+    }
+    const vectors = request.inputs.map((input) => {
+      const n = typeof input === 'string' ? words(input).length : input.length;
+      return Float32Array.from([Math.cos(n), Math.sin(n)]);
+    });
+    const promptTokens = request.inputs.reduce((sum, input) => sum + (typeof input === 'string' ? words(input).length : input.length), 0);
+    return { vectors, promptTokens };
+  }
+
+  async close(): Promise<void> {}
+}

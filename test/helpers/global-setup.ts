@@ -1,0 +1,6 @@
+import { ensureBundledModels } from '../../src/models/bundled/index.js';
+import { MODELS_DIR } from './paths.js';
+
+export default function setup(): void {
+  ensureBundledModels({ modelsDir: MODELS_DIR });
+}

@@ -1,0 +1,7 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const MODELS_DIR = path.join(ROOT, 'models');
+export const CHAT_MODEL = 'tiny-qwen3-random';
+export const EMBED_MODEL = 'glove-sif-100d';

@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { scanModels } from '../../src/models/registry.js';
+
+let dir: string;
+
+function folder(name: string, files: Record<string, unknown>) {
+  for (const [file, content] of Object.entries(files)) {
+    const target = path.join(dir, name, file);
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, typeof content === 'string' ? content : JSON.stringify(content));
+  }
+}
+
+const tokenizer = { 'tokenizer.json': '{}' };
+const chatConfig = { architectures: ['LlamaForCausalLM'], max_position_embeddings: 2048 };
+
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'registry-'));
+  folder('llama-like', { ...tokenizer, 'config.json': chatConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/model.onnx': '', 'onnx/model_q4.onnx': '' });
+  folder('jinja-template', { ...tokenizer, 'config.json': { ...chatConfig, 'transformers.js_config': { dtype: 'q4' } }, 'chat_template.jinja': '{{x}}', 'onnx/model_q4.onnx': '' });
+  folder('minilm', {
+    ...tokenizer, 'config.json': { architectures: ['BertModel'] }, 'tokenizer_config.json': { model_max_length: 512 },
+    'onnx/model_quantized.onnx': '', 'onnx/model_quantized.onnx_data': '', 'onnx/model_quantized.onnx_data_1': '',
+    'manifest.json': { pooling: 'cls', poolSize: 3, aliases: ['mini'] },
+  });
+  folder('no-config', { ...tokenizer, 'onnx/model.onnx': '' });
+  folder('no-template', { ...tokenizer, 'config.json': chatConfig, 'onnx/model.onnx': '' });
+  folder('no-onnx', { ...tokenizer, 'config.json': { architectures: ['BertModel'] } });
+  folder('missing-dtype', { ...tokenizer, 'config.json': { architectures: ['BertModel'] }, 'manifest.json': { dtype: 'fp16' }, 'onnx/model.onnx': '' });
+  folder('bad-manifest', { ...tokenizer, 'config.json': {}, 'manifest.json': { poolSize: -1 }, 'onnx/model.onnx': '' });
+  folder('zz-dup', { ...tokenizer, 'config.json': {}, 'manifest.json': { id: 'minilm' }, 'onnx/model.onnx': '' });
+  folder('.building-partial', { ...tokenizer, 'config.json': {}, 'onnx/model.onnx': '' });
+});
+
+describe('scanModels', () => {
+  it('describes Hugging Face layouts from their own files', () => {
+    const { models } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
+    const byId = Object.fromEntries(models.map((m) => [m.id, m]));
+    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'llama-like', 'minilm']);
+    expect(byId['llama-like']).toMatchObject({ task: 'chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', contextLength: 2048, poolSize: 1, externalDataChunks: 0 });
+    expect(byId['jinja-template']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/model_q4.onnx' });
+    expect(byId['minilm']).toMatchObject({ task: 'embedding', dtype: 'q8', externalDataChunks: 2, contextLength: 512, pooling: 'cls', poolSize: 3, aliases: ['mini'] });
+    expect(path.isAbsolute(byId['minilm']!.dir)).toBe(true);
+  });
+
+  it('skips what it cannot serve and says why', () => {
+    const { skipped } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
+    const reasons = Object.fromEntries(skipped.map((s) => [s.folder, s.reason]));
+    expect(reasons).toEqual({
+      'no-config': 'no config.json',
+      'no-template': expect.stringMatching(/without a chat template/),
+      'no-onnx': 'no onnx/model*.onnx file',
+      'missing-dtype': expect.stringMatching(/dtype fp16 selected but onnx\/model_fp16.onnx is missing/),
+      'bad-manifest': expect.stringMatching(/manifest.json is invalid: poolSize/),
+      'zz-dup': expect.stringMatching(/"minilm" is already used/),
+    });
+  });
+
+  it('returns nothing for a missing folder', () => {
+    expect(scanModels({ modelsDir: path.join(dir, 'absent'), defaultPoolSize: 1 })).toEqual({ models: [], skipped: [] });
+  });
+});
