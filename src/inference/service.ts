@@ -53,6 +53,11 @@ export class LocalInferenceService implements InferenceService {
     return this.options.models;
   }
 
+  /** Completed tasks per worker thread of a model (for metrics and tests). */
+  tasksByThread(id: string): ReadonlyMap<number, number> {
+    return this.pools.get(id)?.tasksByThread ?? new Map();
+  }
+
   findModel(name: string): ModelInfo | undefined {
     return this.names.get(name);
   }

@@ -37,6 +37,8 @@ function workerScript(): { filename: string; execArgv: string[] } {
 export class ModelPool {
   private readonly piscina: Piscina;
   private nextTaskId = 1;
+  /** Generate and embed tasks completed, by worker thread id. */
+  readonly tasksByThread = new Map<number, number>();
 
   constructor(
     readonly model: ModelInfo,
@@ -124,6 +126,7 @@ export class ModelPool {
       throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request.' });
     }
     if (reply.type === 'error') throw new ServiceError(reply.error);
+    if ('threadId' in reply) this.tasksByThread.set(reply.threadId, (this.tasksByThread.get(reply.threadId) ?? 0) + 1);
     return reply;
   }
 }

@@ -31,9 +31,9 @@ export type WorkerTask =
 
 export type WorkerReply =
   | { type: 'loaded'; taskId: number; hiddenSize: number | null }
-  | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean }
+  | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean; threadId: number }
   | { type: 'counted'; taskId: number; inputTokens: number }
-  | { type: 'embedded'; taskId: number; vectors: Float32Array[]; promptTokens: number }
+  | { type: 'embedded'; taskId: number; vectors: Float32Array[]; promptTokens: number; threadId: number }
   | { type: 'error'; taskId: number; error: ServiceErrorOptions };
 
 /** Streamed on the task's port; `end` is always the last message of a task that returns normally. */

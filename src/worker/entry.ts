@@ -2,7 +2,7 @@
  * Worker thread entry (piscina). The model named in workerData is loaded once when the thread
  * starts and kept for the thread's life; every task awaits that one load.
  */
-import { workerData } from 'node:worker_threads';
+import { threadId, workerData } from 'node:worker_threads';
 import { toServiceError, type ServiceErrorOptions } from '../errors.js';
 import type { PortMessage, WorkerInit, WorkerReply, WorkerTask } from '../pool/protocol.js';
 import { loadModel, type LoadedModel } from './load.js';
@@ -26,7 +26,7 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
         try {
           const outcome = await generate(loaded, task.request, new Int32Array(task.cancel), task.port);
           task.port?.postMessage({ type: 'end' } satisfies PortMessage);
-          return { type: 'generated', taskId: task.taskId, ...outcome };
+          return { type: 'generated', taskId: task.taskId, ...outcome, threadId };
         } finally {
           task.port?.close();
         }
@@ -34,7 +34,7 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
       case 'embed': {
         const { vectors, promptTokens } = await embed(loaded, task.inputs, task.dimensions);
         // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
-        return { type: 'embedded', taskId: task.taskId, vectors, promptTokens };
+        return { type: 'embedded', taskId: task.taskId, vectors, promptTokens, threadId };
       }
     }
   } catch (error) {

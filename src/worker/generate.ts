@@ -77,6 +77,10 @@ export async function generate(
     if (step.delta) send({ type: 'delta', text: step.delta, outputTokens: generated.length });
   };
   const cancelled = () => Atomics.load(cancel, 0) !== 0;
+  if (cancelled()) {
+    // The client left while the task waited in the queue: skip the prefill entirely.
+    return { result: { text: '', stopReason: 'max_tokens', stopSequence: null, inputTokens, outputTokens: 0 }, cancelled: true };
+  }
 
   const ids = BigInt64Array.from(prompt.ids.map(BigInt));
   const { sampling } = request;

@@ -1,0 +1,124 @@
+/**
+ * Chat on the bundled model through real worker threads, checked against transformers.js driven
+ * in-process (the library's own greedy decoding) and against the tokenizer's own counts.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AutoModelForCausalLM, AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { LocalInferenceService } from '../../src/inference/service.js';
+import type { ChatRequest } from '../../src/inference/types.js';
+import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { startRealService } from '../helpers/real-service.js';
+
+// Greedy continuation of PROMPT by the bundled model (seed 20261122), pinned so a change to the
+// builder or to the loading path shows up. Noise, as documented: the weights are random.
+const GOLDEN_IDS = [80527, 115486, 22449, 9832, 46974, 76043, 67985, 59156, 8695, 70614, 133522, 89877];
+const SYSTEM = 'You are terse.';
+const USER = 'Name three colours.';
+const request = (overrides: Partial<ChatRequest> = {}): ChatRequest => ({
+  model: CHAT_MODEL, system: SYSTEM, messages: [{ role: 'user', content: USER }],
+  maxTokens: GOLDEN_IDS.length, sampling: { temperature: 0 }, stopSequences: [], ...overrides,
+});
+
+let service: LocalInferenceService;
+let tokenizer: PreTrainedTokenizer;
+let promptIds: number[];
+
+beforeAll(async () => {
+  service = await startRealService({ only: [CHAT_MODEL], poolSize: { [CHAT_MODEL]: 2 } });
+  env.allowRemoteModels = false;
+  env.localModelPath = `${MODELS_DIR}/`;
+  tokenizer = await AutoTokenizer.from_pretrained(CHAT_MODEL);
+  const text = tokenizer.apply_chat_template([{ role: 'system', content: SYSTEM }, { role: 'user', content: USER }], { tokenize: false, add_generation_prompt: true }) as string;
+  promptIds = tokenizer.encode(text, { add_special_tokens: false });
+});
+afterAll(() => service?.close());
+
+describe('chat on the bundled model (real workers)', () => {
+  it('greedy output equals transformers.js generate in-process, and the pinned tokens', async () => {
+    const model = await AutoModelForCausalLM.from_pretrained(CHAT_MODEL, { dtype: 'fp32' });
+    const input = BigInt64Array.from(promptIds.map(BigInt));
+    const { Tensor } = await import('@huggingface/transformers');
+    const out = await model.generate({
+      input_ids: new Tensor('int64', input, [1, input.length]),
+      attention_mask: new Tensor('int64', new BigInt64Array(input.length).fill(1n), [1, input.length]),
+      max_new_tokens: GOLDEN_IDS.length, do_sample: false,
+    } as Record<string, unknown>);
+    const baselineIds = ((out as { tolist(): bigint[][] }).tolist()[0]!).slice(promptIds.length).map(Number);
+    await model.dispose();
+    expect(baselineIds).toEqual(GOLDEN_IDS);
+
+    const result = await service.chat(request());
+    expect(result.text).toBe(tokenizer.decode(GOLDEN_IDS, { skip_special_tokens: true }));
+    expect(result).toMatchObject({ stopReason: 'max_tokens', stopSequence: null, outputTokens: GOLDEN_IDS.length });
+  });
+
+  it('counts input tokens as the tokenizer does on the rendered chat template', async () => {
+    const result = await service.chat(request({ maxTokens: 2 }));
+    expect(result.inputTokens).toBe(promptIds.length);
+    expect(await service.countTokens({ model: CHAT_MODEL, system: SYSTEM, messages: [{ role: 'user', content: USER }] })).toBe(promptIds.length);
+  });
+
+  it('max_tokens 1 gives exactly one output token and stop_reason max_tokens', async () => {
+    const result = await service.chat(request({ maxTokens: 1 }));
+    expect(result).toMatchObject({ outputTokens: 1, stopReason: 'max_tokens', text: tokenizer.decode([GOLDEN_IDS[0]!]) });
+  });
+
+  it('streams deltas that add up to the final text', async () => {
+    const deltas: string[] = [];
+    let start = -1;
+    const result = await service.chat(request(), {
+      onEvent: (e) => (e.type === 'start' ? (start = e.inputTokens) : deltas.push(e.text)),
+    });
+    expect(start).toBe(promptIds.length);
+    expect(deltas.join('')).toBe(result.text);
+    expect(deltas.length).toBeGreaterThan(1);
+  });
+
+  it('refuses a prompt plus max_tokens beyond the context window, naming both numbers', async () => {
+    await expect(service.chat(request({ maxTokens: 4096 }))).rejects.toMatchObject({
+      kind: 'invalid_request',
+      message: expect.stringMatching(new RegExp(`prompt is ${promptIds.length} tokens and max_tokens is 4096.*context window of 4096`)),
+    });
+  });
+
+  it('two workers serve concurrent requests with identical greedy results', async () => {
+    const before = new Map(service.tasksByThread(CHAT_MODEL));
+    const results = await Promise.all(Array.from({ length: 6 }, () => service.chat(request())));
+    for (const r of results) expect(r.text).toBe(results[0]!.text);
+    const after = service.tasksByThread(CHAT_MODEL);
+    const threadsUsed = [...after].filter(([id, n]) => n > (before.get(id) ?? 0));
+    expect(threadsUsed.length).toBe(2);
+  });
+});
+
+describe('end of sequence from generation_config (a list of ids)', () => {
+  let dir: string;
+  let eosService: LocalInferenceService;
+  beforeAll(async () => {
+    // A copy of the bundled model whose generation_config lists the third greedy token as an
+    // extra end-of-sequence id: generation must stop there, with end_turn.
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'eos-'));
+    const source = path.join(MODELS_DIR, CHAT_MODEL);
+    const target = path.join(dir, 'eos-variant');
+    fs.mkdirSync(target);
+    for (const entry of fs.readdirSync(source)) {
+      if (entry === 'generation_config.json' || entry === 'manifest.json') continue;
+      fs.symlinkSync(path.join(source, entry), path.join(target, entry));
+    }
+    const generation = JSON.parse(fs.readFileSync(path.join(source, 'generation_config.json'), 'utf8'));
+    fs.writeFileSync(path.join(target, 'generation_config.json'), JSON.stringify({ ...generation, eos_token_id: [...generation.eos_token_id, GOLDEN_IDS[2]] }));
+    eosService = await startRealService({ modelsDir: dir });
+  });
+  afterAll(async () => {
+    await eosService?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops at any listed id with end_turn, during generation', async () => {
+    const result = await eosService.chat(request({ model: 'eos-variant', maxTokens: 50 }));
+    expect(result).toMatchObject({ stopReason: 'end_turn', outputTokens: 3, text: tokenizer.decode(GOLDEN_IDS.slice(0, 2)) });
+  });
+});

@@ -1,0 +1,84 @@
+/**
+ * The bundled GloVe-SIF embedder through real workers: paraphrases must score clearly above
+ * unrelated sentences, usage must be the tokenizer's count, and a vector must not depend on the
+ * batch it was computed in.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
+import type { LocalInferenceService } from '../../src/inference/service.js';
+import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { startRealService } from '../helpers/real-service.js';
+
+// Written for this test: [sentence, paraphrase, unrelated sentence].
+const TRIPLES: Array<[string, string, string]> = [
+  ['A man is playing a guitar on stage.', 'Someone performs music with a guitar in front of an audience.', 'The quarterly tax forms are due next week.'],
+  ['The cat is sleeping on the sofa.', 'A kitten naps on the couch.', 'Interest rates were raised by the central bank.'],
+  ['How do I reset my password?', 'I forgot my password and need to change it.', 'The recipe calls for two cups of flour.'],
+  ['Heavy rain flooded the streets of the city.', 'Storms caused flooding across downtown roads.', 'She scored the winning goal in the final minute.'],
+  ['The doctor prescribed antibiotics for the infection.', 'The physician gave her medicine to treat the bacterial illness.', 'Our flight to Tokyo was delayed by three hours.'],
+  ['Stock prices fell sharply after the announcement.', 'Shares dropped steeply following the news.', 'The children built a sandcastle at the beach.'],
+  ['He is learning to cook Italian food.', 'He is taking lessons in making pasta and other Italian dishes.', 'The satellite was launched into orbit yesterday.'],
+  ['The company hired fifty new engineers this year.', 'The firm added dozens of software developers to its staff.', 'A bird is singing in the old oak tree.'],
+];
+const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * b[i]!, 0);
+const BATCH_TOLERANCE = 1e-5;
+
+let service: LocalInferenceService;
+let tokenizer: PreTrainedTokenizer;
+beforeAll(async () => {
+  service = await startRealService({ only: [EMBED_MODEL] });
+  env.allowRemoteModels = false;
+  env.localModelPath = `${MODELS_DIR}/`;
+  tokenizer = await AutoTokenizer.from_pretrained(EMBED_MODEL);
+});
+afterAll(() => service?.close());
+
+describe('GloVe-SIF embeddings (real workers)', () => {
+  it('scores every paraphrase clearly above the unrelated sentence', async () => {
+    const { vectors } = await service.embed({ model: EMBED_MODEL, inputs: TRIPLES.flat() });
+    const paraphrase: number[] = [];
+    const unrelated: number[] = [];
+    TRIPLES.forEach((_, t) => {
+      const [a, b, c] = [vectors[3 * t]!, vectors[3 * t + 1]!, vectors[3 * t + 2]!];
+      paraphrase.push(cosine(a, b));
+      unrelated.push(Math.max(cosine(a, c), cosine(b, c)));
+    });
+    const mean = (xs: number[]) => xs.reduce((s, x) => s + x, 0) / xs.length;
+    // Every triple on its own: the paraphrase beats the unrelated sentence by a clear margin.
+    paraphrase.forEach((p, t) => expect(p - unrelated[t]!, `triple ${t}: ${p.toFixed(3)} vs ${unrelated[t]!.toFixed(3)}`).toBeGreaterThan(0.2));
+    expect(mean(paraphrase)).toBeGreaterThan(0.5);
+    expect(mean(unrelated)).toBeLessThan(0.2);
+  });
+
+  it('returns unit vectors of the model width, with usage equal to the tokenizer count', async () => {
+    const inputs = ['Hello, world!', 'Tokenizers split punctuation: yes.'];
+    const { vectors, promptTokens } = await service.embed({ model: EMBED_MODEL, inputs });
+    for (const v of vectors) {
+      expect(v.length).toBe(100);
+      expect(Math.abs(Math.hypot(...v) - 1)).toBeLessThan(1e-5);
+    }
+    expect(promptTokens).toBe(inputs.reduce((sum, text) => sum + tokenizer.encode(text).length, 0));
+    expect(promptTokens).toBe(4 + 6);
+  });
+
+  it('gives an input the same vector alone as in a mixed-length batch', async () => {
+    const inputs = ['short one', 'a much longer sentence with quite a few more words than the first', 'mid length text here'];
+    const batch = await service.embed({ model: EMBED_MODEL, inputs });
+    for (let i = 0; i < inputs.length; i++) {
+      const alone = await service.embed({ model: EMBED_MODEL, inputs: [inputs[i]!] });
+      const diff = alone.vectors[0]!.reduce((m, v, d) => Math.max(m, Math.abs(v - batch.vectors[i]![d]!)), 0);
+      expect(diff).toBeLessThan(BATCH_TOLERANCE);
+    }
+  });
+
+  it('embeds token-id input like the text it encodes', async () => {
+    const text = 'the quick brown fox';
+    const ids = tokenizer.encode(text);
+    const [fromText, fromIds] = (await service.embed({ model: EMBED_MODEL, inputs: [text, ids] })).vectors;
+    expect(Array.from(fromIds!)).toEqual(Array.from(fromText!));
+  });
+
+  it('refuses token ids outside the vocabulary', async () => {
+    await expect(service.embed({ model: EMBED_MODEL, inputs: [[1, 10_000_000]] })).rejects.toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(/input\[0\].*vocabulary/) });
+  });
+});
