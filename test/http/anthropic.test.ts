@@ -44,6 +44,14 @@ describe('POST /v1/messages (fake inference)', () => {
     expect(fake.calls.chat.at(-1)).toMatchObject({ maxTokens: 2, sampling: { temperature: 0, topK: 5, topP: 0.5 }, stopSequences: ['x'] });
   });
 
+  it('accepts hints that cannot change a reply here', async () => {
+    const res = await post({
+      ...valid, cache_control: { type: 'ephemeral' }, service_tier: 'auto', speed: 'standard', inference_geo: 'us',
+      diagnostics: { previous_message_id: null }, output_config: { effort: 'low' }, metadata: { user_id: 'u' }, thinking: { type: 'disabled' },
+    });
+    expect(res.statusCode).toBe(200);
+  });
+
   it('accepts vendor-version in place of anthropic-version', async () => {
     const res = await post(valid, { 'content-type': 'application/json', 'vendor-version': '2023-06-01' });
     expect(res.statusCode).toBe(200);
@@ -76,6 +84,7 @@ describe('POST /v1/messages (fake inference)', () => {
     ['a tool_result block', { ...valid, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'y' }] }] }, /`tool_result`/],
     ['tools', { ...valid, tools: [{ name: 't', input_schema: { type: 'object' } }] }, /does not support tool use/],
     ['thinking', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /extended thinking/],
+    ['structured output', { ...valid, output_config: { format: { type: 'json_schema', schema: {} } } }, /structured output/],
     ['a context overflow reported by the service', { ...valid, max_tokens: 1000 }, /too long/],
   ])('400 invalid_request_error for %s', async (_name, body, message) => {
     expectAnthropicError(await post(body), 400, 'invalid_request_error', message);

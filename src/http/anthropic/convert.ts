@@ -21,8 +21,9 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
     const value = body[field];
     if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
     if (field === 'thinking' && (value as { type?: string }).type === 'disabled') continue;
-    throw invalidRequest(`\`${field}\`: the model \`${body.model}\` does not support ${feature}; remove \`${field}\` from the request.`, field, 'unsupported_feature');
+    throw unsupported(field, feature, body.model);
   }
+  if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', body.model);
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
   const messages: ChatMessage[] = body.messages.map((message, i) => ({
     role: message.role,
@@ -37,6 +38,9 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   const system = body.system === undefined ? undefined : textOf(body.system, 'system', body.model);
   return { model: body.model, system, messages };
 }
+
+const unsupported = (field: string, feature: string, model: string) =>
+  invalidRequest(`\`${field}\`: the model \`${model}\` does not support ${feature}; remove \`${field}\` from the request.`, field, 'unsupported_feature');
 
 export function toChatRequest(body: MessagesBody): ChatRequest {
   return {

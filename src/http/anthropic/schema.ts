@@ -3,8 +3,10 @@
  *
  * Unknown top-level fields are rejected with 400 "Extra inputs are not permitted", as the Anthropic
  * API does, so a client never believes a field took effect when it did not. Fields the dialect
- * knows but this server cannot honour (tools, thinking, ...) pass the schema and are refused with a
- * specific message by the converter.
+ * knows but this server cannot honour (tools, thinking, structured output, ...) pass the schema and
+ * are refused with a specific message by the converter. Hints that cannot change the text of a
+ * reply here (cache_control, service_tier, speed, inference_geo, diagnostics, output_config.effort)
+ * are accepted and have no effect; README.md lists them.
  */
 import { z } from 'zod';
 
@@ -31,6 +33,8 @@ const promptFields = {
   thinking: z.unknown().optional(),
   mcp_servers: z.array(z.unknown()).optional(),
   context_management: z.unknown().optional(),
+  output_config: z.object({ effort: z.string().nullish(), format: z.unknown().optional() }).strict().optional(),
+  cache_control: cacheControl,
 };
 
 export const countTokensSchema = z.object(promptFields).strict();
@@ -46,6 +50,9 @@ export const messagesSchema = z
     top_k: z.number().int().min(0).optional(),
     metadata: z.object({ user_id: z.string().max(256).nullish() }).strict().optional(),
     service_tier: z.enum(['auto', 'standard_only']).optional(),
+    speed: z.enum(['standard', 'fast']).nullish(),
+    inference_geo: z.string().nullish(),
+    diagnostics: z.object({ previous_message_id: z.string().nullish() }).strict().nullish(),
     container: z.unknown().optional(),
   })
   .strict();

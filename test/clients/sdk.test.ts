@@ -1,0 +1,109 @@
+/**
+ * The official clients are the judge of wire compatibility: @anthropic-ai/sdk and openai against a
+ * listening server on the bundled models, including the error classes they raise.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { CHAT_MODEL, EMBED_MODEL } from '../helpers/paths.js';
+import { startRealServer, type RealServer } from '../helpers/real-server.js';
+
+const KEY = 'sk-local-test';
+let server: RealServer;
+beforeAll(async () => {
+  server = await startRealServer({ apiKeys: [KEY] });
+});
+afterAll(() => server?.close());
+
+const anthropic = (apiKey = KEY) => new Anthropic({ baseURL: server.url, apiKey, maxRetries: 0 });
+const openai = (path = `/v1/engines/${EMBED_MODEL}`, apiKey = KEY) => new OpenAI({ baseURL: `${server.url}${path}`, apiKey, maxRetries: 0 });
+
+describe('@anthropic-ai/sdk', () => {
+  it('messages.create returns a message with real usage', async () => {
+    // The current SDK's types no longer list temperature; the API (and this server) still take it.
+    const params: Anthropic.MessageCreateParamsNonStreaming = {
+      model: CHAT_MODEL,
+      max_tokens: 5,
+      system: 'You are terse.',
+      messages: [{ role: 'user', content: 'Say hello.' }],
+      ...{ temperature: 0 },
+    };
+    const message = await anthropic().messages.create(params);
+    expect(message).toMatchObject({ type: 'message', role: 'assistant', model: CHAT_MODEL, stop_reason: 'max_tokens', stop_sequence: null });
+    expect(message.id).toMatch(/^msg_/);
+    expect(message.content).toHaveLength(1);
+    expect(message.content[0]!.type).toBe('text');
+    expect(message.usage.output_tokens).toBe(5);
+    const count = await anthropic().messages.countTokens({ model: CHAT_MODEL, system: 'You are terse.', messages: [{ role: 'user', content: 'Say hello.' }] });
+    expect(message.usage.input_tokens).toBe(count.input_tokens);
+  });
+
+  it('stream: true yields the same text as the non-streaming call at temperature 0', async () => {
+    const params: Anthropic.MessageCreateParamsNonStreaming = {
+      model: CHAT_MODEL, max_tokens: 8, messages: [{ role: 'user', content: 'Count to three.' }], ...{ temperature: 0 },
+    };
+    const whole = await anthropic().messages.create(params);
+    const stream = anthropic().messages.stream(params);
+    const final = await stream.finalMessage();
+    expect(final.content).toEqual(whole.content);
+    expect(final.usage).toMatchObject({ input_tokens: whole.usage.input_tokens, output_tokens: 8 });
+    expect(final.stop_reason).toBe('max_tokens');
+  });
+
+  it('models.list sees both bundled models', async () => {
+    const ids: string[] = [];
+    for await (const model of anthropic().models.list()) ids.push(model.id);
+    expect(ids.sort()).toEqual([EMBED_MODEL, CHAT_MODEL].sort());
+  });
+
+  it('raises BadRequestError for max_tokens 0', async () => {
+    const error = await anthropic().messages.create({ model: CHAT_MODEL, max_tokens: 0, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(error.status).toBe(400);
+    expect(error.error).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+    expect(error.requestID).toMatch(/^req_/);
+  });
+
+  it('raises AuthenticationError for a wrong key', async () => {
+    const error = await anthropic('sk-wrong').messages.create({ model: CHAT_MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.AuthenticationError);
+    expect(error.status).toBe(401);
+  });
+
+  it('raises NotFoundError for an unknown model', async () => {
+    const error = await anthropic().messages.create({ model: 'claude-nope', max_tokens: 1, messages: [{ role: 'user', content: 'x' }] }).catch((e) => e);
+    expect(error).toBeInstanceOf(Anthropic.NotFoundError);
+    expect(error.error.error.message).toMatch(/claude-nope/);
+  });
+});
+
+describe('openai', () => {
+  it('embeddings.create through the engines path, base64 (the SDK default) and float agree', async () => {
+    const input = ['The cat sat on the mat.', 'A kitten rested on the rug.'];
+    const viaDefault = await openai().embeddings.create({ model: EMBED_MODEL, input });
+    const viaFloat = await openai().embeddings.create({ model: EMBED_MODEL, input, encoding_format: 'float' });
+    expect(viaDefault.object).toBe('list');
+    expect(viaDefault.model).toBe(EMBED_MODEL);
+    expect(viaDefault.data.map((d) => d.index)).toEqual([0, 1]);
+    expect(viaDefault.data[0]!.embedding).toHaveLength(100);
+    expect(viaDefault.data.map((d) => d.embedding)).toEqual(viaFloat.data.map((d) => d.embedding.map(Math.fround)));
+    expect(viaDefault.usage).toEqual({ prompt_tokens: 14, total_tokens: 14 });
+  });
+
+  it('embeddings.create on /v1/embeddings', async () => {
+    const result = await openai('/v1').embeddings.create({ model: EMBED_MODEL, input: 'hello world' });
+    expect(result.usage.prompt_tokens).toBe(2);
+  });
+
+  it('raises BadRequestError, AuthenticationError and NotFoundError', async () => {
+    const bad = await openai().embeddings.create({ model: EMBED_MODEL, input: '' }).catch((e) => e);
+    expect(bad).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(bad.param).toBe('input');
+    const auth = await openai(undefined, 'sk-wrong').embeddings.create({ model: EMBED_MODEL, input: 'x' }).catch((e) => e);
+    expect(auth).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect(auth.code).toBe('invalid_api_key');
+    const missing = await openai('/v1').embeddings.create({ model: 'text-embedding-3-small', input: 'x' }).catch((e) => e);
+    expect(missing).toBeInstanceOf(OpenAI.NotFoundError);
+    expect(missing.code).toBe('model_not_found');
+  });
+});

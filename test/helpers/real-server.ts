@@ -1,0 +1,27 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import type { LocalInferenceService } from '../../src/inference/service.js';
+import { startRealService } from './real-service.js';
+
+export interface RealServer {
+  app: FastifyInstance;
+  service: LocalInferenceService;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The real app on real workers, listening on a free loopback port. */
+export async function startRealServer(options: { apiKeys?: string[] } = {}): Promise<RealServer> {
+  const service = await startRealService();
+  const app = await buildApp({ config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 }, inference: service });
+  const url = await app.listen({ host: '127.0.0.1', port: 0 });
+  return {
+    app,
+    service,
+    url,
+    async close() {
+      await app.close();
+      await service.close();
+    },
+  };
+}
