@@ -1,0 +1,64 @@
+/**
+ * The real entry point as a user starts it: a child process running src/main.ts.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+
+const STARTUP_TIMEOUT_MS = 60_000;
+let child: ChildProcess | undefined;
+afterEach(() => {
+  child?.kill('SIGKILL');
+  child = undefined;
+});
+
+/** Starts the server and resolves with its stderr once it prints the listening line. */
+function start(args: string[], env: Record<string, string> = {}): Promise<{ stderr: () => string; url: string }> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child = proc;
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no listening line in time:\n${stderr}`)), STARTUP_TIMEOUT_MS);
+    proc.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ stderr: () => stderr, url: match[1]! });
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code}:\n${stderr}`));
+    });
+  });
+}
+
+describe('src/main.ts', () => {
+  it('without API keys keeps to loopback even when asked for 0.0.0.0, says so, and exits 0 on SIGTERM', async () => {
+    const { stderr, url } = await start(['--host', '0.0.0.0']);
+    expect(stderr()).toMatch(/no API keys configured: binding to 127\.0\.0\.1 instead of 0\.0\.0\.0/);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const res = await fetch(`${url}/v1/models`);
+    expect(res.status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    child!.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('with API keys binds as asked and requires a key', async () => {
+    const { url, stderr } = await start(['--host', '127.0.0.1'], { API_KEYS: 'sk-main-test' });
+    expect(stderr()).not.toMatch(/sk-main-test/);
+    expect((await fetch(`${url}/v1/models`)).status).toBe(401);
+    expect((await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer sk-main-test' } })).status).toBe(200);
+  });
+
+  it('refuses bad configuration with a usage message and exit code 2', async () => {
+    await expect(start(['--port', 'eighty'])).rejects.toThrow(/exited with 2[\s\S]*port[\s\S]*Usage/);
+  });
+});
