@@ -14,7 +14,7 @@ import { dialectOf, sendError } from './http/shared/dialect.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'apiKeys' | 'bodyLimit'> & { pingIntervalMs?: number };
+  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'>;
   inference: InferenceService;
   logger?: FastifyServerOptions['logger'];
 }
@@ -46,7 +46,7 @@ export async function buildApp({ config, inference, logger = false }: AppDeps): 
   app.get('/', async () => ({ status: 'ok', service: 'local-inference-server' }));
   app.get('/health', async () => ({ status: 'ok' }));
 
-  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs ?? 10_000 });
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs });
   await app.register(openAiPlugin, { inference, checkKey });
   await app.register(modelsPlugin, { inference, checkKey });
 

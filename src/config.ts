@@ -39,6 +39,8 @@ export const configSchema = z.object({
   bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
   modelAliases: aliasMap.default({}),
+  /** Interval of `ping` events on an open Messages stream (keeps proxies from timing it out). */
+  pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Build missing bundled models at start (they are also built on npm install). */
   buildBundledModels: bool.default(true),
@@ -58,6 +60,7 @@ const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
   maxQueue: 'MAX_QUEUE',
   bodyLimit: 'BODY_LIMIT',
   modelAliases: 'MODEL_ALIASES',
+  pingIntervalMs: 'PING_INTERVAL_MS',
   logLevel: 'LOG_LEVEL',
   buildBundledModels: 'BUILD_BUNDLED_MODELS',
 };
@@ -75,12 +78,13 @@ const FLAGS = {
   'body-limit': { type: 'string' },
   alias: { type: 'string', multiple: true },
   'log-level': { type: 'string' },
+  'ping-interval-ms': { type: 'string' },
   help: { type: 'boolean' },
 } as const;
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--intra-op-threads N] [--max-queue N]
-  [--body-limit BYTES] [--alias NAME=MODEL ...] [--log-level LEVEL] [--config FILE.json]
+  [--body-limit BYTES] [--alias NAME=MODEL ...] [--ping-interval-ms MS] [--log-level LEVEL] [--config FILE.json]
 Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
 
 export class ConfigError extends Error {}
@@ -106,6 +110,7 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     bodyLimit: values['body-limit'],
     modelAliases: values.alias ? values.alias.join(',') : undefined,
     logLevel: values['log-level'],
+    pingIntervalMs: values['ping-interval-ms'],
   };
   const merged = { ...fromFile, ...fromEnv, ...Object.fromEntries(Object.entries(fromFlags).filter(([, v]) => v !== undefined)) };
   const parsed = configSchema.safeParse(merged);

@@ -3,7 +3,7 @@
  */
 import { modelNotFound, ServiceError, wrongModelTask } from '../errors.js';
 import type { ModelInfo } from '../models/registry.js';
-import { ModelPool, type ModelPoolOptions } from '../pool/model-pool.js';
+import { ModelPool, type GenerationStats, type ModelPoolOptions } from '../pool/model-pool.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from './types.js';
 
 export interface LocalServiceOptions extends ModelPoolOptions {
@@ -15,6 +15,8 @@ export interface LocalServiceOptions extends ModelPoolOptions {
 
 export class LocalInferenceService implements InferenceService {
   private readonly pools = new Map<string, ModelPool>();
+  /** Tokenizer-only pools of chat models: token counting never waits behind generations. */
+  private readonly counters = new Map<string, ModelPool>();
   private readonly names = new Map<string, ModelInfo>();
 
   private constructor(private readonly options: LocalServiceOptions) {
@@ -38,7 +40,13 @@ export class LocalInferenceService implements InferenceService {
           const started = Date.now();
           const pool = new ModelPool(model, options);
           service.pools.set(model.id, pool);
-          await pool.start();
+          const pools = [pool];
+          if (model.task === 'chat') {
+            const counter = new ModelPool(model, options, 'tokenizer');
+            service.counters.set(model.id, counter);
+            pools.push(counter);
+          }
+          await Promise.all(pools.map((p) => p.start()));
           log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms`);
         }),
       );
@@ -58,6 +66,11 @@ export class LocalInferenceService implements InferenceService {
     return this.pools.get(id)?.tasksByThread ?? new Map();
   }
 
+  /** Generation counters of a chat model (for metrics and tests). */
+  generationStats(id: string): Readonly<GenerationStats> | undefined {
+    return this.pools.get(id)?.generationStats;
+  }
+
   findModel(name: string): ModelInfo | undefined {
     return this.names.get(name);
   }
@@ -67,7 +80,8 @@ export class LocalInferenceService implements InferenceService {
   }
 
   countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
-    return this.pool(prompt.model, 'chat').countTokens(prompt);
+    const model = this.pool(prompt.model, 'chat').model;
+    return (this.counters.get(model.id) ?? this.pool(prompt.model, 'chat')).countTokens(prompt);
   }
 
   embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
@@ -75,8 +89,9 @@ export class LocalInferenceService implements InferenceService {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values()].map((pool) => pool.close()));
+    await Promise.all([...this.pools.values(), ...this.counters.values()].map((pool) => pool.close()));
     this.pools.clear();
+    this.counters.clear();
   }
 
   private pool(name: string, task: ModelInfo['task']): ModelPool {

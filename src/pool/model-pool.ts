@@ -21,6 +21,15 @@ export interface ModelPoolOptions {
   maxQueue: number;
 }
 
+export interface GenerationStats {
+  completed: number;
+  cancelled: number;
+  /** Output tokens of the most recent cancelled generation: how far it got before it stopped. */
+  lastCancelledOutputTokens: number | null;
+  /** Generations running in a worker now. */
+  active: number;
+}
+
 /** A task as callers write it: the pool assigns the id. */
 type TaskBody = WorkerTask extends infer T ? (T extends WorkerTask ? Omit<T, 'taskId'> : never) : never;
 
@@ -36,22 +45,27 @@ function workerScript(): { filename: string; execArgv: string[] } {
 
 export class ModelPool {
   private readonly piscina: Piscina;
+  private readonly threads: number;
   private nextTaskId = 1;
+  readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0 };
   /** Generate and embed tasks completed, by worker thread id. */
   readonly tasksByThread = new Map<number, number>();
 
   constructor(
     readonly model: ModelInfo,
     options: ModelPoolOptions,
+    readonly role: WorkerInit['role'] = 'model',
   ) {
     const { filename, execArgv } = workerScript();
-    const workerData: WorkerInit = { model, intraOpThreads: options.intraOpThreads };
+    const workerData: WorkerInit = { model, role, intraOpThreads: options.intraOpThreads };
+    // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
+    this.threads = role === 'tokenizer' ? 1 : model.poolSize;
     this.piscina = new Piscina({
       filename: pathToFileURL(filename).href,
       workerData,
       execArgv,
-      minThreads: model.poolSize,
-      maxThreads: model.poolSize,
+      minThreads: this.threads,
+      maxThreads: this.threads,
       // Idle workers must not exit: that would unload the model.
       idleTimeout: Number.MAX_SAFE_INTEGER,
       concurrentTasksPerWorker: 1,
@@ -61,7 +75,7 @@ export class ModelPool {
 
   /** Resolves when every worker has loaded the model. */
   async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.model.poolSize }, () => this.run({ type: 'load' })));
+    await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
   }
 
   get queueSize(): number {
@@ -74,6 +88,7 @@ export class ModelPool {
     const stop = () => Atomics.store(flag, 0, 1);
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
+    this.generationStats.active++;
     try {
       if (!options.onEvent) {
         const reply = await this.run({ type: 'generate', request, cancel });
@@ -94,6 +109,7 @@ export class ModelPool {
         port1.close();
       }
     } finally {
+      this.generationStats.active--;
       options.signal?.removeEventListener('abort', stop);
     }
   }
@@ -127,6 +143,13 @@ export class ModelPool {
     }
     if (reply.type === 'error') throw new ServiceError(reply.error);
     if ('threadId' in reply) this.tasksByThread.set(reply.threadId, (this.tasksByThread.get(reply.threadId) ?? 0) + 1);
+    if (reply.type === 'generated') {
+      this.generationStats.completed++;
+      if (reply.cancelled) {
+        this.generationStats.cancelled++;
+        this.generationStats.lastCancelledOutputTokens = reply.result.outputTokens;
+      }
+    }
     return reply;
   }
 }

@@ -11,6 +11,11 @@ import type { ModelInfo } from '../models/registry.js';
 /** piscina workerData: which model this worker serves and how it runs it. */
 export interface WorkerInit {
   model: ModelInfo;
+  /**
+   * `model`: loads tokenizer and weights, serves every task. `tokenizer`: loads only the tokenizer
+   * and serves `count`, so token counting never queues behind long generations.
+   */
+  role: 'model' | 'tokenizer';
   /** onnxruntime intra-op threads per session (0 = onnxruntime's default, one per core). */
   intraOpThreads: number;
 }

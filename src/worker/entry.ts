@@ -1,30 +1,38 @@
 /**
- * Worker thread entry (piscina). The model named in workerData is loaded once when the thread
- * starts and kept for the thread's life; every task awaits that one load.
+ * Worker thread entry (piscina). What workerData names is loaded once when the thread starts and
+ * kept for the thread's life; every task awaits that one load.
  */
 import { threadId, workerData } from 'node:worker_threads';
-import { toServiceError, type ServiceErrorOptions } from '../errors.js';
+import { ServiceError, toServiceError, type ServiceErrorOptions } from '../errors.js';
 import type { PortMessage, WorkerInit, WorkerReply, WorkerTask } from '../pool/protocol.js';
-import { loadModel, type LoadedModel } from './load.js';
-import { generate, countPromptTokens } from './generate.js';
+import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from './load.js';
+import { generate } from './generate.js';
 import { embed } from './embed.js';
+import { renderPrompt } from './prompt.js';
 
 const init = workerData as WorkerInit;
-const loading: Promise<LoadedModel> = loadModel(init);
+const loading: Promise<LoadedTokenizer | LoadedModel> = init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init);
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
 loading.catch(() => {});
 
+async function loadedModel(): Promise<LoadedModel> {
+  const loaded = await loading;
+  if (!('model' in loaded)) throw new ServiceError({ code: 'wrong_worker', kind: 'internal', message: 'task sent to a tokenizer-only worker' });
+  return loaded;
+}
+
 export default async function handle(task: WorkerTask): Promise<WorkerReply> {
   try {
-    const loaded = await loading;
     switch (task.type) {
-      case 'load':
-        return { type: 'loaded', taskId: task.taskId, hiddenSize: loaded.hiddenSize };
+      case 'load': {
+        const loaded = await loading;
+        return { type: 'loaded', taskId: task.taskId, hiddenSize: 'hiddenSize' in loaded ? loaded.hiddenSize : null };
+      }
       case 'count':
-        return { type: 'counted', taskId: task.taskId, inputTokens: countPromptTokens(loaded, task.prompt) };
+        return { type: 'counted', taskId: task.taskId, inputTokens: renderPrompt(await loading, task.prompt).ids.length };
       case 'generate': {
         try {
-          const outcome = await generate(loaded, task.request, new Int32Array(task.cancel), task.port);
+          const outcome = await generate(await loadedModel(), task.request, new Int32Array(task.cancel), task.port);
           task.port?.postMessage({ type: 'end' } satisfies PortMessage);
           return { type: 'generated', taskId: task.taskId, ...outcome, threadId };
         } finally {
@@ -32,7 +40,7 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
         }
       }
       case 'embed': {
-        const { vectors, promptTokens } = await embed(loaded, task.inputs, task.dimensions);
+        const { vectors, promptTokens } = await embed(await loadedModel(), task.inputs, task.dimensions);
         // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
         return { type: 'embedded', taskId: task.taskId, vectors, promptTokens, threadId };
       }

@@ -111,7 +111,3 @@ export async function generate(
     cancelled: cancelled(),
   };
 }
-
-export function countPromptTokens(loaded: LoadedModel, request: Parameters<typeof renderPrompt>[1]): number {
-  return renderPrompt(loaded, request).ids.length;
-}

@@ -14,9 +14,12 @@ import {
 import type { WorkerInit } from '../pool/protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 
-export interface LoadedModel {
+export interface LoadedTokenizer {
   info: ModelInfo;
   tokenizer: PreTrainedTokenizer;
+}
+
+export interface LoadedModel extends LoadedTokenizer {
   model: PreTrainedModel;
   /** End-of-sequence ids from generation_config.json (may be several) or config.json. */
   eosTokenIds: number[];
@@ -25,14 +28,24 @@ export interface LoadedModel {
   hiddenSize: number | null;
 }
 
-export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
-  const { model: info } = init;
+/** Points transformers.js at the model's parent folder, offline; returns the name to load. */
+function localName(info: ModelInfo): string {
   env.allowRemoteModels = false;
   env.allowLocalModels = true;
   env.useFSCache = false;
   env.localModelPath = path.dirname(info.dir) + path.sep;
-  const name = path.basename(info.dir);
-  const tokenizer = await AutoTokenizer.from_pretrained(name, { local_files_only: true });
+  return path.basename(info.dir);
+}
+
+export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
+  const tokenizer = await AutoTokenizer.from_pretrained(localName(info), { local_files_only: true });
+  return { info, tokenizer };
+}
+
+export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
+  const { model: info } = init;
+  const { tokenizer } = await loadTokenizer(info);
+  const name = localName(info);
   const options = {
     local_files_only: true,
     dtype: info.dtype,

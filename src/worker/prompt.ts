@@ -4,14 +4,14 @@
  */
 import { invalidRequest } from '../errors.js';
 import type { ChatPrompt } from '../inference/types.js';
-import type { LoadedModel } from './load.js';
+import type { LoadedTokenizer } from './load.js';
 
 export interface RenderedPrompt {
   text: string;
   ids: number[];
 }
 
-export function renderPrompt(loaded: LoadedModel, prompt: ChatPrompt): RenderedPrompt {
+export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): RenderedPrompt {
   const conversation: { role: string; content: string }[] = [];
   if (prompt.system !== undefined && prompt.system !== '') conversation.push({ role: 'system', content: prompt.system });
   const last = prompt.messages.at(-1);

@@ -52,6 +52,20 @@ describe('POST /v1/messages (fake inference)', () => {
     expect(res.statusCode).toBe(200);
   });
 
+  it('combines consecutive turns of one role and keeps a final assistant prefill', async () => {
+    const res = await post({ ...valid, messages: [
+      { role: 'user', content: 'a' }, { role: 'user', content: 'b' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }, { role: 'assistant', content: 'e' },
+    ] });
+    expect(res.statusCode).toBe(200);
+    expect(fake.calls.chat.at(-1)!.messages).toEqual([
+      { role: 'user', content: 'a\n\nb' }, { role: 'assistant', content: 'c' }, { role: 'user', content: 'd' }, { role: 'assistant', content: 'e' },
+    ]);
+  });
+
+  it('ignores unknown anthropic-beta values', async () => {
+    expect((await post(valid, { ...ANTHROPIC_HEADERS, 'anthropic-beta': 'made-up-2099-01-01,other' })).statusCode).toBe(200);
+  });
+
   it('accepts vendor-version in place of anthropic-version', async () => {
     const res = await post(valid, { 'content-type': 'application/json', 'vendor-version': '2023-06-01' });
     expect(res.statusCode).toBe(200);
@@ -78,6 +92,9 @@ describe('POST /v1/messages (fake inference)', () => {
     ['empty messages', { ...valid, messages: [] }, /at least one message/],
     ['a bad role', { ...valid, messages: [{ role: 'system', content: 'x' }] }, /messages\.0\.role/],
     ['empty content', { ...valid, messages: [{ role: 'user', content: '' }] }, /non-empty/],
+    ['whitespace-only content', { ...valid, messages: [{ role: 'user', content: '  ' }] }, /non-empty/],
+    ['a first assistant message', { ...valid, messages: [{ role: 'assistant', content: 'hi' }, { role: 'user', content: 'x' }] }, /first message must use the "user" role/],
+    ['a prefill ending in whitespace', { ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Sure, ' }] }, /trailing whitespace/],
     ['temperature above 1', { ...valid, temperature: 1.5 }, /temperature/],
     ['an unknown field', { ...valid, frobnicate: true }, /frobnicate: Extra inputs are not permitted/],
     ['an image block', { ...valid, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, /`image`.*text-only/],

@@ -25,16 +25,25 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   }
   if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', body.model);
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
-  const messages: ChatMessage[] = body.messages.map((message, i) => ({
-    role: message.role,
-    content: textOf(message.content, `messages.${i}.content`, body.model),
-  }));
-  messages.forEach((message, i) => {
-    const isFinalAssistant = i === messages.length - 1 && message.role === 'assistant';
-    if (message.content === '' && !isFinalAssistant) {
+  if (body.messages[0]!.role !== 'user') throw invalidRequest('messages: first message must use the "user" role', 'messages.0.role');
+  const texts = body.messages.map((message, i) => ({ role: message.role, content: textOf(message.content, `messages.${i}.content`, body.model) }));
+  texts.forEach((message, i) => {
+    const isFinalAssistant = i === texts.length - 1 && message.role === 'assistant';
+    if (message.content.trim() === '' && !isFinalAssistant) {
       throw invalidRequest(`messages.${i}: ${message.role} messages must have non-empty content`, `messages.${i}.content`);
     }
+    if (isFinalAssistant && /\s$/.test(message.content)) {
+      throw invalidRequest('messages: final assistant content cannot end with trailing whitespace', `messages.${i}.content`);
+    }
   });
+  // As in the Anthropic API, consecutive turns of one role are combined into a single turn, so
+  // templates that require strict alternation accept every valid conversation.
+  const messages: ChatMessage[] = [];
+  for (const message of texts) {
+    const previous = messages.at(-1);
+    if (previous?.role === message.role) previous.content = `${previous.content}\n\n${message.content}`;
+    else messages.push({ ...message });
+  }
   const system = body.system === undefined ? undefined : textOf(body.system, 'system', body.model);
   return { model: body.model, system, messages };
 }
