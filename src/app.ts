@@ -19,6 +19,25 @@ export interface AppDeps {
   logger?: FastifyServerOptions['logger'];
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    inflightRequests(): number;
+  }
+}
+
+/**
+ * Stops accepting connections, lets in-flight requests (streams included) finish for up to
+ * `graceMs`, then drops every remaining connection. Node keeps a connection whose client hung up
+ * mid-request on its books until a timeout; without the last step close() would wait for it.
+ */
+export async function closeApp(app: FastifyInstance, graceMs: number): Promise<void> {
+  const closed = app.close();
+  const deadline = Date.now() + graceMs;
+  while (app.inflightRequests() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  app.server.closeAllConnections();
+  await closed;
+}
+
 export function newRequestId(): string {
   return `req_${randomBytes(12).toString('hex')}`;
 }
@@ -39,8 +58,13 @@ export async function buildApp({ config, inference, logger = false }: AppDeps): 
   // Both dialects speak JSON only; any other body type is a 415.
   app.removeContentTypeParser('text/plain');
 
+  // In-flight requests, streams included: a response's 'close' fires once, when it finished or the client left.
+  let inflight = 0;
+  app.decorate('inflightRequests', () => inflight);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
+    inflight++;
+    reply.raw.once('close', () => inflight--);
   });
 
   app.get('/', async () => ({ status: 'ok', service: 'local-inference-server' }));

@@ -3,11 +3,14 @@
  * worker pool per model -> buildApp -> listen. SIGTERM/SIGINT close the server, then the pools.
  */
 import path from 'node:path';
-import { buildApp } from './app.js';
+import { buildApp, closeApp } from './app.js';
 import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
 import { LocalInferenceService } from './inference/service.js';
 import { ensureBundledModels } from './models/bundled/index.js';
 import { scanModels } from './models/registry.js';
+
+/** How long SIGTERM waits for in-flight requests before dropping them. */
+const SHUTDOWN_GRACE_MS = 30_000;
 
 async function main(): Promise<void> {
   let config;
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     say(`[server] ${signal}: closing`);
-    await app.close();
+    await closeApp(app, SHUTDOWN_GRACE_MS);
     await inference.close();
     process.exit(0);
   };

@@ -11,7 +11,7 @@ import { startRealServer, type RealServer } from '../helpers/real-server.js';
 const KEY = 'sk-local-test';
 let server: RealServer;
 beforeAll(async () => {
-  server = await startRealServer({ apiKeys: [KEY] });
+  server = await startRealServer({ apiKeys: [KEY], aliases: { 'claude-sonnet-4-5': CHAT_MODEL } });
 });
 afterAll(() => server?.close());
 
@@ -48,6 +48,12 @@ describe('@anthropic-ai/sdk', () => {
     expect(final.content).toEqual(whole.content);
     expect(final.usage).toMatchObject({ input_tokens: whole.usage.input_tokens, output_tokens: 8 });
     expect(final.stop_reason).toBe('max_tokens');
+  });
+
+  it('serves a configured alias under the name the client asked for', async () => {
+    const message = await anthropic().messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(message.model).toBe('claude-sonnet-4-5');
+    expect(message.usage.output_tokens).toBe(2);
   });
 
   it('models.list sees both bundled models', async () => {

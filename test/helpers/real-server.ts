@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
+import { buildApp, closeApp } from '../../src/app.js';
 import type { LocalInferenceService } from '../../src/inference/service.js';
 import { startRealService } from './real-service.js';
 
@@ -11,8 +11,8 @@ export interface RealServer {
 }
 
 /** The real app on real workers, listening on a free loopback port. */
-export async function startRealServer(options: { apiKeys?: string[] } = {}): Promise<RealServer> {
-  const service = await startRealService();
+export async function startRealServer(options: { apiKeys?: string[]; aliases?: Record<string, string> } = {}): Promise<RealServer> {
+  const service = await startRealService({ aliases: options.aliases });
   const app = await buildApp({ config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 }, inference: service });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
@@ -20,7 +20,7 @@ export async function startRealServer(options: { apiKeys?: string[] } = {}): Pro
     service,
     url,
     async close() {
-      await app.close();
+      await closeApp(app, 5_000);
       await service.close();
     },
   };
