@@ -39,6 +39,14 @@ export const configSchema = z.object({
   bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
   modelAliases: aliasMap.default({}),
+  /** Gather concurrent embedding requests into shared forward passes (off: one task per request). */
+  embedBatching: bool.default(true),
+  /** Padded tokens per embedding forward pass (rows x longest row); also caps one gathered task. */
+  embedBatchTokens: z.coerce.number().int().min(16).max(1_000_000).default(16_384),
+  /** How long an embedding request may wait for others while a worker is idle. */
+  embedBatchWaitMs: z.coerce.number().min(0).max(1000).default(0),
+  /** Cut embedding inputs longer than the model's context instead of answering 400 (usage then counts what was embedded). */
+  embedTruncate: bool.default(false),
   /** Interval of `ping` events on an open Messages stream (keeps proxies from timing it out). */
   pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -61,6 +69,10 @@ const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
   bodyLimit: 'BODY_LIMIT',
   modelAliases: 'MODEL_ALIASES',
   pingIntervalMs: 'PING_INTERVAL_MS',
+  embedBatching: 'EMBED_BATCHING',
+  embedBatchTokens: 'EMBED_BATCH_TOKENS',
+  embedBatchWaitMs: 'EMBED_BATCH_WAIT_MS',
+  embedTruncate: 'EMBED_TRUNCATE',
   logLevel: 'LOG_LEVEL',
   buildBundledModels: 'BUILD_BUNDLED_MODELS',
 };
@@ -79,12 +91,17 @@ const FLAGS = {
   alias: { type: 'string', multiple: true },
   'log-level': { type: 'string' },
   'ping-interval-ms': { type: 'string' },
+  'embed-batching': { type: 'string' },
+  'embed-batch-tokens': { type: 'string' },
+  'embed-batch-wait-ms': { type: 'string' },
+  'embed-truncate': { type: 'boolean' },
   help: { type: 'boolean' },
 } as const;
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--intra-op-threads N] [--max-queue N]
-  [--body-limit BYTES] [--alias NAME=MODEL ...] [--ping-interval-ms MS] [--log-level LEVEL] [--config FILE.json]
+  [--body-limit BYTES] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
+  [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
 Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
 
 export class ConfigError extends Error {}
@@ -111,6 +128,10 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     modelAliases: values.alias ? values.alias.join(',') : undefined,
     logLevel: values['log-level'],
     pingIntervalMs: values['ping-interval-ms'],
+    embedBatching: values['embed-batching'],
+    embedBatchTokens: values['embed-batch-tokens'],
+    embedBatchWaitMs: values['embed-batch-wait-ms'],
+    embedTruncate: values['embed-truncate'],
   };
   const merged = { ...fromFile, ...fromEnv, ...Object.fromEntries(Object.entries(fromFlags).filter(([, v]) => v !== undefined)) };
   const parsed = configSchema.safeParse(merged);

@@ -51,6 +51,7 @@ async function main(): Promise<void> {
     aliases: config.modelAliases,
     intraOpThreads: config.intraOpThreads,
     maxQueue: config.maxQueue,
+    embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },
     log: (line) => say(`[models] ${line}`),
   });
   const app = await buildApp({

@@ -13,7 +13,7 @@ import { ensureBundledModels } from '../../src/models/bundled/index.js';
 import { scanModels } from '../../src/models/registry.js';
 import { median, writeResults } from './report.js';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' } } });
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, 'intra-op-threads': { type: 'string', default: '0' } } });
 const RUNS = Number(values.runs);
 const MODEL = 'tiny-qwen3-random';
 const DECODE_TOKENS = 64;
@@ -27,7 +27,10 @@ const PROMPTS = {
 
 // --- server over HTTP ---
 const { models } = scanModels({ modelsDir, defaultPoolSize: 1 });
-const service = await LocalInferenceService.start({ models: models.filter((m) => m.id === MODEL), intraOpThreads: 0, maxQueue: 16 });
+const service = await LocalInferenceService.start({
+  models: models.filter((m) => m.id === MODEL), intraOpThreads: Number(values['intra-op-threads']), maxQueue: 16,
+  embedBatching: { enabled: false, maxBatchTokens: 1, maxWaitMs: 0, truncate: false },
+});
 const app = await buildApp({ config: { apiKeys: [], bodyLimit: 1 << 22, pingIntervalMs: 60_000 }, inference: service });
 const url = await app.listen({ host: '127.0.0.1', port: 0 });
 

@@ -3,11 +3,13 @@
  */
 import { modelNotFound, ServiceError, wrongModelTask } from '../errors.js';
 import type { ModelInfo } from '../models/registry.js';
+import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
 import { ModelPool, type GenerationStats, type ModelPoolOptions } from '../pool/model-pool.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from './types.js';
 
 export interface LocalServiceOptions extends ModelPoolOptions {
   models: ModelInfo[];
+  embedBatching: Omit<EmbedBatchingOptions, 'maxQueue'>;
   /** Extra names for models, from configuration: alias -> model id. */
   aliases?: Record<string, string>;
   log?: (line: string) => void;
@@ -17,6 +19,7 @@ export class LocalInferenceService implements InferenceService {
   private readonly pools = new Map<string, ModelPool>();
   /** Tokenizer-only pools of chat models: token counting never waits behind generations. */
   private readonly counters = new Map<string, ModelPool>();
+  private readonly batchers = new Map<string, EmbedBatcher>();
   private readonly names = new Map<string, ModelInfo>();
 
   private constructor(private readonly options: LocalServiceOptions) {
@@ -45,6 +48,8 @@ export class LocalInferenceService implements InferenceService {
             const counter = new ModelPool(model, options, 'tokenizer');
             service.counters.set(model.id, counter);
             pools.push(counter);
+          } else {
+            service.batchers.set(model.id, new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue }));
           }
           await Promise.all(pools.map((p) => p.start()));
           log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms`);
@@ -85,7 +90,13 @@ export class LocalInferenceService implements InferenceService {
   }
 
   embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
-    return this.pool(request.model, 'embedding').embed(request.inputs, request.dimensions);
+    const pool = this.pool(request.model, 'embedding');
+    return this.batchers.get(pool.model.id)!.embed({ inputs: request.inputs, dimensions: request.dimensions });
+  }
+
+  /** Requests per dispatched task of an embedding model, most recent last (for metrics and tests). */
+  embedBatchSizes(id: string): readonly number[] {
+    return this.batchers.get(id)?.dispatchedBatchSizes ?? [];
   }
 
   async close(): Promise<void> {

@@ -24,6 +24,8 @@ export interface ModelInfo {
   poolSize: number;
   pooling: 'mean' | 'cls';
   normalize: boolean;
+  /** The vector may be shortened to its first `dimensions` values (then re-normalised). */
+  matryoshka: boolean;
   aliases: string[];
   displayName: string;
   /** Unix seconds: when the folder was last changed. */
@@ -118,6 +120,7 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
     poolSize: manifest.poolSize ?? defaultPoolSize,
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,
+    matryoshka: manifest.matryoshka ?? false,
     aliases: manifest.aliases ?? [],
     displayName: manifest.displayName ?? id,
     created: Math.floor(fs.statSync(dir).mtimeMs / 1000),

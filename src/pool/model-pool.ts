@@ -11,9 +11,9 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput, EmbedResult } from '../inference/types.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../inference/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { PortMessage, WorkerInit, WorkerReply, WorkerTask } from './protocol.js';
+import type { EmbedBatchItem, EmbedItemResult, PortMessage, WorkerInit, WorkerReply, WorkerTask } from './protocol.js';
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
@@ -119,9 +119,15 @@ export class ModelPool {
     return (reply as Extract<WorkerReply, { type: 'counted' }>).inputTokens;
   }
 
-  async embed(inputs: EmbedInput[], dimensions?: number): Promise<EmbedResult> {
-    const reply = (await this.run({ type: 'embed', inputs, dimensions })) as Extract<WorkerReply, { type: 'embedded' }>;
-    return { vectors: reply.vectors, promptTokens: reply.promptTokens };
+  /** Embeds several requests in one worker task; each result stands alone. */
+  async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
+    const reply = (await this.run({ type: 'embed', items, ...options })) as Extract<WorkerReply, { type: 'embedded' }>;
+    return reply.results;
+  }
+
+  /** Workers in this pool: how many tasks can run at once. */
+  get size(): number {
+    return this.threads;
   }
 
   async close(): Promise<void> {

@@ -32,13 +32,30 @@ export type WorkerTask =
       port?: MessagePort;
     }
   | { type: 'count'; taskId: number; prompt: ChatPrompt }
-  | { type: 'embed'; taskId: number; inputs: EmbedInput[]; dimensions?: number };
+  | {
+      type: 'embed';
+      taskId: number;
+      /** One entry per HTTP request gathered into this batch. */
+      items: EmbedBatchItem[];
+      maxBatchTokens: number;
+      truncate: boolean;
+    };
+
+export interface EmbedBatchItem {
+  inputs: EmbedInput[];
+  dimensions?: number;
+}
+
+/** Each request of a batch succeeds or fails on its own. */
+export type EmbedItemResult =
+  | { ok: true; vectors: Float32Array[]; promptTokens: number }
+  | { ok: false; error: ServiceErrorOptions };
 
 export type WorkerReply =
   | { type: 'loaded'; taskId: number; hiddenSize: number | null }
   | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean; threadId: number }
   | { type: 'counted'; taskId: number; inputTokens: number }
-  | { type: 'embedded'; taskId: number; vectors: Float32Array[]; promptTokens: number; threadId: number }
+  | { type: 'embedded'; taskId: number; results: EmbedItemResult[]; threadId: number }
   | { type: 'error'; taskId: number; error: ServiceErrorOptions };
 
 /** Streamed on the task's port; `end` is always the last message of a task that returns normally. */

@@ -1,93 +1,160 @@
 /**
- * Sentence embeddings in a worker thread: tokenize with the model's tokenizer, run the encoder on
- * padded batches, pool the token vectors (mean over real tokens, or CLS) and L2-normalise.
+ * Sentence embeddings in a worker thread, for a batch of requests at once (the main thread's
+ * batcher gathers concurrent requests into one task). Every request is validated on its own: one
+ * that fails gets its own error and the others in the batch are embedded as usual.
+ *
+ * All inputs of all requests are tokenized, sorted by length and cut into forward passes whose
+ * padded size (rows x longest row) stays within a token budget; token vectors are pooled (mean over
+ * real tokens, or CLS), optionally shortened (Matryoshka models), and L2-normalised. Padding is
+ * masked out, so a vector does not depend on which batch it was computed in.
  */
 import { Tensor } from '@huggingface/transformers';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, ServiceError, toServiceError } from '../errors.js';
 import type { EmbedInput } from '../inference/types.js';
+import type { EmbedBatchItem, EmbedItemResult } from '../pool/protocol.js';
 import type { LoadedModel } from './load.js';
 
-/** Inputs per forward pass: bounds the padded tensor when one request carries many inputs. */
-const MAX_BATCH = 64;
-
-export interface EmbedOutcome {
-  vectors: Float32Array[];
-  promptTokens: number;
+export interface EmbedBatchOptions {
+  /** Padded tokens per forward pass (rows x longest row). */
+  maxBatchTokens: number;
+  /** Cut inputs longer than the context instead of refusing them. */
+  truncate: boolean;
 }
 
-export async function embed(loaded: LoadedModel, inputs: EmbedInput[], dimensions?: number): Promise<EmbedOutcome> {
-  const { info, tokenizer } = loaded;
-  if (dimensions !== undefined && dimensions !== loaded.hiddenSize) {
-    throw invalidRequest(
-      `The model \`${info.id}\` produces ${loaded.hiddenSize}-dimensional vectors and does not support shortening them; omit \`dimensions\` or send ${loaded.hiddenSize}.`,
-      'dimensions',
-    );
-  }
-  const tokenized = inputs.map((input) => (typeof input === 'string' ? tokenizer.encode(input) : input));
-  const vocabSize = (loaded.model.config as unknown as { vocab_size?: number }).vocab_size;
-  tokenized.forEach((ids, index) => {
-    if (ids.length > info.contextLength) {
-      throw invalidRequest(
-        `This model's maximum context length is ${info.contextLength} tokens, however you requested ${ids.length} tokens (input[${index}]). Shorten the input.`,
-        'input',
-        'context_length_exceeded',
-      );
-    }
-    if (vocabSize !== undefined && ids.some((id) => id < 0 || id >= vocabSize)) {
-      throw invalidRequest(`input[${index}] holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, 'input');
+interface Row {
+  item: number;
+  index: number;
+  ids: number[];
+}
+
+export async function embedBatch(loaded: LoadedModel, items: EmbedBatchItem[], options: EmbedBatchOptions): Promise<EmbedItemResult[]> {
+  const results: EmbedItemResult[] = new Array(items.length);
+  const rows: Row[] = [];
+  const tokenized: number[][][] = [];
+  items.forEach((item, i) => {
+    try {
+      tokenized[i] = prepare(loaded, item, options.truncate);
+      tokenized[i]!.forEach((ids, index) => rows.push({ item: i, index, ids }));
+    } catch (error) {
+      results[i] = { ok: false, error: toServiceError(error).toJSON() };
     }
   });
 
-  const vectors: Float32Array[] = new Array(inputs.length);
-  // Sorting by length keeps padding low inside each batch.
-  const order = tokenized.map((_, i) => i).sort((a, b) => tokenized[a]!.length - tokenized[b]!.length);
-  for (let start = 0; start < order.length; start += MAX_BATCH) {
-    const batch = order.slice(start, start + MAX_BATCH);
-    const pooled = await forward(loaded, batch.map((i) => tokenized[i]!));
-    batch.forEach((inputIndex, row) => (vectors[inputIndex] = pooled[row]!));
+  const vectors: Float32Array[][] = items.map((item) => new Array(item.inputs.length));
+  rows.sort((a, b) => a.ids.length - b.ids.length);
+  for (const chunk of chunks(rows, options.maxBatchTokens)) {
+    const pooled = await forward(loaded, chunk.map((r) => r.ids));
+    chunk.forEach((row, r) => (vectors[row.item]![row.index] = pooled[r]!));
   }
-  return { vectors, promptTokens: tokenized.reduce((sum, ids) => sum + ids.length, 0) };
+
+  items.forEach((item, i) => {
+    if (results[i]) return;
+    try {
+      const finished = vectors[i]!.map((v, index) => finish(loaded, v, item.dimensions, index));
+      results[i] = { ok: true, vectors: finished, promptTokens: tokenized[i]!.reduce((sum, ids) => sum + ids.length, 0) };
+    } catch (error) {
+      results[i] = { ok: false, error: toServiceError(error).toJSON() };
+    }
+  });
+  return results;
+}
+
+/** Tokenizes and checks one request's inputs; throws a 400 naming the input at fault. */
+function prepare(loaded: LoadedModel, item: EmbedBatchItem, truncate: boolean): number[][] {
+  const { info, tokenizer } = loaded;
+  if (item.dimensions !== undefined) {
+    const width = loaded.hiddenSize ?? 0;
+    if (item.dimensions > width || (!info.matryoshka && item.dimensions !== width)) {
+      throw invalidRequest(
+        info.matryoshka
+          ? `dimensions: the model \`${info.id}\` produces ${width}-dimensional vectors; ask for at most ${width}.`
+          : `dimensions: the model \`${info.id}\` produces ${width}-dimensional vectors and does not support shortening them; omit \`dimensions\` or send ${width}.`,
+        'dimensions',
+      );
+    }
+  }
+  const vocabSize = (loaded.model.config as unknown as { vocab_size?: number }).vocab_size;
+  return item.inputs.map((input: EmbedInput, index) => {
+    let ids = typeof input === 'string' ? tokenizer.encode(input) : input;
+    if (vocabSize !== undefined && ids.some((id) => id >= vocabSize)) {
+      throw invalidRequest(`input[${index}] holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, 'input');
+    }
+    if (ids.length > info.contextLength) {
+      if (!truncate) {
+        throw invalidRequest(
+          `This model's maximum context length is ${info.contextLength} tokens, however you requested ${ids.length} tokens (input[${index}]). Shorten the input.`,
+          'input',
+          'context_length_exceeded',
+        );
+      }
+      ids = ids.slice(0, info.contextLength);
+    }
+    if (ids.length === 0) throw invalidRequest(`input[${index}] has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`, 'input');
+    return ids;
+  });
+}
+
+/** Consecutive runs of length-sorted rows whose padded size fits the budget (at least one row each). */
+function* chunks(rows: Row[], maxBatchTokens: number): Generator<Row[]> {
+  let start = 0;
+  while (start < rows.length) {
+    let end = start + 1;
+    // Rows are sorted, so the padded width of rows[start..end) is the length of rows[end - 1].
+    while (end < rows.length && (end + 1 - start) * rows[end]!.ids.length <= maxBatchTokens) end++;
+    yield rows.slice(start, end);
+    start = end;
+  }
 }
 
 async function forward(loaded: LoadedModel, batch: number[][]): Promise<Float32Array[]> {
-  const width = Math.max(1, ...batch.map((ids) => ids.length));
+  const width = Math.max(...batch.map((ids) => ids.length));
   const padId = BigInt((loaded.tokenizer as unknown as { pad_token_id?: number }).pad_token_id ?? 0);
   const ids = new BigInt64Array(batch.length * width).fill(padId);
   const mask = new BigInt64Array(batch.length * width);
-  batch.forEach((row, r) => row.forEach((id, c) => {
-    ids[r * width + c] = BigInt(id);
-    mask[r * width + c] = 1n;
-  }));
+  batch.forEach((row, r) =>
+    row.forEach((id, c) => {
+      ids[r * width + c] = BigInt(id);
+      mask[r * width + c] = 1n;
+    }),
+  );
   const feeds: Record<string, Tensor> = {
     input_ids: new Tensor('int64', ids, [batch.length, width]),
     attention_mask: new Tensor('int64', mask, [batch.length, width]),
   };
-  const inputNames: string[] = (loaded.model as unknown as { sessions: { model: { inputNames: string[] } } }).sessions.model.inputNames;
-  if (inputNames.includes('token_type_ids')) feeds.token_type_ids = new Tensor('int64', new BigInt64Array(batch.length * width), [batch.length, width]);
+  if (loaded.inputNames.includes('token_type_ids')) {
+    feeds.token_type_ids = new Tensor('int64', new BigInt64Array(batch.length * width), [batch.length, width]);
+  }
   const output = await loaded.model(feeds);
   const hidden: Tensor = output.last_hidden_state ?? output.token_embeddings ?? output.logits;
   const [, seq, dims] = hidden.dims as [number, number, number];
   const data = hidden.data as Float32Array;
   return batch.map((row, r) => {
+    if (loaded.info.pooling === 'cls') return data.slice(r * seq * dims, r * seq * dims + dims);
     const vector = new Float32Array(dims);
-    if (loaded.info.pooling === 'cls') {
-      vector.set(data.subarray(r * seq * dims, r * seq * dims + dims));
-    } else {
-      for (let t = 0; t < row.length; t++) {
-        const offset = (r * seq + t) * dims;
-        for (let d = 0; d < dims; d++) vector[d]! += data[offset + d]!;
-      }
-      if (row.length > 0) for (let d = 0; d < dims; d++) vector[d]! /= row.length;
+    for (let t = 0; t < row.length; t++) {
+      const offset = (r * seq + t) * dims;
+      for (let d = 0; d < dims; d++) vector[d]! += data[offset + d]!;
     }
-    if (loaded.info.normalize) normalizeInPlace(vector);
+    for (let d = 0; d < dims; d++) vector[d]! /= row.length;
     return vector;
   });
 }
 
-/** L2-normalises; a zero vector (no known token) stays zero rather than becoming NaN. */
-export function normalizeInPlace(vector: Float32Array): void {
+/** Shortens (Matryoshka) and L2-normalises; refuses a vector with nothing in it rather than returning NaN or zeros. */
+function finish(loaded: LoadedModel, pooled: Float32Array, dimensions: number | undefined, index: number): Float32Array {
+  const vector = dimensions !== undefined && dimensions < pooled.length ? pooled.slice(0, dimensions) : pooled;
+  if (!loaded.info.normalize) return vector;
   let sum = 0;
   for (const v of vector) sum += v * v;
   const norm = Math.sqrt(sum);
-  if (norm > 0) for (let i = 0; i < vector.length; i++) vector[i]! /= norm;
+  if (!(norm > 0) || !Number.isFinite(norm)) {
+    throw new ServiceError({
+      code: 'nothing_to_embed',
+      kind: 'invalid_request',
+      param: 'input',
+      message: `input[${index}] contains no token this model knows, so it has no embedding; check the text (the bundled GloVe model knows lower-case English words).`,
+    });
+  }
+  for (let i = 0; i < vector.length; i++) vector[i]! /= norm;
+  return vector;
 }

@@ -7,7 +7,7 @@ import { ServiceError, toServiceError, type ServiceErrorOptions } from '../error
 import type { PortMessage, WorkerInit, WorkerReply, WorkerTask } from '../pool/protocol.js';
 import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from './load.js';
 import { generate } from './generate.js';
-import { embed } from './embed.js';
+import { embedBatch } from './embed.js';
 import { renderPrompt } from './prompt.js';
 
 const init = workerData as WorkerInit;
@@ -40,9 +40,9 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
         }
       }
       case 'embed': {
-        const { vectors, promptTokens } = await embed(await loadedModel(), task.inputs, task.dimensions);
+        const results = await embedBatch(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
         // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
-        return { type: 'embedded', taskId: task.taskId, vectors, promptTokens, threadId };
+        return { type: 'embedded', taskId: task.taskId, results, threadId };
       }
     }
   } catch (error) {

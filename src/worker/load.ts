@@ -26,6 +26,8 @@ export interface LoadedModel extends LoadedTokenizer {
   /** Sampling defaults from generation_config.json. */
   generationDefaults: { doSample: boolean; temperature?: number; topK?: number; topP?: number };
   hiddenSize: number | null;
+  /** Input names of the ONNX session (token_type_ids only when the export has it). */
+  inputNames: string[];
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -71,5 +73,6 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
       topP: generationConfig.top_p ?? undefined,
     },
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
+    inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
 }

@@ -1,0 +1,117 @@
+/**
+ * Dynamic batching of embedding requests for one model (runs on the event-loop thread).
+ *
+ * Requests queue here while every worker of the model is busy; when a worker frees up, everything
+ * waiting (up to a token budget) goes to it as one task, and the worker runs it in as few forward
+ * passes as the budget allows. With a worker idle, a request waits at most `maxWaitMs` for
+ * company, so a lone request pays (almost) no latency for batching, and load turns into larger
+ * batches by itself. The queue is bounded: beyond `maxQueue` waiting requests, new ones are refused
+ * as overloaded at once.
+ */
+import { ServiceError } from '../errors.js';
+import type { EmbedResult } from '../inference/types.js';
+import type { ModelPool } from './model-pool.js';
+import type { EmbedBatchItem } from './protocol.js';
+
+export interface EmbedBatchingOptions {
+  /** Off: every request is its own worker task (the baseline the benchmark compares against). */
+  enabled: boolean;
+  /** Padded tokens per forward pass, and the estimated tokens gathered into one task. */
+  maxBatchTokens: number;
+  /** How long a request may wait for others while a worker is idle. */
+  maxWaitMs: number;
+  /** Cut over-long inputs to the context instead of refusing them. */
+  truncate: boolean;
+  maxQueue: number;
+}
+
+interface Pending {
+  item: EmbedBatchItem;
+  estimatedTokens: number;
+  resolve: (result: EmbedResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/** Cheap token estimate for gathering (the worker cuts forward passes by the real counts). */
+function estimate(item: EmbedBatchItem): number {
+  return item.inputs.reduce((sum, input) => sum + (typeof input === 'string' ? Math.ceil(input.length / 4) + 2 : input.length), 0);
+}
+
+export class EmbedBatcher {
+  private readonly queue: Pending[] = [];
+  private inflight = 0;
+  private timer: NodeJS.Timeout | undefined;
+  /** Sizes (requests per task) of recent dispatches, for metrics and tests. */
+  readonly dispatchedBatchSizes: number[] = [];
+
+  constructor(
+    private readonly pool: ModelPool,
+    private readonly options: EmbedBatchingOptions,
+  ) {}
+
+  embed(item: EmbedBatchItem): Promise<EmbedResult> {
+    if (this.queue.length >= this.options.maxQueue + this.pool.size) {
+      return Promise.reject(new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.pool.model.id}\` is busy; retry shortly.` }));
+    }
+    return new Promise((resolve, reject) => {
+      this.queue.push({ item, estimatedTokens: estimate(item), resolve, reject });
+      this.pump();
+    });
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  private pump(afterWait = false): void {
+    if (this.timer !== undefined) return; // a batch is gathering; the timer will pump
+    while (this.queue.length > 0 && this.inflight < this.pool.size) {
+      if (!afterWait && this.options.enabled && this.options.maxWaitMs > 0 && this.queuedTokens() < this.options.maxBatchTokens) {
+        // A worker is idle: give concurrent requests a moment to join this batch.
+        this.timer = setTimeout(() => {
+          this.timer = undefined;
+          this.pump(true);
+        }, this.options.maxWaitMs);
+        return;
+      }
+      this.dispatch(this.take());
+    }
+  }
+
+  private queuedTokens(): number {
+    return this.queue.reduce((sum, p) => sum + p.estimatedTokens, 0);
+  }
+
+  /** The next batch: at least one request, then more while they fit the budget. */
+  private take(): Pending[] {
+    if (!this.options.enabled) return this.queue.splice(0, 1);
+    let tokens = this.queue[0]!.estimatedTokens;
+    let count = 1;
+    while (count < this.queue.length && tokens + this.queue[count]!.estimatedTokens <= this.options.maxBatchTokens) {
+      tokens += this.queue[count]!.estimatedTokens;
+      count++;
+    }
+    return this.queue.splice(0, count);
+  }
+
+  private dispatch(batch: Pending[]): void {
+    if (batch.length === 0) return;
+    this.inflight++;
+    this.dispatchedBatchSizes.push(batch.length);
+    if (this.dispatchedBatchSizes.length > 1000) this.dispatchedBatchSizes.splice(0, 500);
+    this.pool
+      .embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate })
+      .then(
+        (results) =>
+          results.forEach((result, i) => {
+            if (result.ok) batch[i]!.resolve({ vectors: result.vectors, promptTokens: result.promptTokens });
+            else batch[i]!.reject(new ServiceError(result.error));
+          }),
+        (error) => batch.forEach((p) => p.reject(error)),
+      )
+      .finally(() => {
+        this.inflight--;
+        this.pump();
+      });
+  }
+}
