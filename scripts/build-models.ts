@@ -3,14 +3,15 @@
  * before `npm start`). Deterministic: the same inputs give byte-identical files.
  *
  *   tsx scripts/build-models.ts [--models-dir DIR] [--force]
+ *   tsx scripts/build-models.ts --bench     (benchmark subjects, into bench/models/)
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureBundledModels } from '../src/models/bundled/index.js';
+import { BENCH_MODELS, BUNDLED_MODELS, ensureBundledModels } from '../src/models/bundled/index.js';
 
 const { values } = parseArgs({
-  options: { 'models-dir': { type: 'string' }, force: { type: 'boolean', default: false } },
+  options: { 'models-dir': { type: 'string' }, force: { type: 'boolean', default: false }, bench: { type: 'boolean', default: false } },
 });
-const modelsDir = path.resolve(values['models-dir'] ?? process.env.MODELS_DIR ?? 'models');
-const built = ensureBundledModels({ modelsDir, force: values.force });
+const modelsDir = path.resolve(values['models-dir'] ?? (values.bench ? 'bench/models' : 'models'));
+const built = ensureBundledModels({ modelsDir, force: values.force, models: values.bench ? BENCH_MODELS : BUNDLED_MODELS });
 process.stderr.write(built.length ? `[models] ready in ${modelsDir}\n` : `[models] bundled models up to date in ${modelsDir}\n`);

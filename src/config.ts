@@ -33,6 +33,11 @@ export const configSchema = z.object({
   workersPerModel: z.coerce.number().int().min(1).max(64).default(1),
   /** onnxruntime intra-op threads per worker; 0 lets onnxruntime use one per core. */
   intraOpThreads: z.coerce.number().int().min(0).max(256).default(0),
+  /**
+   * Let idle onnxruntime threads busy-wait for work. Faster when a model has the machine to
+   * itself; with HTTP work and other models sharing few cores, spinning threads steal their CPU.
+   */
+  ortAllowSpinning: bool.default(true),
   /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
   maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
   /** Largest request body in bytes; larger gets 413. Embedding batches of 2048 inputs need a few MB. */
@@ -65,6 +70,7 @@ const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
   allowUnauthenticated: 'ALLOW_UNAUTHENTICATED',
   workersPerModel: 'WORKERS_PER_MODEL',
   intraOpThreads: 'INTRA_OP_THREADS',
+  ortAllowSpinning: 'ORT_ALLOW_SPINNING',
   maxQueue: 'MAX_QUEUE',
   bodyLimit: 'BODY_LIMIT',
   modelAliases: 'MODEL_ALIASES',
@@ -86,6 +92,7 @@ const FLAGS = {
   'allow-unauthenticated': { type: 'boolean' },
   'workers-per-model': { type: 'string' },
   'intra-op-threads': { type: 'string' },
+  'ort-allow-spinning': { type: 'string' },
   'max-queue': { type: 'string' },
   'body-limit': { type: 'string' },
   alias: { type: 'string', multiple: true },
@@ -123,6 +130,7 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     allowUnauthenticated: values['allow-unauthenticated'],
     workersPerModel: values['workers-per-model'],
     intraOpThreads: values['intra-op-threads'],
+    ortAllowSpinning: values['ort-allow-spinning'],
     maxQueue: values['max-queue'],
     bodyLimit: values['body-limit'],
     modelAliases: values.alias ? values.alias.join(',') : undefined,

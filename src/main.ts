@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     models: scan.models,
     aliases: config.modelAliases,
     intraOpThreads: config.intraOpThreads,
+    allowSpinning: config.ortAllowSpinning,
     maxQueue: config.maxQueue,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },
     log: (line) => say(`[models] ${line}`),

@@ -53,8 +53,9 @@ const DEFAULT_CONTEXT = 2048;
 export function scanModels(options: ScanOptions): ScanResult {
   const result: ScanResult = { models: [], skipped: [] };
   if (!fs.existsSync(options.modelsDir)) return result;
+  // statSync follows symlinks: a linked model folder is a model folder.
   const entries = fs.readdirSync(options.modelsDir, { withFileTypes: true })
-    .filter((e) => e.isDirectory() && !e.name.startsWith('.'))
+    .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || (e.isSymbolicLink() && isDirectory(path.join(options.modelsDir, e.name)))))
     .sort((a, b) => a.name.localeCompare(b.name));
   const seen = new Map<string, string>();
   for (const entry of entries) {
@@ -72,6 +73,14 @@ export function scanModels(options: ScanOptions): ScanResult {
     }
   }
   return result;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function readJson(file: string): Record<string, any> | undefined {

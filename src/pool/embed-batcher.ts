@@ -3,8 +3,8 @@
  *
  * Requests queue here while every worker of the model is busy; when a worker frees up, everything
  * waiting (up to a token budget) goes to it as one task, and the worker runs it in as few forward
- * passes as the budget allows. With a worker idle, a request waits at most `maxWaitMs` for
- * company, so a lone request pays (almost) no latency for batching, and load turns into larger
+ * passes as the budget allows. A lone request waits only for the end of the current event-loop
+ * turn (or `maxWaitMs` if set), so it pays almost nothing for batching, and load turns into larger
  * batches by itself. The queue is bounded: beyond `maxQueue` waiting requests, new ones are refused
  * as overloaded at once.
  */
@@ -40,7 +40,7 @@ function estimate(item: EmbedBatchItem): number {
 export class EmbedBatcher {
   private readonly queue: Pending[] = [];
   private inflight = 0;
-  private timer: NodeJS.Timeout | undefined;
+  private scheduled = false;
   /** Sizes (requests per task) of recent dispatches, for metrics and tests. */
   readonly dispatchedBatchSizes: number[] = [];
 
@@ -63,23 +63,20 @@ export class EmbedBatcher {
     return this.queue.length;
   }
 
-  private pump(afterWait = false): void {
-    if (this.timer !== undefined) return; // a batch is gathering; the timer will pump
-    while (this.queue.length > 0 && this.inflight < this.pool.size) {
-      if (!afterWait && this.options.enabled && this.options.maxWaitMs > 0 && this.queuedTokens() < this.options.maxBatchTokens) {
-        // A worker is idle: give concurrent requests a moment to join this batch.
-        this.timer = setTimeout(() => {
-          this.timer = undefined;
-          this.pump(true);
-        }, this.options.maxWaitMs);
-        return;
-      }
-      this.dispatch(this.take());
-    }
-  }
-
-  private queuedTokens(): number {
-    return this.queue.reduce((sum, p) => sum + p.estimatedTokens, 0);
+  /**
+   * Dispatches when a worker is free, but never synchronously: requests that arrive in the same
+   * turn of the event loop (one poll phase of socket reads) join the same batch. With
+   * `maxWaitMs` > 0 an idle worker also waits that long for company.
+   */
+  private pump(): void {
+    if (this.scheduled || this.queue.length === 0 || this.inflight >= this.pool.size) return;
+    this.scheduled = true;
+    const go = () => {
+      this.scheduled = false;
+      while (this.queue.length > 0 && this.inflight < this.pool.size) this.dispatch(this.take());
+    };
+    if (this.options.enabled && this.options.maxWaitMs > 0) setTimeout(go, this.options.maxWaitMs);
+    else setImmediate(go);
   }
 
   /** The next batch: at least one request, then more while they fit the budget. */
@@ -99,19 +96,22 @@ export class EmbedBatcher {
     this.inflight++;
     this.dispatchedBatchSizes.push(batch.length);
     if (this.dispatchedBatchSizes.length > 1000) this.dispatchedBatchSizes.splice(0, 500);
-    this.pool
-      .embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate })
-      .then(
-        (results) =>
+    const settle = (apply: () => void) => {
+      // Start the next batch before answering this one: the worker computes while the event loop
+      // serialises and writes the responses.
+      this.inflight--;
+      this.pump();
+      apply();
+    };
+    this.pool.embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate }).then(
+      (results) =>
+        settle(() =>
           results.forEach((result, i) => {
             if (result.ok) batch[i]!.resolve({ vectors: result.vectors, promptTokens: result.promptTokens });
             else batch[i]!.reject(new ServiceError(result.error));
           }),
-        (error) => batch.forEach((p) => p.reject(error)),
-      )
-      .finally(() => {
-        this.inflight--;
-        this.pump();
-      });
+        ),
+      (error) => settle(() => batch.forEach((p) => p.reject(error))),
+    );
   }
 }

@@ -17,6 +17,7 @@ import type { EmbedBatchItem, EmbedItemResult, PortMessage, WorkerInit, WorkerRe
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
+  allowSpinning: boolean;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
 }
@@ -57,7 +58,7 @@ export class ModelPool {
     readonly role: WorkerInit['role'] = 'model',
   ) {
     const { filename, execArgv } = workerScript();
-    const workerData: WorkerInit = { model, role, intraOpThreads: options.intraOpThreads };
+    const workerData: WorkerInit = { model, role, intraOpThreads: options.intraOpThreads, allowSpinning: options.allowSpinning };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
     this.piscina = new Piscina({

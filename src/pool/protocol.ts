@@ -18,6 +18,8 @@ export interface WorkerInit {
   role: 'model' | 'tokenizer';
   /** onnxruntime intra-op threads per session (0 = onnxruntime's default, one per core). */
   intraOpThreads: number;
+  /** Let idle onnxruntime threads busy-wait for the next op (faster alone, steals CPU from others). */
+  allowSpinning: boolean;
 }
 
 export type WorkerTask =

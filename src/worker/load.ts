@@ -53,7 +53,11 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     dtype: info.dtype,
     device: 'cpu' as const,
     use_external_data_format: info.externalDataChunks === 0 ? false : info.externalDataChunks,
-    session_options: init.intraOpThreads > 0 ? { intraOpNumThreads: init.intraOpThreads, interOpNumThreads: 1 } : {},
+    session_options: {
+      ...(init.intraOpThreads > 0 ? { intraOpNumThreads: init.intraOpThreads, interOpNumThreads: 1 } : {}),
+      // onnxruntime_session_options_config_keys.h: session.intra_op.allow_spinning
+      extra: { session: { intra_op: { allow_spinning: init.allowSpinning ? '1' : '0' } } },
+    },
   };
   const model = info.task === 'chat'
     ? await AutoModelForCausalLM.from_pretrained(name, options)

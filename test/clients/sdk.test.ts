@@ -96,6 +96,28 @@ describe('openai', () => {
     expect(viaDefault.usage).toEqual({ prompt_tokens: 14, total_tokens: 14 });
   });
 
+  it('concurrent requests mixing float, base64 and a failing dimensions each get their own answer', async () => {
+    const texts = Array.from({ length: 24 }, (_, i) => `request number ${i} talks about ${['rivers', 'music', 'markets', 'gardens'][i % 4]}`);
+    const post = (body: object) =>
+      fetch(`${server.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: JSON.stringify(body) });
+    const alone: number[][] = [];
+    for (const text of texts) alone.push((await (await post({ model: EMBED_MODEL, input: text })).json()).data[0].embedding);
+    const responses = await Promise.all(texts.map((text, i) => post({ model: EMBED_MODEL, input: text, encoding_format: i % 2 ? 'base64' : 'float', ...(i % 6 === 5 ? { dimensions: 7 } : {}) })));
+    for (const [i, res] of responses.entries()) {
+      if (i % 6 === 5) {
+        expect(res.status).toBe(400);
+        continue;
+      }
+      expect(res.status).toBe(200);
+      const embedding = (await res.json()).data[0].embedding;
+      const vector = typeof embedding === 'string'
+        ? Array.from(new Float32Array(Uint8Array.from(Buffer.from(embedding, 'base64')).buffer))
+        : embedding;
+      expect(vector).toHaveLength(alone[i]!.length);
+      expect(Math.max(...vector.map((v: number, d: number) => Math.abs(v - alone[i]![d]!)))).toBeLessThan(1e-5);
+    }
+  });
+
   it('embeddings.create on /v1/embeddings', async () => {
     const result = await openai('/v1').embeddings.create({ model: EMBED_MODEL, input: 'hello world' });
     expect(result.usage.prompt_tokens).toBe(2);

@@ -13,5 +13,5 @@ export async function startRealService(
   const chosen: ModelInfo[] = models
     .filter((m) => !options.only || options.only.includes(m.id))
     .map((m) => ({ ...m, poolSize: options.poolSize?.[m.id] ?? m.poolSize }));
-  return LocalInferenceService.start({ models: chosen, aliases: options.aliases, intraOpThreads: 1, maxQueue: 256, embedBatching: { ...TEST_BATCHING, ...options.batching } });
+  return LocalInferenceService.start({ models: chosen, aliases: options.aliases, intraOpThreads: 1, allowSpinning: true, maxQueue: 256, embedBatching: { ...TEST_BATCHING, ...options.batching } });
 }

@@ -33,13 +33,16 @@ beforeAll(() => {
   folder('bad-manifest', { ...tokenizer, 'config.json': {}, 'manifest.json': { poolSize: -1 }, 'onnx/model.onnx': '' });
   folder('zz-dup', { ...tokenizer, 'config.json': {}, 'manifest.json': { id: 'minilm' }, 'onnx/model.onnx': '' });
   folder('.building-partial', { ...tokenizer, 'config.json': {}, 'onnx/model.onnx': '' });
+  fs.mkdirSync(path.join(dir, '.elsewhere'));
+  folder('.elsewhere/linked-target', { ...tokenizer, 'config.json': { architectures: ['BertModel'] }, 'onnx/model.onnx': '' });
+  fs.symlinkSync(path.join(dir, '.elsewhere', 'linked-target'), path.join(dir, 'linked'));
 });
 
 describe('scanModels', () => {
   it('describes Hugging Face layouts from their own files', () => {
     const { models } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
     const byId = Object.fromEntries(models.map((m) => [m.id, m]));
-    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'llama-like', 'minilm']);
+    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'linked', 'llama-like', 'minilm']);
     expect(byId['llama-like']).toMatchObject({ task: 'chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', contextLength: 2048, poolSize: 1, externalDataChunks: 0 });
     expect(byId['jinja-template']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/model_q4.onnx' });
     expect(byId['minilm']).toMatchObject({ task: 'embedding', dtype: 'q8', externalDataChunks: 2, contextLength: 512, pooling: 'cls', poolSize: 3, aliases: ['mini'] });

