@@ -3,14 +3,13 @@
  * in-process (the library's own greedy decoding) and against the tokenizer's own counts.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoModelForCausalLM, AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 import type { LocalInferenceService } from '../../src/inference/service.js';
 import type { ChatRequest } from '../../src/inference/types.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealService } from '../helpers/real-service.js';
+import { modelVariant, readModelJson } from '../helpers/model-variant.js';
 
 // Greedy continuation of PROMPT by the bundled model (seed 20261122), pinned so a change to the
 // builder or to the loading path shows up. Noise, as documented: the weights are random.
@@ -100,16 +99,10 @@ describe('end of sequence from generation_config (a list of ids)', () => {
   beforeAll(async () => {
     // A copy of the bundled model whose generation_config lists the third greedy token as an
     // extra end-of-sequence id: generation must stop there, with end_turn.
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'eos-'));
-    const source = path.join(MODELS_DIR, CHAT_MODEL);
-    const target = path.join(dir, 'eos-variant');
-    fs.mkdirSync(target);
-    for (const entry of fs.readdirSync(source)) {
-      if (entry === 'generation_config.json' || entry === 'manifest.json') continue;
-      fs.symlinkSync(path.join(source, entry), path.join(target, entry));
-    }
-    const generation = JSON.parse(fs.readFileSync(path.join(source, 'generation_config.json'), 'utf8'));
-    fs.writeFileSync(path.join(target, 'generation_config.json'), JSON.stringify({ ...generation, eos_token_id: [...generation.eos_token_id, GOLDEN_IDS[2]] }));
+    const generation = readModelJson(CHAT_MODEL, 'generation_config.json');
+    dir = modelVariant(CHAT_MODEL, 'eos-variant', {
+      'generation_config.json': { ...generation, eos_token_id: [...generation.eos_token_id, GOLDEN_IDS[2]] },
+    });
     eosService = await startRealService({ modelsDir: dir });
   });
   afterAll(async () => {

@@ -4,12 +4,11 @@
  * vector or a clear 400, never NaN.
  */
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LocalInferenceService } from '../../src/inference/service.js';
 import type { EmbedResult } from '../../src/inference/types.js';
-import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { EMBED_MODEL } from '../helpers/paths.js';
+import { modelVariant } from '../helpers/model-variant.js';
 import { startRealService } from '../helpers/real-service.js';
 
 const TOLERANCE = 1e-5;
@@ -75,12 +74,7 @@ describe('Matryoshka dimensions and truncation (fixture copies of the bundled mo
   let dir: string;
   let fixture: LocalInferenceService;
   beforeAll(async () => {
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'embed-'));
-    const source = path.join(MODELS_DIR, EMBED_MODEL);
-    const target = path.join(dir, 'short-context');
-    fs.mkdirSync(target);
-    for (const entry of fs.readdirSync(source)) if (entry !== 'manifest.json') fs.symlinkSync(path.join(source, entry), path.join(target, entry));
-    fs.writeFileSync(path.join(target, 'manifest.json'), JSON.stringify({ matryoshka: true, contextLength: 8 }));
+    dir = modelVariant(EMBED_MODEL, 'short-context', { 'manifest.json': { matryoshka: true, contextLength: 8 } });
     fixture = await startRealService({ modelsDir: dir, batching: { truncate: true } });
   });
   afterAll(async () => {

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError, toServiceError } from '../../errors.js';
 import type { InferenceService } from '../../inference/types.js';
-import { presentedKey, type KeyChecker } from '../shared/auth.js';
+import { requireKey, type KeyChecker } from '../shared/auth.js';
 import { sendError } from '../shared/dialect.js';
 import { parseBody } from '../shared/validation.js';
 import { toChatPrompt, toChatRequest } from './convert.js';
@@ -24,16 +24,8 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
 
   app.setErrorHandler((error, request, reply) => sendError('anthropic', error, request, reply));
 
-  // onRequest runs before the body is read: unauthenticated clients cost no parsing.
+  app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: true, missing: 'x-api-key header is required', invalid: 'invalid x-api-key' }));
   app.addHook('onRequest', async (request) => {
-    const key = presentedKey(request.headers, true);
-    if (!checkKey(key)) {
-      throw new ServiceError({
-        code: 'invalid_api_key',
-        kind: 'authentication',
-        message: key ? 'invalid x-api-key' : 'x-api-key header is required',
-      });
-    }
     const version = request.headers['anthropic-version'] ?? request.headers['vendor-version'];
     if (typeof version !== 'string' || version.trim() === '') {
       throw new ServiceError({ code: 'missing_version', kind: 'invalid_request', message: 'anthropic-version: header is required (vendor-version is accepted too)' });

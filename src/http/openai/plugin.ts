@@ -3,9 +3,8 @@
  * handler. Its own error handler renders every failure in OpenAI's envelope.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { ServiceError } from '../../errors.js';
 import type { InferenceService } from '../../inference/types.js';
-import { presentedKey, type KeyChecker } from '../shared/auth.js';
+import { requireKey, type KeyChecker } from '../shared/auth.js';
 import { sendError } from '../shared/dialect.js';
 import { parseBody } from '../shared/validation.js';
 import { renderEmbeddings, toEmbedRequest } from './convert.js';
@@ -19,16 +18,10 @@ export interface OpenAiPluginOptions {
 export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app, { inference, checkKey }) => {
   app.setErrorHandler((error, request, reply) => sendError('openai', error, request, reply));
 
-  app.addHook('onRequest', async (request) => {
-    const key = presentedKey(request.headers, false);
-    if (!checkKey(key)) {
-      throw new ServiceError({
-        code: 'invalid_api_key',
-        kind: 'authentication',
-        message: key ? 'Incorrect API key provided.' : "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.",
-      });
-    }
-  });
+  app.addHook(
+    'onRequest',
+    requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }),
+  );
 
   const handler = async (request: FastifyRequest<{ Params: { model?: string } }>) => {
     const body = parseBody(embeddingsSchema, request.body, { unknownKeys: unknownKeysMessage });

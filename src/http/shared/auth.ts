@@ -4,6 +4,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import type { FastifyRequest } from 'fastify';
+import { ServiceError } from '../../errors.js';
 
 export type KeyChecker = (presented: string | undefined) => boolean;
 
@@ -31,4 +33,26 @@ export function presentedKey(headers: IncomingHttpHeaders, allowXApiKey: boolean
     if (match) return match[1];
   }
   return undefined;
+}
+
+export interface KeyHookOptions {
+  checkKey: KeyChecker;
+  /** Accept `x-api-key` besides `Authorization: Bearer` (the Anthropic dialect). */
+  allowXApiKey: boolean;
+  /** The dialect's wording for a missing and for a wrong key. */
+  missing: string;
+  invalid: string;
+}
+
+/**
+ * An onRequest hook that refuses requests without a valid key. onRequest runs before the body is
+ * read, so unauthenticated clients cost no parsing.
+ */
+export function requireKey(options: KeyHookOptions) {
+  return async (request: FastifyRequest): Promise<void> => {
+    const key = presentedKey(request.headers, options.allowXApiKey);
+    if (!options.checkKey(key)) {
+      throw new ServiceError({ code: 'invalid_api_key', kind: 'authentication', message: key ? options.invalid : options.missing });
+    }
+  };
 }

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { modelNotFound, ServiceError } from '../../errors.js';
 import type { InferenceService } from '../../inference/types.js';
 import type { ModelInfo } from '../../models/registry.js';
-import { presentedKey, type KeyChecker } from './auth.js';
+import { requireKey, type KeyChecker } from './auth.js';
 import { dialectOf, sendError } from './dialect.js';
 
 export interface ModelsPluginOptions {
@@ -38,11 +38,7 @@ export function renderModel(model: ModelInfo) {
 
 export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app, { inference, checkKey }) => {
   app.setErrorHandler((error, request, reply) => sendError(dialectOf(request), error, request, reply));
-  app.addHook('onRequest', async (request) => {
-    if (!checkKey(presentedKey(request.headers, true))) {
-      throw new ServiceError({ code: 'invalid_api_key', kind: 'authentication', message: 'A valid API key is required.' });
-    }
-  });
+  app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: true, missing: 'An API key is required.', invalid: 'Incorrect API key provided.' }));
 
   app.get('/v1/models', async (request) => {
     const parsed = listQuery.safeParse(request.query);
