@@ -100,6 +100,23 @@ describe('Messages streaming on the bundled model', () => {
     expect(next.usage.output_tokens).toBe(1);
   });
 
+  it('count_tokens answers while a long generation holds the model worker', async () => {
+    const stats = () => server.service.generationStats(CHAT_MODEL)!;
+    const controller = new AbortController();
+    const pending = post(body({ stream: false, max_tokens: 3000 }), controller.signal).catch((e: Error) => e);
+    await until(() => stats().active === 1, 'the generation to start');
+    const count = await fetch(`${server.url}/v1/messages/count_tokens`, {
+      method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'How many tokens?' }] }),
+    });
+    expect(count.status).toBe(200);
+    expect((await count.json()).input_tokens).toBeGreaterThan(0);
+    expect(stats().active).toBe(1); // the generation is still running: counting did not queue behind it
+    controller.abort();
+    await pending;
+    await until(() => stats().active === 0, 'the aborted generation to stop');
+  });
+
   it('a client that hangs up on a non-streaming request stops its generation too', async () => {
     const stats = () => server.service.generationStats(CHAT_MODEL)!;
     const cancelledBefore = stats().cancelled;
