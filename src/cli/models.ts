@@ -1,0 +1,140 @@
+/**
+ * The `models` command: fetch models on a machine with a network, carry them to one without.
+ *
+ *   models pull <owner/name> [--revision main] [--dtype q8|q4|fp16|fp32|...] [--id ID] [--endpoint URL]
+ *   models list
+ *   models rm <id>
+ *   models pack <id...> -o FILE.tar
+ *   models unpack FILE.tar [--force]
+ *
+ * Common flags: --models-dir DIR (default: models, or MODELS_DIR). The hub is HF_ENDPOINT
+ * (default https://huggingface.co); gated repositories need HF_TOKEN.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { DTYPES, MODEL_ID_PATTERN, type Dtype } from '../models/manifest.js';
+import { scanModels } from '../models/registry.js';
+import { formatBytes, listFiles } from '../models/hub/checksums.js';
+import { pack, unpack } from '../models/hub/pack.js';
+import { pull } from '../models/hub/pull.js';
+
+const USAGE = `Usage:
+  models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID] [--endpoint URL]
+  models list
+  models rm <id>
+  models pack <id...> -o FILE.tar
+  models unpack FILE.tar [--force]
+Flags for every command: --models-dir DIR (default: models, or MODELS_DIR)
+Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co), HF_TOKEN (gated repositories)`;
+
+class UsageError extends Error {}
+
+function progressPrinter() {
+  const tty = process.stderr.isTTY;
+  const lastStep = new Map<string, number>();
+  return (file: string, received: number, total: number | null) => {
+    const pct = total ? Math.floor((received / total) * 100) : null;
+    const line = `  ${file}  ${formatBytes(received)}${total ? ` / ${formatBytes(total)}  ${pct}%` : ''}`;
+    if (tty) {
+      process.stderr.write(`\r${line}\x1b[K${total !== null && received >= total ? '\n' : ''}`);
+      return;
+    }
+    // Not a terminal: a line at every 25%.
+    const step = pct === null ? 0 : Math.floor(pct / 25);
+    if (lastStep.get(file) !== step) {
+      lastStep.set(file, step);
+      process.stderr.write(`${line}\n`);
+    }
+  };
+}
+
+export async function run(argv: string[], env: Record<string, string | undefined>): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      'models-dir': { type: 'string' },
+      revision: { type: 'string', default: 'main' },
+      dtype: { type: 'string' },
+      id: { type: 'string' },
+      endpoint: { type: 'string' },
+      output: { type: 'string', short: 'o' },
+      force: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [command, ...args] = positionals;
+  if (values.help || !command) {
+    process.stdout.write(`${USAGE}\n`);
+    return command ? 0 : 2;
+  }
+  const modelsDir = path.resolve(values['models-dir'] ?? env.MODELS_DIR ?? 'models');
+  const log = (line: string) => process.stderr.write(`${line}\n`);
+  switch (command) {
+    case 'pull': {
+      if (args.length !== 1) throw new UsageError('pull takes one repository, e.g. onnx-community/Qwen2.5-0.5B-Instruct');
+      if (values.dtype && !(DTYPES as string[]).includes(values.dtype)) throw new UsageError(`--dtype must be one of ${DTYPES.join(', ')}`);
+      await pull({
+        repo: args[0]!,
+        revision: values.revision!,
+        dtype: values.dtype as Dtype | undefined,
+        id: values.id,
+        endpoint: values.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co',
+        token: env.HF_TOKEN,
+        modelsDir,
+        onProgress: progressPrinter(),
+        log,
+      });
+      return 0;
+    }
+    case 'list': {
+      const { models, skipped } = scanModels({ modelsDir, defaultPoolSize: 1 });
+      const rows = models.map((m) => [m.id, m.task, m.dtype, formatBytes(folderSize(m.dir)), String(m.contextLength)]);
+      const header = ['ID', 'TASK', 'DTYPE', 'SIZE', 'CONTEXT'];
+      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+      for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => c.padEnd(widths[i]!)).join('  ')}\n`);
+      for (const s of skipped) process.stdout.write(`skipped ${s.folder}: ${s.reason}\n`);
+      return 0;
+    }
+    case 'rm': {
+      if (args.length === 0) throw new UsageError('rm takes one or more model ids');
+      for (const id of args) {
+        const dir = path.join(modelsDir, id);
+        if (!MODEL_ID_PATTERN.test(id) || !fs.existsSync(dir)) throw new UsageError(`no model folder models/${id}`);
+        fs.rmSync(dir, { recursive: true, force: true });
+        log(`removed models/${id}`);
+      }
+      return 0;
+    }
+    case 'pack': {
+      if (args.length === 0 || !values.output) throw new UsageError('pack takes model ids and -o FILE.tar');
+      await pack({ modelsDir, ids: args, output: path.resolve(values.output), log });
+      log(`wrote ${values.output} (${formatBytes(fs.statSync(values.output).size)})`);
+      return 0;
+    }
+    case 'unpack': {
+      if (args.length !== 1) throw new UsageError('unpack takes one archive');
+      const ids = await unpack({ modelsDir, archive: path.resolve(args[0]!), force: values.force, log });
+      log(`ready: ${ids.join(', ')} in ${modelsDir}`);
+      return 0;
+    }
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+function folderSize(dir: string): number {
+  return listFiles(dir).reduce((sum, rel) => sum + fs.statSync(path.join(dir, rel)).size, 0);
+}
+
+// Run when executed directly (tsx src/cli/models.ts or the npm bin), not when imported by tests.
+if (process.argv[1] && /models\.(ts|js)$/.test(process.argv[1]) && path.resolve(process.argv[1]).includes(`${path.sep}cli${path.sep}`)) {
+  run(process.argv.slice(2), process.env).then(
+    (code) => process.exit(code),
+    (error: Error) => {
+      process.stderr.write(`models: ${error.message}\n${error instanceof UsageError ? `${USAGE}\n` : ''}`);
+      process.exit(error instanceof UsageError ? 2 : 1);
+    },
+  );
+}
