@@ -12,11 +12,14 @@ import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
 import { dialectOf, sendError } from './http/shared/dialect.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
+import { createMetrics, type Metrics } from './metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'>;
+  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> & Partial<Pick<Config, 'faultInjection'>>;
   inference: InferenceService;
   logger?: FastifyServerOptions['logger'];
+  /** The server's metrics (main.ts shares them with the inference core); a fresh set otherwise. */
+  metrics?: Metrics;
 }
 
 declare module 'fastify' {
@@ -42,7 +45,7 @@ export function newRequestId(): string {
   return `req_${randomBytes(12).toString('hex')}`;
 }
 
-export async function buildApp({ config, inference, logger = false }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, inference, logger = false, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
@@ -61,16 +64,31 @@ export async function buildApp({ config, inference, logger = false }: AppDeps): 
   // In-flight requests, streams included: a response's 'close' fires once, when it finished or the client left.
   let inflight = 0;
   app.decorate('inflightRequests', () => inflight);
+  metrics.bind(inference);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
     inflight++;
-    reply.raw.once('close', () => inflight--);
+    const started = performance.now();
+    reply.raw.once('close', () => {
+      inflight--;
+      metrics.request(request.method, request.routeOptions.url ?? 'unmatched', reply.raw.statusCode, (performance.now() - started) / 1000);
+    });
   });
 
   app.get('/', async () => ({ status: 'ok', service: 'local-inference-server' }));
+  // Liveness: the process answers. Readiness: every model has all its workers loaded.
   app.get('/health', async () => ({ status: 'ok' }));
+  app.get('/ready', async (_request, reply) => {
+    const { models } = inference.status();
+    const ready = models.every((m) => m.ready);
+    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'not_ready', models });
+  });
+  app.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
 
-  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs });
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, faultInjection: config.faultInjection ?? false });
   await app.register(openAiPlugin, { inference, checkKey });
   await app.register(modelsPlugin, { inference, checkKey });
 

@@ -40,6 +40,12 @@ export const configSchema = z.object({
   ortAllowSpinning: bool.default(true),
   /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
   maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
+  /** Deadline of one generation or embedding batch in ms (0: none); past it: 504 timeout_error and the worker is freed. */
+  requestTimeoutMs: z.coerce.number().int().min(0).default(300_000),
+  /** On SIGTERM/SIGINT: how long in-flight requests (streams included) may take to finish before the process exits. */
+  shutdownGraceMs: z.coerce.number().int().min(0).default(30_000),
+  /** Honour the x-debug-fault request header (crash / hang / throw in a worker). For tests only. */
+  faultInjection: bool.default(false),
   /** Largest request body in bytes; larger gets 413. Embedding batches of 2048 inputs need a few MB. */
   bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
@@ -73,6 +79,9 @@ const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
   ortAllowSpinning: 'ORT_ALLOW_SPINNING',
   maxQueue: 'MAX_QUEUE',
   bodyLimit: 'BODY_LIMIT',
+  requestTimeoutMs: 'REQUEST_TIMEOUT_MS',
+  faultInjection: 'FAULT_INJECTION',
+  shutdownGraceMs: 'SHUTDOWN_GRACE_MS',
   modelAliases: 'MODEL_ALIASES',
   pingIntervalMs: 'PING_INTERVAL_MS',
   embedBatching: 'EMBED_BATCHING',
@@ -95,6 +104,8 @@ const FLAGS = {
   'ort-allow-spinning': { type: 'string' },
   'max-queue': { type: 'string' },
   'body-limit': { type: 'string' },
+  'request-timeout-ms': { type: 'string' },
+  'shutdown-grace-ms': { type: 'string' },
   alias: { type: 'string', multiple: true },
   'log-level': { type: 'string' },
   'ping-interval-ms': { type: 'string' },
@@ -107,7 +118,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--intra-op-threads N] [--max-queue N]
-  [--body-limit BYTES] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
+  [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
 Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
 
@@ -133,6 +144,8 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     ortAllowSpinning: values['ort-allow-spinning'],
     maxQueue: values['max-queue'],
     bodyLimit: values['body-limit'],
+    requestTimeoutMs: values['request-timeout-ms'],
+    shutdownGraceMs: values['shutdown-grace-ms'],
     modelAliases: values.alias ? values.alias.join(',') : undefined,
     logLevel: values['log-level'],
     pingIntervalMs: values['ping-interval-ms'],

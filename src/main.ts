@@ -6,11 +6,9 @@ import path from 'node:path';
 import { buildApp, closeApp } from './app.js';
 import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
 import { LocalInferenceService } from './inference/service.js';
+import { createMetrics } from './metrics.js';
 import { ensureBundledModels } from './models/bundled/index.js';
 import { scanModels } from './models/registry.js';
-
-/** How long SIGTERM waits for in-flight requests before dropping them. */
-const SHUTDOWN_GRACE_MS = 30_000;
 
 async function main(): Promise<void> {
   let config;
@@ -46,18 +44,23 @@ async function main(): Promise<void> {
     }
   }
 
+  const metrics = createMetrics();
   const inference = await LocalInferenceService.start({
+    observer: { ...metrics.observer, embedBatch: metrics.embedBatch },
     models: scan.models,
     aliases: config.modelAliases,
     intraOpThreads: config.intraOpThreads,
     allowSpinning: config.ortAllowSpinning,
     maxQueue: config.maxQueue,
+    requestTimeoutMs: config.requestTimeoutMs,
+    faultInjection: config.faultInjection,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },
     log: (line) => say(`[models] ${line}`),
   });
   const app = await buildApp({
     config,
     inference,
+    metrics,
     logger: {
       level: config.logLevel,
       // Keys never reach the log, whatever the level.
@@ -69,8 +72,8 @@ async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    say(`[server] ${signal}: closing`);
-    await closeApp(app, SHUTDOWN_GRACE_MS);
+    say(`[server] ${signal}: no new connections; finishing ${app.inflightRequests()} in-flight request(s) (grace ${config.shutdownGraceMs} ms)`);
+    await closeApp(app, config.shutdownGraceMs);
     await inference.close();
     process.exit(0);
   };

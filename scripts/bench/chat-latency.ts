@@ -28,7 +28,7 @@ const PROMPTS = {
 // --- server over HTTP ---
 const { models } = scanModels({ modelsDir, defaultPoolSize: 1 });
 const service = await LocalInferenceService.start({
-  models: models.filter((m) => m.id === MODEL), intraOpThreads: Number(values['intra-op-threads']), allowSpinning: true, maxQueue: 16,
+  models: models.filter((m) => m.id === MODEL), intraOpThreads: Number(values['intra-op-threads']), allowSpinning: true, maxQueue: 16, requestTimeoutMs: 0,
   embedBatching: { enabled: false, maxBatchTokens: 1, maxWaitMs: 0, truncate: false },
 });
 const app = await buildApp({ config: { apiKeys: [], bodyLimit: 1 << 22, pingIntervalMs: 60_000 }, inference: service });

@@ -4,11 +4,13 @@
 import { modelNotFound, ServiceError, wrongModelTask } from '../errors.js';
 import type { ModelInfo } from '../models/registry.js';
 import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
-import { ModelPool, type GenerationStats, type ModelPoolOptions } from '../pool/model-pool.js';
-import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from './types.js';
+import { ModelPool, type GenerationStats, type ModelPoolOptions, type PoolObserver } from '../pool/model-pool.js';
+import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from './types.js';
 
 export interface LocalServiceOptions extends ModelPoolOptions {
   models: ModelInfo[];
+  /** Receives generation timings, worker losses and embedding batches (metrics). */
+  observer?: PoolObserver & { embedBatch?(model: string, requests: number, tokens: number): void };
   embedBatching: Omit<EmbedBatchingOptions, 'maxQueue'>;
   /** Extra names for models, from configuration: alias -> model id. */
   aliases?: Record<string, string>;
@@ -42,6 +44,7 @@ export class LocalInferenceService implements InferenceService {
         options.models.map(async (model) => {
           const started = Date.now();
           const pool = new ModelPool(model, options);
+          if (options.observer) pool.observer = options.observer;
           service.pools.set(model.id, pool);
           const pools = [pool];
           if (model.task === 'chat') {
@@ -49,7 +52,9 @@ export class LocalInferenceService implements InferenceService {
             service.counters.set(model.id, counter);
             pools.push(counter);
           } else {
-            service.batchers.set(model.id, new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue }));
+            const batcher = new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue });
+            batcher.onBatch = (requests, tokens) => options.observer?.embedBatch?.(model.id, requests, tokens);
+            service.batchers.set(model.id, batcher);
           }
           await Promise.all(pools.map((p) => p.start()));
           log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms`);
@@ -60,6 +65,22 @@ export class LocalInferenceService implements InferenceService {
       throw error;
     }
     return service;
+  }
+
+  status(): { models: ModelStatus[] } {
+    return {
+      models: this.options.models.map((model) => {
+        const pool = this.pools.get(model.id);
+        return {
+          id: model.id,
+          task: model.task,
+          ready: pool?.ready ?? false,
+          queued: (pool?.queueSize ?? 0) + (this.batchers.get(model.id)?.queued ?? 0),
+          workers: pool?.size ?? 0,
+          workerRestarts: pool?.workerRestarts ?? 0,
+        };
+      }),
+    };
   }
 
   listModels(): ModelInfo[] {

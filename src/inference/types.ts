@@ -26,6 +26,8 @@ export interface ChatRequest extends ChatPrompt {
   maxTokens: number;
   sampling: SamplingOptions;
   stopSequences: string[];
+  /** Test-only fault injection, honoured only when the server was started with faultInjection. */
+  debugFault?: 'crash' | 'hang' | 'throw';
 }
 
 export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence';
@@ -66,8 +68,20 @@ export interface ChatCallOptions extends CallOptions {
   onEvent?: (event: ChatEvent) => void;
 }
 
+export interface ModelStatus {
+  id: string;
+  task: ModelInfo['task'];
+  /** Every worker has the model loaded. */
+  ready: boolean;
+  /** Requests waiting for a worker. */
+  queued: number;
+  workers: number;
+  workerRestarts: number;
+}
+
 /** What the HTTP layer needs from the inference core; tests substitute a fake. */
 export interface InferenceService {
+  status(): { models: ModelStatus[] };
   listModels(): ModelInfo[];
   /** Looks a model up by id or alias. */
   findModel(name: string): ModelInfo | undefined;

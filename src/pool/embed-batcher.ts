@@ -41,8 +41,10 @@ export class EmbedBatcher {
   private readonly queue: Pending[] = [];
   private inflight = 0;
   private scheduled = false;
-  /** Sizes (requests per task) of recent dispatches, for metrics and tests. */
+  /** Sizes (requests per task) of recent dispatches, for tests. */
   readonly dispatchedBatchSizes: number[] = [];
+  /** Called per finished batch with its request count and real token count (metrics). */
+  onBatch: (requests: number, tokens: number) => void = () => {};
 
   constructor(
     private readonly pool: ModelPool,
@@ -105,12 +107,13 @@ export class EmbedBatcher {
     };
     this.pool.embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate }).then(
       (results) =>
-        settle(() =>
+        settle(() => {
+          this.onBatch(batch.length, results.reduce((sum, r) => sum + (r.ok ? r.promptTokens : 0), 0));
           results.forEach((result, i) => {
             if (result.ok) batch[i]!.resolve({ vectors: result.vectors, promptTokens: result.promptTokens });
             else batch[i]!.reject(new ServiceError(result.error));
-          }),
-        ),
+          });
+        }),
       (error) => settle(() => batch.forEach((p) => p.reject(error))),
     );
   }

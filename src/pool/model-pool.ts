@@ -13,13 +13,29 @@ import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../inference/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { EmbedBatchItem, EmbedItemResult, PortMessage, WorkerInit, WorkerReply, WorkerTask } from './protocol.js';
+import type { EmbedBatchItem, EmbedItemResult, GenerationTiming, PortMessage, WorkerInit, WorkerReply, WorkerTask } from './protocol.js';
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
   allowSpinning: boolean;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
+  /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
+  requestTimeoutMs: number;
+  /** Let a test send `debugFault` in a request (crash, hang, throw in the worker). Never in production. */
+  faultInjection?: boolean;
+}
+
+/**
+ * After a deadline the worker is asked to stop (cancel flag, checked every decoding step). A worker
+ * that still has not answered this long afterwards is stuck inside one operation and is replaced.
+ */
+export const HANG_GRACE_MS = 2_000;
+
+/** Observers of what happens in a pool (metrics). */
+export interface PoolObserver {
+  generation?(model: string, timing: GenerationTiming, result: ChatResult): void;
+  workerLost?(model: string, reason: 'crashed' | 'hung'): void;
 }
 
 export interface GenerationStats {
@@ -51,14 +67,26 @@ export class ModelPool {
   readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0 };
   /** Generate and embed tasks completed, by worker thread id. */
   readonly tasksByThread = new Map<number, number>();
+  /** Workers replaced after a crash or a hang. */
+  workerRestarts = 0;
+  /** Every worker has the model loaded (false from a worker loss until its replacement has loaded). */
+  ready = false;
+  private reloading: Promise<void> | undefined;
+  observer: PoolObserver = {};
 
   constructor(
     readonly model: ModelInfo,
-    options: ModelPoolOptions,
+    private readonly options: ModelPoolOptions,
     readonly role: WorkerInit['role'] = 'model',
   ) {
     const { filename, execArgv } = workerScript();
-    const workerData: WorkerInit = { model, role, intraOpThreads: options.intraOpThreads, allowSpinning: options.allowSpinning };
+    const workerData: WorkerInit = {
+      model,
+      role,
+      intraOpThreads: options.intraOpThreads,
+      allowSpinning: options.allowSpinning,
+      faultInjection: options.faultInjection ?? false,
+    };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
     this.piscina = new Piscina({
@@ -70,17 +98,14 @@ export class ModelPool {
       // Idle workers must not exit: that would unload the model.
       idleTimeout: Number.MAX_SAFE_INTEGER,
       concurrentTasksPerWorker: 1,
-      maxQueue: options.maxQueue,
+      // Admission is ours (see admit): internal tasks such as reloads must never be refused.
     });
   }
 
   /** Resolves when every worker has loaded the model. */
   async start(): Promise<void> {
     await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
-  }
-
-  get queueSize(): number {
-    return this.piscina.queueSize;
+    this.ready = true;
   }
 
   async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
@@ -90,9 +115,10 @@ export class ModelPool {
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
     this.generationStats.active++;
+    const watchdog = { cancel: stop };
     try {
       if (!options.onEvent) {
-        const reply = await this.run({ type: 'generate', request, cancel });
+        const reply = await this.run({ type: 'generate', request, cancel }, undefined, watchdog);
         return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
       }
       const onEvent = options.onEvent;
@@ -103,7 +129,7 @@ export class ModelPool {
       const drained = new Promise<void>((resolve) => (ended = resolve));
       port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
       try {
-        const reply = await this.run({ type: 'generate', request, cancel, port: port2 }, [port2]);
+        const reply = await this.run({ type: 'generate', request, cancel, port: port2 }, [port2], watchdog);
         await drained;
         return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
       } finally {
@@ -122,7 +148,7 @@ export class ModelPool {
 
   /** Embeds several requests in one worker task; each result stands alone. */
   async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
-    const reply = (await this.run({ type: 'embed', items, ...options })) as Extract<WorkerReply, { type: 'embedded' }>;
+    const reply = (await this.run({ type: 'embed', items, ...options }, undefined, {})) as Extract<WorkerReply, { type: 'embedded' }>;
     return reply.results;
   }
 
@@ -135,18 +161,70 @@ export class ModelPool {
     await this.piscina.close({ force: true });
   }
 
-  private async run(body: TaskBody, transferList?: MessagePort[]): Promise<WorkerReply> {
+  /**
+   * Runs one task. With a watchdog and a deadline: at the deadline the task is asked to stop
+   * (`cancel`) and the request fails with 504; a worker that does not answer HANG_GRACE_MS later is
+   * killed (piscina's abort terminates the thread) and replaced. A worker that dies fails only its
+   * own task; piscina starts a replacement, which loads the model again.
+   */
+  /** Requests in this pool now, running or waiting. */
+  private admitted = 0;
+
+  get queueSize(): number {
+    return Math.max(0, this.admitted - this.threads);
+  }
+
+  /**
+   * Bounded admission: at most `threads` running and `maxQueue` waiting; beyond that a request is
+   * refused at once as overloaded (fail fast rather than grow the queue).
+   */
+  private admit(): () => void {
+    if (this.admitted >= this.threads + this.options.maxQueue) {
+      throw new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.model.id}\` is busy; retry shortly.` });
+    }
+    this.admitted++;
+    let released = false;
+    return () => {
+      if (!released) this.admitted--;
+      released = true;
+    };
+  }
+
+  private async run(body: TaskBody, transferList?: MessagePort[], watchdog?: { cancel?: () => void }): Promise<WorkerReply> {
+    const release = body.type === 'load' ? () => {} : this.admit();
+    try {
+      return await this.runAdmitted(body, transferList, watchdog);
+    } finally {
+      release();
+    }
+  }
+
+  private async runAdmitted(body: TaskBody, transferList?: MessagePort[], watchdog?: { cancel?: () => void }): Promise<WorkerReply> {
     const task = { ...body, taskId: this.nextTaskId++ } as WorkerTask;
+    const kill = new AbortController();
+    let timedOut = false;
+    let graceTimer: NodeJS.Timeout | undefined;
+    const deadline = watchdog && this.options.requestTimeoutMs > 0
+      ? setTimeout(() => {
+          timedOut = true;
+          watchdog.cancel?.();
+          graceTimer = setTimeout(() => kill.abort(), HANG_GRACE_MS);
+        }, this.options.requestTimeoutMs)
+      : undefined;
     let reply: WorkerReply;
     try {
-      reply = (await this.piscina.run(task, transferList ? { transferList: transferList as never } : undefined)) as WorkerReply;
+      reply = (await this.piscina.run(task, { transferList: transferList as never, signal: watchdog ? kill.signal : undefined })) as WorkerReply;
     } catch (error) {
-      const message = (error as Error).message ?? '';
-      if (/queue is at limit/i.test(message)) {
-        throw new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.model.id}\` is busy; retry shortly.` });
+      if (kill.signal.aborted) {
+        this.workerLost('hung');
+        throw this.timeoutError(true);
       }
       console.error(`[pool ${this.model.id}] worker failure`, error);
-      throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request.' });
+      this.workerLost('crashed');
+      throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request; it is being restarted.' });
+    } finally {
+      clearTimeout(deadline);
+      clearTimeout(graceTimer);
     }
     if (reply.type === 'error') throw new ServiceError(reply.error);
     if ('threadId' in reply) this.tasksByThread.set(reply.threadId, (this.tasksByThread.get(reply.threadId) ?? 0) + 1);
@@ -156,7 +234,27 @@ export class ModelPool {
         this.generationStats.cancelled++;
         this.generationStats.lastCancelledOutputTokens = reply.result.outputTokens;
       }
+      if (!timedOut) this.observer.generation?.(this.model.id, reply.timing, reply.result);
     }
+    if (timedOut) throw this.timeoutError(false);
     return reply;
+  }
+
+  private timeoutError(restarted: boolean): ServiceError {
+    return new ServiceError({
+      code: 'request_timeout',
+      kind: 'timeout',
+      message: `The request did not finish within ${this.options.requestTimeoutMs} ms${restarted ? '; its worker was stuck and has been restarted' : ''}.`,
+    });
+  }
+
+  /** A worker died or was killed: mark the model not ready until the replacement has loaded. */
+  private workerLost(reason: 'crashed' | 'hung'): void {
+    this.workerRestarts++;
+    this.ready = false;
+    this.observer.workerLost?.(this.model.id, reason);
+    this.reloading ??= this.start()
+      .catch((error) => console.error(`[pool ${this.model.id}] reload failed`, error))
+      .finally(() => (this.reloading = undefined));
   }
 }

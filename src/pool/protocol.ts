@@ -20,6 +20,8 @@ export interface WorkerInit {
   intraOpThreads: number;
   /** Let idle onnxruntime threads busy-wait for the next op (faster alone, steals CPU from others). */
   allowSpinning: boolean;
+  /** Honour ChatRequest.debugFault (tests only). */
+  faultInjection: boolean;
 }
 
 export type WorkerTask =
@@ -55,10 +57,17 @@ export type EmbedItemResult =
 
 export type WorkerReply =
   | { type: 'loaded'; taskId: number; hiddenSize: number | null }
-  | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean; threadId: number }
+  | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming }
   | { type: 'counted'; taskId: number; inputTokens: number }
   | { type: 'embedded'; taskId: number; results: EmbedItemResult[]; threadId: number }
   | { type: 'error'; taskId: number; error: ServiceErrorOptions };
+
+/** Measured in the worker, for metrics. */
+export interface GenerationTiming {
+  /** From the task's start in the worker to the first generated token. */
+  firstTokenMs: number | null;
+  totalMs: number;
+}
 
 /** Streamed on the task's port; `end` is always the last message of a task that returns normally. */
 export type PortMessage = ChatEvent | { type: 'end' };

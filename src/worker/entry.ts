@@ -32,7 +32,11 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
         return { type: 'counted', taskId: task.taskId, inputTokens: renderPrompt(await loading, task.prompt).ids.length };
       case 'generate': {
         try {
-          const outcome = await generate(await loadedModel(), task.request, new Int32Array(task.cancel), task.port);
+          const outcome = await generate(await loadedModel(), task.request, {
+            cancel: new Int32Array(task.cancel),
+            port: task.port,
+            faultInjection: init.faultInjection,
+          });
           task.port?.postMessage({ type: 'end' } satisfies PortMessage);
           return { type: 'generated', taskId: task.taskId, ...outcome, threadId };
         } finally {

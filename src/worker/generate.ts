@@ -8,7 +8,7 @@ import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformer
 import { invalidRequest } from '../errors.js';
 import { TextStream } from '../inference/text-stream.js';
 import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js';
-import type { PortMessage } from '../pool/protocol.js';
+import type { GenerationTiming, PortMessage } from '../pool/protocol.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
 
@@ -42,14 +42,25 @@ class TokenSink extends BaseStreamer {
 export interface GenerateOutcome {
   result: ChatResult;
   cancelled: boolean;
+  timing: GenerationTiming;
 }
 
-export async function generate(
-  loaded: LoadedModel,
-  request: ChatRequest,
-  cancel: Int32Array,
-  port?: MessagePort,
-): Promise<GenerateOutcome> {
+/** Test-only faults (see ModelPoolOptions.faultInjection): a crash, a stuck operation, an exception. */
+function injectFault(fault: NonNullable<ChatRequest['debugFault']>): void {
+  if (fault === 'crash') process.exit(70);
+  if (fault === 'hang') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * 60_000);
+  throw new Error('injected fault');
+}
+
+export interface GenerateOptions {
+  cancel: Int32Array;
+  port?: MessagePort;
+  faultInjection: boolean;
+}
+
+export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
+  const started = performance.now();
+  const { cancel, port } = options;
   const prompt = renderPrompt(loaded, request);
   const inputTokens = prompt.ids.length;
   const context = loaded.info.contextLength;
@@ -63,13 +74,16 @@ export async function generate(
   }
   const send = (message: PortMessage) => port?.postMessage(message);
   send({ type: 'start', inputTokens });
+  if (request.debugFault && options.faultInjection) injectFault(request.debugFault);
 
   const eos = new Set(loaded.eosTokenIds);
   const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
   const stream = new TextStream(decode, request.stopSequences);
   const generated: number[] = [];
   let stopSequence: string | null = null;
+  let firstTokenMs: number | null = null;
   const onToken = (id: number) => {
+    firstTokenMs ??= performance.now() - started;
     generated.push(id);
     if (eos.has(id)) return;
     const step = stream.push(id);
@@ -79,7 +93,11 @@ export async function generate(
   const cancelled = () => Atomics.load(cancel, 0) !== 0;
   if (cancelled()) {
     // The client left while the task waited in the queue: skip the prefill entirely.
-    return { result: { text: '', stopReason: 'max_tokens', stopSequence: null, inputTokens, outputTokens: 0 }, cancelled: true };
+    return {
+      result: { text: '', stopReason: 'max_tokens', stopSequence: null, inputTokens, outputTokens: 0 },
+      cancelled: true,
+      timing: { firstTokenMs: null, totalMs: performance.now() - started },
+    };
   }
 
   const ids = BigInt64Array.from(prompt.ids.map(BigInt));
@@ -109,5 +127,6 @@ export async function generate(
   return {
     result: { text: stream.shownText, stopReason, stopSequence, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),
+    timing: { firstTokenMs, totalMs: performance.now() - started },
   };
 }

@@ -58,6 +58,29 @@ describe('src/main.ts', () => {
     expect((await fetch(`${url}/v1/models`, { headers: { authorization: 'Bearer sk-main-test' } })).status).toBe(200);
   });
 
+  it('on SIGTERM finishes a stream in flight, exits 0 and stops listening', async () => {
+    const { url } = await start([]);
+    const res = await fetch(`${url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'tiny-qwen3-random', max_tokens: 400, temperature: 0, stream: true, messages: [{ role: 'user', content: 'Go on.' }] }),
+    });
+    const reader = res.body!.getReader();
+    let transcript = '';
+    while (!transcript.includes('content_block_delta')) transcript += new TextDecoder().decode((await reader.read()).value);
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+    child!.kill('SIGTERM');
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      transcript += new TextDecoder().decode(value);
+    }
+    expect(transcript).toMatch(/event: message_delta\ndata: .*"output_tokens":400/);
+    expect(transcript.trimEnd().endsWith('data: {"type":"message_stop"}')).toBe(true);
+    expect(await exited).toBe(0);
+    await expect(fetch(`${url}/health`)).rejects.toThrow();
+  });
+
   it('refuses bad configuration with a usage message and exit code 2', async () => {
     await expect(start(['--port', 'eighty'])).rejects.toThrow(/exited with 2[\s\S]*port[\s\S]*Usage/);
   });

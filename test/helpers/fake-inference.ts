@@ -20,6 +20,15 @@ export class FakeInference implements InferenceService {
   failAfterTokens: number | null = null;
   readonly calls: { chat: ChatRequest[]; embed: EmbedRequest[] } = { chat: [], embed: [] };
 
+  /** Set to mark a model not ready. */
+  notReady = new Set<string>();
+
+  status() {
+    return {
+      models: this.listModels().map((m) => ({ id: m.id, task: m.task, ready: !this.notReady.has(m.id), queued: 0, workers: 1, workerRestarts: 0 })),
+    };
+  }
+
   listModels(): ModelInfo[] {
     return [FAKE_CHAT, FAKE_EMBED];
   }

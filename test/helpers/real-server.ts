@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, closeApp } from '../../src/app.js';
 import type { LocalInferenceService } from '../../src/inference/service.js';
 import { startRealService } from './real-service.js';
+import { createMetrics } from '../../src/metrics.js';
 
 export interface RealServer {
   app: FastifyInstance;
@@ -11,9 +12,16 @@ export interface RealServer {
 }
 
 /** The real app on real workers, listening on a free loopback port. */
-export async function startRealServer(options: { apiKeys?: string[]; aliases?: Record<string, string> } = {}): Promise<RealServer> {
-  const service = await startRealService({ aliases: options.aliases });
-  const app = await buildApp({ config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 }, inference: service });
+export async function startRealServer(
+  options: { apiKeys?: string[]; aliases?: Record<string, string>; faultInjection?: boolean; requestTimeoutMs?: number; maxQueue?: number; only?: string[] } = {},
+): Promise<RealServer> {
+  const metrics = createMetrics();
+  const service = await startRealService({ ...options, observer: { ...metrics.observer, embedBatch: metrics.embedBatch } });
+  const app = await buildApp({
+    config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000, faultInjection: options.faultInjection },
+    inference: service,
+    metrics,
+  });
   const url = await app.listen({ host: '127.0.0.1', port: 0 });
   return {
     app,

@@ -17,7 +17,11 @@ export interface AnthropicPluginOptions {
   checkKey: KeyChecker;
   /** Interval of `ping` events on an open stream. */
   pingIntervalMs: number;
+  /** Pass the x-debug-fault header to the worker (tests only). */
+  faultInjection: boolean;
 }
+
+const FAULTS = ['crash', 'hang', 'throw'] as const;
 
 export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async (app, options) => {
   const { inference, checkKey } = options;
@@ -40,6 +44,8 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
   app.post('/v1/messages', async (request, reply) => {
     const body = parseBody(messagesSchema, request.body);
     const chatRequest = toChatRequest(body);
+    const fault = request.headers['x-debug-fault'];
+    if (options.faultInjection && FAULTS.includes(fault as (typeof FAULTS)[number])) chatRequest.debugFault = fault as (typeof FAULTS)[number];
     const abort = abortOnDisconnect(reply);
     if (!body.stream) {
       const result = await inference.chat(chatRequest, { signal: abort.signal });

@@ -1,0 +1,83 @@
+/**
+ * Prometheus metrics (prom-client), one registry per server instance. The inference core reports
+ * through the PoolObserver it is given; the HTTP layer counts requests; gauges that mirror the
+ * service's state (queue depth, readiness, worker restarts) are read at scrape time.
+ */
+import client from 'prom-client';
+import type { ChatResult, InferenceService } from './inference/types.js';
+import type { GenerationTiming, } from './pool/protocol.js';
+import type { PoolObserver } from './pool/model-pool.js';
+
+export interface Metrics {
+  registry: client.Registry;
+  observer: PoolObserver;
+  /** Records one finished HTTP exchange. */
+  request(method: string, route: string, status: number, seconds: number): void;
+  /** Embedding work done per dispatched batch. */
+  embedBatch(model: string, requests: number, tokens: number): void;
+  /** Reads the service's state into the gauges (called at scrape time). */
+  bind(service: InferenceService): void;
+}
+
+export function createMetrics(): Metrics {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry });
+  const requests = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
+  const duration = new client.Histogram({
+    name: 'http_request_duration_seconds', help: 'Time to the end of the response (streams included)', labelNames: ['route'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60], registers: [registry],
+  });
+  const tokens = new client.Counter({ name: 'model_tokens_total', help: 'Tokens processed, by model and direction', labelNames: ['model', 'direction'], registers: [registry] });
+  const ttft = new client.Histogram({
+    name: 'generation_time_to_first_token_seconds', help: 'Worker time from task start to the first generated token', labelNames: ['model'],
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10], registers: [registry],
+  });
+  const speed = new client.Histogram({
+    name: 'generation_tokens_per_second', help: 'Decode speed of finished generations', labelNames: ['model'],
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000], registers: [registry],
+  });
+  const batchSize = new client.Histogram({ name: 'embedding_batch_requests', help: 'Requests per dispatched embedding batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: [registry] });
+  const restarts = new client.Counter({ name: 'worker_restarts_total', help: 'Workers replaced after a crash or a hang', labelNames: ['model', 'reason'], registers: [registry] });
+  let service: InferenceService | undefined;
+  new client.Gauge({
+    name: 'model_queue_depth', help: 'Requests waiting for a worker', labelNames: ['model'], registers: [registry],
+    collect() {
+      for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.queued);
+    },
+  });
+  new client.Gauge({
+    name: 'model_ready', help: '1 when every worker of the model has it loaded', labelNames: ['model'], registers: [registry],
+    collect() {
+      for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.ready ? 1 : 0);
+    },
+  });
+
+  return {
+    registry,
+    observer: {
+      generation(model: string, timing: GenerationTiming, result: ChatResult) {
+        tokens.inc({ model, direction: 'input' }, result.inputTokens);
+        tokens.inc({ model, direction: 'output' }, result.outputTokens);
+        if (timing.firstTokenMs !== null) {
+          ttft.observe({ model }, timing.firstTokenMs / 1000);
+          const decodeSeconds = (timing.totalMs - timing.firstTokenMs) / 1000;
+          if (result.outputTokens > 1 && decodeSeconds > 0) speed.observe({ model }, (result.outputTokens - 1) / decodeSeconds);
+        }
+      },
+      workerLost(model: string, reason: 'crashed' | 'hung') {
+        restarts.inc({ model, reason });
+      },
+    },
+    request(method, route, status, seconds) {
+      requests.inc({ method, route, status: String(status) });
+      duration.observe({ route }, seconds);
+    },
+    embedBatch(model, requestCount, tokenCount) {
+      batchSize.observe({ model }, requestCount);
+      tokens.inc({ model, direction: 'input' }, tokenCount);
+    },
+    bind(s) {
+      service = s;
+    },
+  };
+}
