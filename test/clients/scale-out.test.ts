@@ -1,0 +1,104 @@
+/**
+ * Scale-out: two server processes behind Debian's nginx (deploy/nginx.conf, with this test's ports
+ * and paths), one killed under load; the client must see no failed request.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+
+const LOAD_MS = 3_000;
+const KILL_AFTER_MS = 1_000;
+const CLIENTS = 8;
+const children: ChildProcess[] = [];
+let dir: string;
+let nginxUrl: string;
+let replicas: Array<{ child: ChildProcess; port: number }>;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function startReplica(): Promise<{ child: ChildProcess; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  let stderr = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(stderr);
+      if (m) resolve({ child, port: Number(m[1]) });
+    });
+    child.once('exit', (code) => reject(new Error(`replica exited ${code}: ${stderr}`)));
+  });
+}
+
+beforeAll(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nginx-'));
+  replicas = await Promise.all([startReplica(), startReplica()]);
+  const port = await freePort();
+  const conf = fs.readFileSync(path.join(ROOT, 'deploy/nginx.conf'), 'utf8')
+    .replace('server 127.0.0.1:8081', `server 127.0.0.1:${replicas[0]!.port}`)
+    .replace('server 127.0.0.1:8082', `server 127.0.0.1:${replicas[1]!.port}`)
+    .replace('listen 127.0.0.1:8080', `listen 127.0.0.1:${port}`)
+    .replace('pid /tmp/local-inference-nginx.pid', `pid ${dir}/nginx.pid`)
+    .replace('http {', `http {\n  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fcgi; uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;`);
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const nginx = spawn('nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(nginx);
+  nginxUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const up = await fetch(`${nginxUrl}/health`).then((r) => r.ok, () => false);
+    if (up) break;
+    if (i > 200) throw new Error('nginx did not come up');
+    await new Promise((r) => setTimeout(r, 25));
+  }
+});
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe('two replicas behind nginx', () => {
+  it('a replica killed under load costs the client no failed request', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
+    const post = (url: string, body: object) =>
+      new Promise<number>((resolve) => {
+        const payload = JSON.stringify(body);
+        const req = http.request(`${nginxUrl}${url}`, {
+          method: 'POST', agent,
+          headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(payload) },
+        }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode!));
+        });
+        req.on('error', () => resolve(-1));
+        req.end(payload);
+      });
+    const statuses = new Map<number, number>();
+    const deadline = Date.now() + LOAD_MS;
+    const killer = setTimeout(() => replicas[0]!.child.kill('SIGKILL'), KILL_AFTER_MS);
+    await Promise.all(Array.from({ length: CLIENTS }, async (_, c) => {
+      for (let i = 0; Date.now() < deadline; i++) {
+        const status = (c + i) % 2
+          ? await post('/v1/embeddings', { model: 'glove-sif-100d', input: `request ${i} from client ${c}` })
+          : await post('/v1/messages', { model: 'tiny-qwen3-random', max_tokens: 8, messages: [{ role: 'user', content: `hello ${i}` }] });
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    }));
+    clearTimeout(killer);
+    expect(replicas[0]!.child.exitCode !== null || replicas[0]!.child.signalCode !== null).toBe(true);
+    expect([...statuses.keys()]).toEqual([200]);
+    expect(statuses.get(200)).toBeGreaterThan(50);
+  });
+});
