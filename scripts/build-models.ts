@@ -3,15 +3,17 @@
  * before `npm start`). Deterministic: the same inputs give byte-identical files.
  *
  *   tsx scripts/build-models.ts [--models-dir DIR] [--force]
- *   tsx scripts/build-models.ts --bench     (benchmark subjects, into bench/models/)
+ *   tsx scripts/build-models.ts --bench [--only ID,ID]   (benchmark subjects, into bench/models/)
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { BENCH_MODELS, BUNDLED_MODELS, ensureBundledModels } from '../src/models/bundled/index.js';
 
 const { values } = parseArgs({
-  options: { 'models-dir': { type: 'string' }, force: { type: 'boolean', default: false }, bench: { type: 'boolean', default: false } },
+  options: { 'models-dir': { type: 'string' }, force: { type: 'boolean', default: false }, bench: { type: 'boolean', default: false }, only: { type: 'string' } },
 });
 const modelsDir = path.resolve(values['models-dir'] ?? (values.bench ? 'bench/models' : 'models'));
-const built = ensureBundledModels({ modelsDir, force: values.force, models: values.bench ? BENCH_MODELS : BUNDLED_MODELS });
+const all = values.bench ? BENCH_MODELS : BUNDLED_MODELS;
+const only = values.only?.split(',');
+const built = ensureBundledModels({ modelsDir, force: values.force, models: only ? all.filter((m) => only.includes(m.manifest.id)) : all });
 process.stderr.write(built.length ? `[models] ready in ${modelsDir}\n` : `[models] bundled models up to date in ${modelsDir}\n`);

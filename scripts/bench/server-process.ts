@@ -7,6 +7,7 @@ import path from 'node:path';
 
 export interface ServerProcess {
   url: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -23,6 +24,7 @@ export function startServerProcess(args: string[], env: Record<string, string> =
       if (match) {
         resolve({
           url: match[1]!,
+          pid: child.pid!,
           stop: () =>
             new Promise((done) => {
               child.once('exit', () => done());

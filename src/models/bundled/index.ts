@@ -8,6 +8,7 @@ import path from 'node:path';
 import { buildTinyChatModel } from './chat-model.js';
 import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
+import { buildBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../manifest.js';
 
@@ -38,6 +39,18 @@ export const BENCH_MODELS: BundledModel[] = [
     version: 1,
     build: buildMiniLmShape,
   },
+  ...(
+    [
+      ['smollm2-135m-shape', SMOLLM2_135M_SHAPE],
+      ['qwen2.5-0.5b-shape', QWEN25_05B_SHAPE],
+    ] as const
+  ).flatMap(([name, shape]) =>
+    ([false, true] as const).map((quantize): BundledModel => ({
+      manifest: { id: `${name}-${quantize ? 'q8' : 'fp32'}`, task: 'chat', dtype: quantize ? 'q8' : 'fp32' },
+      version: 1,
+      build: (ctx) => buildBenchLm(ctx, shape, quantize),
+    })),
+  ),
 ];
 
 export interface EnsureOptions {

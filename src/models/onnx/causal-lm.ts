@@ -32,6 +32,12 @@ export interface CausalLmBuildOptions {
   suppressedTokenIds?: number[];
   /** Standard deviation of the logits; large values keep greedy argmax far from ties. */
   logitStd?: number;
+  /**
+   * `q8`: every linear layer (and the output head) as ONNX dynamic quantization does it: int8
+   * weights with a per-tensor scale, activations quantized at run time (DynamicQuantizeLinear +
+   * MatMulInteger), the layout of the `model_quantized.onnx` files of Hugging Face exports.
+   */
+  quantize?: 'q8';
   onProgress?: (message: string) => void;
 }
 
@@ -102,8 +108,19 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
     const inv = g.op1('Reciprocal', [g.op1('Sqrt', [g.op1('Add', [meanSq, g.floats([s.rmsNormEps], [])])])]);
     return g.op1('Mul', [g.op1('Mul', [value, inv]), w]);
   };
+  const matmul = (value: string, name: string, inDim: number, outDim: number, weights: Float32Array): string => {
+    if (options.quantize !== 'q8') return g.op1('MatMul', [value, g.weight(name, [inDim, outDim], weights)]);
+    let max = 0;
+    for (const w of weights) max = Math.max(max, Math.abs(w));
+    const scale = max / 127 || 1;
+    const q = new Int8Array(weights.length);
+    for (let i = 0; i < weights.length; i++) q[i] = Math.max(-127, Math.min(127, Math.round(weights[i]! / scale)));
+    const [xq, xScale, xZero] = g.op('DynamicQuantizeLinear', [value], {}, 3) as [string, string, string];
+    const product = g.op1('MatMulInteger', [xq, g.bytes(`${name}_quantized`, 'int8', [inDim, outDim], q), xZero, g.bytes(`${name}_zero_point`, 'int8', [], new Int8Array(1))]);
+    return g.op1('Mul', [g.op1('Cast', [product], { to: 1 }), g.op1('Mul', [xScale, g.floats([scale], [])])]);
+  };
   const linear = (value: string, name: string, inDim: number, outDim: number): string =>
-    g.op1('MatMul', [value, g.weight(name, [inDim, outDim], rng.normals(inDim * outDim, 1 / Math.sqrt(inDim)))]);
+    matmul(value, name, inDim, outDim, rng.normals(inDim * outDim, 1 / Math.sqrt(inDim)));
   const splitHeads = (value: string, heads: number): string =>
     g.op1('Transpose', [g.op1('Reshape', [value, g.int64s([0, 0, heads, D])])], { perm: [0, 2, 1, 3] });
   const halfSplit = g.int64s([half, half]);
@@ -151,8 +168,7 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   progress('lm head');
   const final = rmsNorm(x, 'model.norm.weight');
   const logitStd = options.logitStd ?? 8;
-  const head = g.weight('lm_head.weight', [s.hiddenSize, s.vocabSize], rng.normals(s.hiddenSize * s.vocabSize, logitStd / Math.sqrt(s.hiddenSize)));
-  let logits = g.op1('MatMul', [final, head]);
+  let logits = matmul(final, 'lm_head.weight', s.hiddenSize, s.vocabSize, rng.normals(s.hiddenSize * s.vocabSize, logitStd / Math.sqrt(s.hiddenSize)));
   if (options.suppressedTokenIds?.length) {
     const bias = new Float32Array(s.vocabSize);
     for (const id of options.suppressedTokenIds) bias[id] = -1e4;

@@ -8,12 +8,14 @@ import onnxProto from 'onnx-proto';
 
 const { onnx } = onnxProto;
 
-export type ElemType = 'float32' | 'int64' | 'bool';
+export type ElemType = 'float32' | 'int64' | 'bool' | 'int8' | 'uint8';
 
 const ELEM: Record<ElemType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
   int64: onnx.TensorProto.DataType.INT64,
   bool: onnx.TensorProto.DataType.BOOL,
+  int8: onnx.TensorProto.DataType.INT8,
+  uint8: onnx.TensorProto.DataType.UINT8,
 };
 
 export const OPSET = 17;
@@ -57,6 +59,14 @@ export class GraphBuilder {
         dataType: ELEM.float32,
         rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
       }),
+    );
+    return name;
+  }
+
+  /** An int8 or uint8 initializer (quantized weights, zero points). */
+  bytes(name: string, type: 'int8' | 'uint8', dims: number[], data: Int8Array | Uint8Array): string {
+    this.initializers.push(
+      onnx.TensorProto.create({ name, dims, dataType: ELEM[type], rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength) }),
     );
     return name;
   }

@@ -1,0 +1,199 @@
+/**
+ * Generation speed of causal LMs of real shapes (SmolLM2-135M; Qwen2.5-0.5B on request), fp32 and
+ * 8-bit: the server (src/main.ts in a child process, over HTTP/SSE) against transformers.js driving
+ * the same files in-process, in the same run; decode speed also as a fraction of the memory-bandwidth
+ * bound measured here. Every run generates the full max_tokens (the end-of-turn token is suppressed).
+ *
+ *   npm run bench:generation [-- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --runs 3]
+ */
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, env, Tensor } from '@huggingface/transformers';
+import { BENCH_MODELS, ensureBundledModels } from '../../src/models/bundled/index.js';
+import { median, writeResults } from './report.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
+
+const { values } = parseArgs({
+  options: {
+    subjects: { type: 'string', default: 'smollm2-135m-shape-fp32,smollm2-135m-shape-q8' },
+    runs: { type: 'string', default: '3' },
+    prompts: { type: 'string', default: '32,512,2048' },
+    concurrency: { type: 'string', default: '1,2,4,8' },
+    'decode-tokens': { type: 'string', default: '32' },
+  },
+});
+const SUBJECTS = values.subjects!.split(',');
+const RUNS = Number(values.runs);
+const PROMPTS = values.prompts!.split(',').map(Number);
+const CONCURRENCY = values.concurrency!.split(',').map(Number);
+const DECODE = Number(values['decode-tokens']);
+const benchModels = path.resolve('bench/models');
+ensureBundledModels({ modelsDir: path.resolve('models') }); // the word list comes from the bundled GloVe model
+ensureBundledModels({ modelsDir: benchModels, models: BENCH_MODELS.filter((m) => SUBJECTS.includes(m.manifest.id)) });
+
+/** Memory bandwidth: best of several large copies (read + write) through TypedArray.set (memmove). */
+function measureBandwidth(): number {
+  const size = 256 * 2 ** 20;
+  const src = new Float64Array(size / 8).fill(1);
+  const dst = new Float64Array(size / 8);
+  let best = 0;
+  for (let i = 0; i < 8; i++) {
+    const t = performance.now();
+    dst.set(src);
+    const seconds = (performance.now() - t) / 1000;
+    best = Math.max(best, (2 * size) / seconds);
+  }
+  return best;
+}
+
+// The chat template adds 5 tokens (<|im_start|> user ... <|im_end|> <|im_start|> assistant).
+const WORDS = 'the river city people music market garden paper engine report friend window history morning answer science number between several through'.split(' ');
+const promptOf = (tokens: number) => Array.from({ length: tokens - 5 }, (_, i) => WORDS[(i * 7) % WORDS.length]).join(' ');
+
+interface Run { ttftMs: number; decodeTps: number; inputTokens: number }
+
+function streamOnce(url: string, model: string, content: string, maxTokens: number, agent: http.Agent): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model, max_tokens: maxTokens, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
+    const started = performance.now();
+    let first = NaN;
+    let text = '';
+    const req = http.request(`${url}/v1/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (Number.isNaN(first) && chunk.includes('content_block_delta')) first = performance.now() - started;
+        text += chunk;
+      });
+      res.on('end', () => {
+        const total = performance.now() - started;
+        const output = Number(/"output_tokens":(\d+)\}?\}\n\nevent: message_stop/.exec(text)?.[1] ?? /"output_tokens":(\d+)/g.exec(text.slice(text.lastIndexOf('message_delta')))?.[1]);
+        const input = Number(/"input_tokens":(\d+)/.exec(text)?.[1]);
+        if (output !== maxTokens) return reject(new Error(`expected ${maxTokens} output tokens, got ${output}: ${text.slice(-300)}`));
+        resolve({ ttftMs: first, decodeTps: (output - 1) / ((total - first) / 1000), inputTokens: input });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+class Timing extends BaseStreamer {
+  first = NaN;
+  last = NaN;
+  private calls = 0;
+  constructor(private readonly started: number) {
+    super();
+  }
+  override put() {
+    this.calls++;
+    if (this.calls === 2) this.first = performance.now() - this.started; // call 1 is the prompt
+    this.last = performance.now() - this.started;
+  }
+  override end() {}
+}
+
+const rssMiB = (pid: number) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return { rss: Number(/VmRSS:\s+(\d+)/.exec(status)![1]) / 1024, peak: Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024 };
+};
+
+const bandwidth = measureBandwidth();
+process.stderr.write(`memory bandwidth (copy): ${(bandwidth / 1e9).toFixed(1)} GB/s\n`);
+const data: Record<string, unknown> = { bandwidthBytesPerSecond: bandwidth };
+const tables = [];
+
+for (const subject of SUBJECTS) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gen-'));
+  fs.symlinkSync(path.join(benchModels, subject), path.join(dir, subject));
+  const server: ServerProcess & { pid?: number } = await startServerProcess(['--models-dir', dir], { BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64' });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+  env.allowRemoteModels = false;
+  env.localModelPath = `${dir}/`;
+  const before = rssMiB(process.pid).rss;
+  const tokenizer = await AutoTokenizer.from_pretrained(subject);
+  const config = JSON.parse(fs.readFileSync(path.join(benchModels, subject, 'config.json'), 'utf8'));
+  const model = await AutoModelForCausalLM.from_pretrained(subject, { dtype: config['transformers.js_config'].dtype });
+  const baselineRss = rssMiB(process.pid).rss - before;
+
+  const baselineRun = async (content: string, maxTokens: number, batch = 1): Promise<Run> => {
+    const text = tokenizer.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string;
+    const ids = tokenizer.encode(text, { add_special_tokens: false });
+    const started = performance.now();
+    const timing = new Timing(started);
+    await model.generate({
+      input_ids: new Tensor('int64', BigInt64Array.from(Array.from({ length: batch }, () => ids).flat().map(BigInt)), [batch, ids.length]),
+      attention_mask: new Tensor('int64', new BigInt64Array(batch * ids.length).fill(1n), [batch, ids.length]),
+      max_new_tokens: maxTokens, min_new_tokens: maxTokens, do_sample: false, streamer: timing,
+    } as Record<string, unknown>);
+    return { ttftMs: timing.first, decodeTps: (batch * (maxTokens - 1)) / ((timing.last - timing.first) / 1000), inputTokens: ids.length };
+  };
+
+  // Weights read per decoded token: every weight except the embedding table (one row is gathered).
+  const files = fs.readdirSync(path.join(benchModels, subject, 'onnx')).map((f) => fs.statSync(path.join(benchModels, subject, 'onnx', f)).size);
+  const embeddingBytes = config.vocab_size * config.hidden_size * 4;
+  const weightBytes = files.reduce((a, b) => a + b, 0) - embeddingBytes;
+  const kvBytesPerPosition = 2 * config.num_hidden_layers * config.num_key_value_heads * config.head_dim * 4;
+
+  const rows: Array<Array<string | number>> = [];
+  const subjectData: Record<string, unknown> = { weightBytes, kvBytesPerPosition, baselineRssMiB: baselineRss };
+  for (const tokens of PROMPTS) {
+    const content = promptOf(tokens);
+    await streamOnce(server.url, subject, content, 2, agent); // warm-up
+    await baselineRun(content, 2);
+    const s: Run[] = [];
+    const b: Run[] = [];
+    for (let r = 0; r < RUNS; r++) {
+      s.push(await streamOnce(server.url, subject, content, DECODE, agent));
+      b.push(await baselineRun(content, DECODE));
+    }
+    const sT = median(s.map((x) => x.ttftMs));
+    const bT = median(b.map((x) => x.ttftMs));
+    const sD = median(s.map((x) => x.decodeTps));
+    const bD = median(b.map((x) => x.decodeTps));
+    const bound = bandwidth / (weightBytes + kvBytesPerPosition * (s[0]!.inputTokens + DECODE / 2));
+    subjectData[`prompt${tokens}`] = { server: s, baseline: b, boundTps: bound };
+    rows.push([
+      s[0]!.inputTokens, sT, bT, sT - bT, (s[0]!.inputTokens / sT) * 1000 / ((b[0]!.inputTokens / bT) * 1000),
+      sD, bD, sD / bD, bound, sD / bound,
+    ]);
+    process.stderr.write(`${subject} prompt ${tokens}: TTFT ${sT.toFixed(0)} / ${bT.toFixed(0)} ms, decode ${sD.toFixed(1)} / ${bD.toFixed(1)} tok/s\n`);
+  }
+  const concurrencyRows: Array<Array<string | number>> = [];
+  const short = promptOf(PROMPTS[0]!);
+  for (const c of CONCURRENCY) {
+    const t = performance.now();
+    await Promise.all(Array.from({ length: c }, () => streamOnce(server.url, subject, short, DECODE, agent)));
+    const serverAggregate = (c * DECODE) / ((performance.now() - t) / 1000);
+    const t2 = performance.now();
+    await baselineRun(short, DECODE, c);
+    const baselineAggregate = (c * DECODE) / ((performance.now() - t2) / 1000);
+    concurrencyRows.push([c, serverAggregate, baselineAggregate, serverAggregate / baselineAggregate]);
+    process.stderr.write(`${subject} concurrency ${c}: ${serverAggregate.toFixed(1)} / ${baselineAggregate.toFixed(1)} tok/s\n`);
+  }
+  const serverMem = server.pid ? rssMiB(server.pid) : { rss: NaN, peak: NaN };
+  subjectData.serverRssMiB = serverMem;
+  subjectData.concurrency = concurrencyRows;
+  data[subject] = subjectData;
+  tables.push({
+    title: `${subject}: single stream (median of ${RUNS}), ${DECODE} tokens generated`,
+    columns: ['prompt tokens', 'server TTFT ms', 'in-process TTFT ms', 'TTFT overhead ms', 'prefill ratio', 'server decode tok/s', 'in-process decode tok/s', 'decode ratio', 'bandwidth bound tok/s', 'server / bound'],
+    rows,
+  });
+  tables.push({
+    title: `${subject}: aggregate decode tok/s (${PROMPTS[0]}-token prompts; server: 1 worker, requests queue; in-process: one batch) · server RSS ${serverMem.rss.toFixed(0)} MiB (peak ${serverMem.peak.toFixed(0)}), model in-process +${baselineRss.toFixed(0)} MiB`,
+    columns: ['concurrent requests', 'server tok/s', 'in-process batch tok/s', 'ratio'],
+    rows: concurrencyRows,
+  });
+  await model.dispose();
+  await server.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+writeResults('generation', data, tables, [
+  `Memory bandwidth measured by this script (256 MiB copies, best of 8): ${(bandwidth / 1e9).toFixed(1)} GB/s. The bound is bandwidth / (weight bytes read per token + KV cache bytes at the mean context).`,
+  'Server: src/main.ts in a child process, defaults (1 worker per model, onnxruntime default threads), streamed over loopback HTTP. TTFT is request to first content_block_delta; prefill ratio is server prefill tokens/s over in-process.',
+  'In-process: transformers.js generate on the same files in the bench process (KV cache, greedy). TTFT from generate() to the first token.',
+]);

@@ -1,0 +1,74 @@
+/**
+ * Benchmark subjects for generation: causal LMs of the exact shapes of SmolLM2-135M and
+ * Qwen2.5-0.5B, fp32 or 8-bit (dynamic quantization), with deterministic random weights. A forward
+ * pass costs what the real model's costs; the text is noise. The tokenizer is word-level over the
+ * most frequent GloVe words (so every id is inside the model's vocabulary) with a ChatML template.
+ * The end-of-turn token is suppressed, so every generation runs the full max_tokens and runs compare.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../onnx/causal-lm.js';
+import { DTYPE_SUFFIX } from '../manifest.js';
+import { writeJson, type BuildContext } from './build-context.js';
+import { readGlove, writeWordTokenizer } from './glove-embedder.js';
+
+export const SMOLLM2_135M_SHAPE: CausalLmShape = {
+  vocabSize: 49152, hiddenSize: 576, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64,
+  intermediateSize: 1536, maxPositions: 8192, ropeTheta: 100_000, rmsNormEps: 1e-5,
+};
+
+export const QWEN25_05B_SHAPE: CausalLmShape = {
+  vocabSize: 151936, hiddenSize: 896, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64,
+  intermediateSize: 4864, maxPositions: 32768, ropeTheta: 1_000_000, rmsNormEps: 1e-6,
+};
+
+const SPECIALS = ['[PAD]', '[UNK]', '<|im_start|>', '<|im_end|>'] as const;
+const CHATML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
+
+export function buildBenchLm(ctx: BuildContext, shape: CausalLmShape, quantize: boolean): void {
+  fs.mkdirSync(path.join(ctx.dir, 'onnx'), { recursive: true });
+  const words = readGlove(ctx).words.slice(0, shape.vocabSize - SPECIALS.length);
+  writeWordTokenizer(ctx.dir, words, { specials: SPECIALS, contextLength: shape.maxPositions });
+  const configFile = path.join(ctx.dir, 'tokenizer_config.json');
+  writeJson(configFile, { ...JSON.parse(fs.readFileSync(configFile, 'utf8')), chat_template: CHATML, eos_token: '<|im_end|>' });
+
+  const eos = SPECIALS.indexOf('<|im_end|>');
+  const options = {
+    shape,
+    seed: shape.hiddenSize * 1000 + shape.numLayers,
+    // Every special token, end of turn included: benchmark runs always generate max_tokens.
+    suppressedTokenIds: SPECIALS.map((_, i) => i),
+    quantize: quantize ? ('q8' as const) : undefined,
+    onProgress: (m: string) => ctx.progress(`onnx graph: ${m}`),
+  };
+  const file = `model${DTYPE_SUFFIX[quantize ? 'q8' : 'fp32']}.onnx`;
+  // fp32 weights above ~1.5 GB go to an external data file (protobuf cannot hold 2 GB).
+  const params = shape.vocabSize * shape.hiddenSize * 2 + shape.numLayers * (shape.hiddenSize * (shape.numHeads + 2 * shape.numKvHeads) * shape.headDim * 2 + 3 * shape.hiddenSize * shape.intermediateSize);
+  const external = !quantize && params * 4 > 1.5e9;
+  if (external) {
+    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), model);
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', `${file}_data`), data);
+  } else {
+    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), buildCausalLm(options));
+  }
+  writeJson(path.join(ctx.dir, 'config.json'), {
+    _comment: 'Benchmark subject with random weights, built by scripts/build-models.ts --bench',
+    model_type: 'llama',
+    architectures: ['LlamaForCausalLM'],
+    vocab_size: shape.vocabSize,
+    hidden_size: shape.hiddenSize,
+    intermediate_size: shape.intermediateSize,
+    num_hidden_layers: shape.numLayers,
+    num_attention_heads: shape.numHeads,
+    num_key_value_heads: shape.numKvHeads,
+    head_dim: shape.headDim,
+    max_position_embeddings: shape.maxPositions,
+    rope_theta: shape.ropeTheta,
+    rms_norm_eps: shape.rmsNormEps,
+    eos_token_id: eos,
+    'transformers.js_config': { dtype: quantize ? 'q8' : 'fp32', use_external_data_format: external },
+  });
+  writeJson(path.join(ctx.dir, 'generation_config.json'), { eos_token_id: [eos], do_sample: false });
+  ctx.progress(`${(params / 1e6).toFixed(0)}M parameters${quantize ? ', 8-bit' : ''}`);
+}
