@@ -23,6 +23,9 @@ const { values } = parseArgs({
     prompts: { type: 'string', default: '32,512,2048' },
     concurrency: { type: 'string', default: '1,2,4,8' },
     'decode-tokens': { type: 'string', default: '32' },
+    workers: { type: 'string', default: '1' },
+    'intra-op-threads': { type: 'string', default: '0' },
+    name: { type: 'string', default: 'generation' },
   },
 });
 const SUBJECTS = values.subjects!.split(',');
@@ -108,7 +111,9 @@ const tables = [];
 for (const subject of SUBJECTS) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gen-'));
   fs.symlinkSync(path.join(benchModels, subject), path.join(dir, subject));
-  const server: ServerProcess & { pid?: number } = await startServerProcess(['--models-dir', dir], { BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64' });
+  const server: ServerProcess & { pid?: number } = await startServerProcess(['--models-dir', dir], {
+    BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: values.workers!, INTRA_OP_THREADS: values['intra-op-threads']!,
+  });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
   env.allowRemoteModels = false;
   env.localModelPath = `${dir}/`;
@@ -119,9 +124,10 @@ for (const subject of SUBJECTS) {
   const baselineRss = rssMiB(process.pid).rss - before;
 
   const baselineRun = async (content: string, maxTokens: number, batch = 1): Promise<Run> => {
+    // Timed from the chat template on, as the server's TTFT includes rendering and tokenizing the prompt.
+    const started = performance.now();
     const text = tokenizer.apply_chat_template([{ role: 'user', content }], { tokenize: false, add_generation_prompt: true }) as string;
     const ids = tokenizer.encode(text, { add_special_tokens: false });
-    const started = performance.now();
     const timing = new Timing(started);
     await model.generate({
       input_ids: new Tensor('int64', BigInt64Array.from(Array.from({ length: batch }, () => ids).flat().map(BigInt)), [batch, ids.length]),
@@ -183,7 +189,7 @@ for (const subject of SUBJECTS) {
     rows,
   });
   tables.push({
-    title: `${subject}: aggregate decode tok/s (${PROMPTS[0]}-token prompts; server: 1 worker, requests queue; in-process: one batch) · server RSS ${serverMem.rss.toFixed(0)} MiB (peak ${serverMem.peak.toFixed(0)}), model in-process +${baselineRss.toFixed(0)} MiB`,
+    title: `${subject}: aggregate decode tok/s (${PROMPTS[0]}-token prompts; server: ${values.workers} worker(s), intra-op threads ${values['intra-op-threads']}; in-process: one batch) · server RSS ${serverMem.rss.toFixed(0)} MiB (peak ${serverMem.peak.toFixed(0)}), model in-process +${baselineRss.toFixed(0)} MiB`,
     columns: ['concurrent requests', 'server tok/s', 'in-process batch tok/s', 'ratio'],
     rows: concurrencyRows,
   });
@@ -192,8 +198,8 @@ for (const subject of SUBJECTS) {
   fs.rmSync(dir, { recursive: true, force: true });
 }
 
-writeResults('generation', data, tables, [
+writeResults(values.name!, data, tables, [
   `Memory bandwidth measured by this script (256 MiB copies, best of 8): ${(bandwidth / 1e9).toFixed(1)} GB/s. The bound is bandwidth / (weight bytes read per token + KV cache bytes at the mean context).`,
-  'Server: src/main.ts in a child process, defaults (1 worker per model, onnxruntime default threads), streamed over loopback HTTP. TTFT is request to first content_block_delta; prefill ratio is server prefill tokens/s over in-process.',
-  'In-process: transformers.js generate on the same files in the bench process (KV cache, greedy). TTFT from generate() to the first token.',
+  `Server: src/main.ts in a child process, ${values.workers} worker(s) per model, intra-op threads ${values['intra-op-threads']} (0: onnxruntime's default), streamed over loopback HTTP. TTFT is request to first content_block_delta; prefill ratio is server prefill tokens/s over in-process.`,
+  'In-process: transformers.js generate on the same files in the bench process (KV cache, greedy). TTFT from the chat template to the first token.',
 ]);
