@@ -7,8 +7,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../onnx/causal-lm.js';
-import { DTYPE_SUFFIX } from '../manifest.js';
+import type { CausalLmShape } from '../onnx/causal-lm.js';
+import { writeCausalLmFolder } from './chat-model.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
 
@@ -41,34 +41,15 @@ export function buildBenchLm(ctx: BuildContext, shape: CausalLmShape, quantize: 
     quantize: quantize ? ('q8' as const) : undefined,
     onProgress: (m: string) => ctx.progress(`onnx graph: ${m}`),
   };
-  const file = `model${DTYPE_SUFFIX[quantize ? 'q8' : 'fp32']}.onnx`;
   // fp32 weights above ~1.5 GB go to an external data file (protobuf cannot hold 2 GB).
   const params = shape.vocabSize * shape.hiddenSize * 2 + shape.numLayers * (shape.hiddenSize * (shape.numHeads + 2 * shape.numKvHeads) * shape.headDim * 2 + 3 * shape.hiddenSize * shape.intermediateSize);
-  const external = !quantize && params * 4 > 1.5e9;
-  if (external) {
-    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), model);
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', `${file}_data`), data);
-  } else {
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), buildCausalLm(options));
-  }
-  writeJson(path.join(ctx.dir, 'config.json'), {
-    _comment: 'Benchmark subject with random weights, built by scripts/build-models.ts --bench',
-    model_type: 'llama',
-    architectures: ['LlamaForCausalLM'],
-    vocab_size: shape.vocabSize,
-    hidden_size: shape.hiddenSize,
-    intermediate_size: shape.intermediateSize,
-    num_hidden_layers: shape.numLayers,
-    num_attention_heads: shape.numHeads,
-    num_key_value_heads: shape.numKvHeads,
-    head_dim: shape.headDim,
-    max_position_embeddings: shape.maxPositions,
-    rope_theta: shape.ropeTheta,
-    rms_norm_eps: shape.rmsNormEps,
-    eos_token_id: eos,
-    'transformers.js_config': { dtype: quantize ? 'q8' : 'fp32', use_external_data_format: external },
+  writeCausalLmFolder(ctx.dir, {
+    options,
+    dtype: quantize ? 'q8' : 'fp32',
+    externalData: !quantize && params * 4 > 1.5e9,
+    config: { _comment: 'Benchmark subject with random weights, built by scripts/build-models.ts --bench', model_type: 'llama', architectures: ['LlamaForCausalLM'] },
+    eosIds: [eos],
+    generation: { do_sample: false },
   });
-  writeJson(path.join(ctx.dir, 'generation_config.json'), { eos_token_id: [eos], do_sample: false });
   ctx.progress(`${(params / 1e6).toFixed(0)}M parameters${quantize ? ', 8-bit' : ''}`);
 }

@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../onnx/causal-lm.js';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmBuildOptions, type CausalLmShape } from '../onnx/causal-lm.js';
 import { DTYPE_SUFFIX, type Dtype } from '../manifest.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
@@ -91,21 +91,47 @@ export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
     suppressedTokenIds: tokenizer.added_tokens.map((t) => t.id).filter((id) => !eosIds.includes(id)),
     onProgress: (m: string) => ctx.progress(`onnx graph: ${m}`),
   };
-  const file = `model${DTYPE_SUFFIX[spec.dtype ?? 'fp32']}.onnx`;
-  if (spec.externalData) {
-    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), model);
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', `${file}_data`), data);
-  } else {
-    fs.writeFileSync(path.join(ctx.dir, 'onnx', file), buildCausalLm(options));
-  }
-
   const bos = spec.bosToken ? idOf(spec.bosToken) : undefined;
-  writeJson(path.join(ctx.dir, 'config.json'), {
-    _comment: spec.comment ?? 'Random-weight causal LM built by local-inference-server: real tokenizer and chat template, meaningless text',
-    model_type: spec.modelType,
-    architectures: [spec.architecture],
-    vocab_size: vocabSize,
+  writeCausalLmFolder(ctx.dir, {
+    options,
+    dtype: spec.dtype ?? 'fp32',
+    externalData: spec.externalData ?? false,
+    config: { model_type: spec.modelType, architectures: [spec.architecture], ...(spec.comment ? { _comment: spec.comment } : {}), ...(bos !== undefined ? { bos_token_id: bos } : {}) },
+    eosIds,
+    generation: { ...(bos !== undefined ? { bos_token_id: bos } : {}), ...(spec.generation ?? {}) },
+  });
+}
+
+export interface CausalLmFolder {
+  options: CausalLmBuildOptions;
+  /** The dtype the file is named for (the graph is what `options.quantize` makes it). */
+  dtype: Dtype;
+  /** Weights in onnx/model*.onnx_data beside the graph. */
+  externalData: boolean;
+  /** config.json fields beyond the shape (model_type, architectures, bos, comment). */
+  config: Record<string, unknown>;
+  /** End-of-sequence ids: the first is config.json's, all go to generation_config.json. */
+  eosIds: number[];
+  generation: Record<string, unknown>;
+}
+
+/** Writes onnx/model*.onnx (+ external data), config.json and generation_config.json of a causal LM. */
+export function writeCausalLmFolder(dir: string, folder: CausalLmFolder): void {
+  const { options, dtype, externalData } = folder;
+  const shape = options.shape;
+  fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
+  const file = `model${DTYPE_SUFFIX[dtype]}.onnx`;
+  if (externalData) {
+    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
+    fs.writeFileSync(path.join(dir, 'onnx', file), model);
+    fs.writeFileSync(path.join(dir, 'onnx', `${file}_data`), data);
+  } else {
+    fs.writeFileSync(path.join(dir, 'onnx', file), buildCausalLm(options));
+  }
+  writeJson(path.join(dir, 'config.json'), {
+    _comment: 'Random-weight causal LM built by local-inference-server: real tokenizer and chat template, meaningless text',
+    ...folder.config,
+    vocab_size: shape.vocabSize,
     hidden_size: shape.hiddenSize,
     intermediate_size: shape.intermediateSize,
     num_hidden_layers: shape.numLayers,
@@ -116,16 +142,11 @@ export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
     rope_theta: shape.ropeTheta,
     rms_norm_eps: shape.rmsNormEps,
     tie_word_embeddings: false,
-    ...(bos !== undefined ? { bos_token_id: bos } : {}),
-    eos_token_id: eosIds[0],
+    eos_token_id: folder.eosIds[0],
     use_cache: true,
-    'transformers.js_config': { dtype: spec.dtype ?? 'fp32', use_external_data_format: spec.externalData ?? false },
+    'transformers.js_config': { dtype, use_external_data_format: externalData },
   });
-  writeJson(path.join(ctx.dir, 'generation_config.json'), {
-    ...(bos !== undefined ? { bos_token_id: bos } : {}),
-    eos_token_id: eosIds,
-    ...(spec.generation ?? {}),
-  });
+  writeJson(path.join(dir, 'generation_config.json'), { ...folder.generation, eos_token_id: folder.eosIds });
 }
 
 /** The bundled chat model: qwen3-shaped, Qwen3 tokenizer and template, 4096 context. */
