@@ -18,6 +18,8 @@ export const words = (text: string) => text.split(/\s+/).filter(Boolean);
 export class FakeInference implements InferenceService {
   /** Set to make the next chat call fail after `afterTokens` streamed tokens. */
   failAfterTokens: number | null = null;
+  /** Pause between generated words, to let a stream stay open. */
+  tokenDelayMs = 0;
   readonly calls: { chat: ChatRequest[]; embed: EmbedRequest[] } = { chat: [], embed: [] };
 
   /** Set to mark a model not ready. */
@@ -63,6 +65,7 @@ export class FakeInference implements InferenceService {
       if (this.failAfterTokens !== null && out.length === this.failAfterTokens) {
         throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request.' });
       }
+      if (this.tokenDelayMs > 0) await new Promise((r) => setTimeout(r, this.tokenDelayMs));
       const piece = out.length === 0 ? word : ` ${word}`;
       out.push(word);
       options.onEvent?.({ type: 'delta', text: piece, outputTokens: out.length });

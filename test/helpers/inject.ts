@@ -5,10 +5,10 @@ import { FakeInference } from './fake-inference.js';
 export const ANTHROPIC_HEADERS = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
 export const JSON_HEADERS = { 'content-type': 'application/json' };
 
-export async function fakeApp(options: { apiKeys?: string[]; bodyLimit?: number } = {}): Promise<{ app: FastifyInstance; fake: FakeInference }> {
+export async function fakeApp(options: { apiKeys?: string[]; bodyLimit?: number; pingIntervalMs?: number } = {}): Promise<{ app: FastifyInstance; fake: FakeInference }> {
   const fake = new FakeInference();
   const app = await buildApp({
-    config: { apiKeys: options.apiKeys ?? [], bodyLimit: options.bodyLimit ?? 1024 * 1024, pingIntervalMs: 60_000 },
+    config: { apiKeys: options.apiKeys ?? [], bodyLimit: options.bodyLimit ?? 1024 * 1024, pingIntervalMs: options.pingIntervalMs ?? 60_000 },
     inference: fake,
   });
   return { app, fake };

@@ -155,6 +155,19 @@ describe('POST /v1/messages (fake inference)', () => {
     });
   });
 
+  it('sends ping events at the configured interval while a stream is open', async () => {
+    const PING_MS = 20;
+    const { app: pinging, fake: slow } = await fakeApp({ pingIntervalMs: PING_MS });
+    slow.tokenDelayMs = PING_MS * 4; // each word takes four ping intervals
+    const res = await pinging.inject({ method: 'POST', url: '/v1/messages', headers: ANTHROPIC_HEADERS, payload: JSON.stringify({ ...valid, stream: true }) });
+    const names = parseSse(res.body).map((e) => e.event);
+    // One ping when the stream opens, then more between the slow deltas.
+    expect(names.filter((n) => n === 'ping').length).toBeGreaterThanOrEqual(4);
+    expect(names.slice(0, 3)).toEqual(['message_start', 'content_block_start', 'ping']);
+    expect(names.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
+    await pinging.close();
+  });
+
   it('a stream that fails after it started ends with an error event', async () => {
     fake.failAfterTokens = 1;
     try {
