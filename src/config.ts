@@ -31,6 +31,8 @@ export const configSchema = z.object({
   allowUnauthenticated: bool.default(false),
   /** Worker threads per model unless its manifest says otherwise; each holds a full copy of the weights. */
   workersPerModel: z.coerce.number().int().min(1).max(64).default(1),
+  /** Generations a chat worker decodes together (continuous batching); 1 serves them one after another. */
+  generationBatchSize: z.coerce.number().int().min(1).max(256).default(8),
   /** onnxruntime intra-op threads per worker; 0 lets onnxruntime use one per core. */
   intraOpThreads: z.coerce.number().int().min(0).max(256).default(0),
   /**
@@ -75,6 +77,7 @@ const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
   apiKeys: 'API_KEYS',
   allowUnauthenticated: 'ALLOW_UNAUTHENTICATED',
   workersPerModel: 'WORKERS_PER_MODEL',
+  generationBatchSize: 'GENERATION_BATCH_SIZE',
   intraOpThreads: 'INTRA_OP_THREADS',
   ortAllowSpinning: 'ORT_ALLOW_SPINNING',
   maxQueue: 'MAX_QUEUE',
@@ -100,6 +103,7 @@ const FLAGS = {
   'api-key': { type: 'string', multiple: true },
   'allow-unauthenticated': { type: 'boolean' },
   'workers-per-model': { type: 'string' },
+  'generation-batch-size': { type: 'string' },
   'intra-op-threads': { type: 'string' },
   'ort-allow-spinning': { type: 'string' },
   'max-queue': { type: 'string' },
@@ -117,7 +121,7 @@ const FLAGS = {
 } as const;
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
-  [--allow-unauthenticated] [--workers-per-model N] [--intra-op-threads N] [--max-queue N]
+  [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
 Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
@@ -140,6 +144,7 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     apiKeys: values['api-key'],
     allowUnauthenticated: values['allow-unauthenticated'],
     workersPerModel: values['workers-per-model'],
+    generationBatchSize: values['generation-batch-size'],
     intraOpThreads: values['intra-op-threads'],
     ortAllowSpinning: values['ort-allow-spinning'],
     maxQueue: values['max-queue'],

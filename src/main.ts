@@ -50,6 +50,7 @@ async function main(): Promise<void> {
     models: scan.models,
     aliases: config.modelAliases,
     intraOpThreads: config.intraOpThreads,
+    generationBatchSize: config.generationBatchSize,
     allowSpinning: config.ortAllowSpinning,
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,

@@ -24,6 +24,8 @@ export interface ModelPoolOptions {
   requestTimeoutMs: number;
   /** Let a test send `debugFault` in a request (crash, hang, throw in the worker). Never in production. */
   faultInjection?: boolean;
+  /** Generations one chat worker decodes together in one batch (continuous batching). */
+  generationBatchSize?: number;
 }
 
 /**
@@ -63,6 +65,8 @@ function workerScript(): { filename: string; execArgv: string[] } {
 export class ModelPool {
   private readonly piscina: Piscina;
   private readonly threads: number;
+  /** Tasks one worker runs at once: a chat worker batches its generations; other work is one at a time. */
+  private readonly perWorker: number;
   private nextTaskId = 1;
   readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0 };
   /** Generate and embed tasks completed, by worker thread id. */
@@ -89,6 +93,7 @@ export class ModelPool {
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
+    this.perWorker = role === 'model' && model.task === 'chat' ? Math.max(1, options.generationBatchSize ?? 1) : 1;
     this.piscina = new Piscina({
       filename: pathToFileURL(filename).href,
       workerData,
@@ -97,7 +102,7 @@ export class ModelPool {
       maxThreads: this.threads,
       // Idle workers must not exit: that would unload the model.
       idleTimeout: Number.MAX_SAFE_INTEGER,
-      concurrentTasksPerWorker: 1,
+      concurrentTasksPerWorker: this.perWorker,
       // Admission is ours (see admit): internal tasks such as reloads must never be refused.
     });
   }
@@ -152,7 +157,7 @@ export class ModelPool {
     return reply.results;
   }
 
-  /** Workers in this pool: how many tasks can run at once. */
+  /** Workers in this pool. */
   get size(): number {
     return this.threads;
   }
@@ -171,15 +176,15 @@ export class ModelPool {
   private admitted = 0;
 
   get queueSize(): number {
-    return Math.max(0, this.admitted - this.threads);
+    return Math.max(0, this.admitted - this.threads * this.perWorker);
   }
 
   /**
-   * Bounded admission: at most `threads` running and `maxQueue` waiting; beyond that a request is
+   * Bounded admission: at most threads x tasks-per-worker running and `maxQueue` waiting; beyond that a request is
    * refused at once as overloaded (fail fast rather than grow the queue).
    */
   private admit(): () => void {
-    if (this.admitted >= this.threads + this.options.maxQueue) {
+    if (this.admitted >= this.threads * this.perWorker + this.options.maxQueue) {
       throw new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.model.id}\` is busy; retry shortly.` });
     }
     this.admitted++;

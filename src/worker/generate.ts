@@ -11,6 +11,7 @@ import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js'
 import type { GenerationTiming, PortMessage } from '../pool/protocol.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
+import { BatchDecoder, supportsBatchDecoding, type SequenceSpec } from './batch-decoder.js';
 
 class FlagStoppingCriteria extends StoppingCriteria {
   constructor(private readonly shouldStop: () => boolean) {
@@ -50,6 +51,32 @@ function injectFault(fault: NonNullable<ChatRequest['debugFault']>): void {
   if (fault === 'crash') process.exit(70);
   if (fault === 'hang') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * 60_000);
   throw new Error('injected fault');
+}
+
+const decoders = new WeakMap<LoadedModel, BatchDecoder | null>();
+
+/** One batch decoder per loaded model, or null when the export's signature needs transformers.js generate. */
+function batchDecoderFor(loaded: LoadedModel): BatchDecoder | null {
+  if (!decoders.has(loaded)) decoders.set(loaded, supportsBatchDecoding(loaded) ? new BatchDecoder(loaded) : null);
+  return decoders.get(loaded)!;
+}
+
+/** transformers.js's own generate loop (KV cache, one request at a time) for exports the batch decoder cannot drive. */
+async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec, eosTokenIds: number[]): Promise<void> {
+  const ids = BigInt64Array.from(spec.promptIds.map(BigInt));
+  let stop = false;
+  await loaded.model.generate({
+    input_ids: new Tensor('int64', ids, [1, ids.length]),
+    attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
+    max_new_tokens: spec.maxTokens,
+    do_sample: spec.sampling.doSample,
+    temperature: spec.sampling.temperature,
+    top_k: spec.sampling.topK,
+    top_p: spec.sampling.topP,
+    eos_token_id: eosTokenIds,
+    streamer: new TokenSink((id) => (stop = spec.onToken(id) || stop)),
+    stopping_criteria: [new FlagStoppingCriteria(() => stop || spec.cancelled())],
+  } as Record<string, unknown>);
 }
 
 export interface GenerateOptions {
@@ -100,22 +127,20 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     };
   }
 
-  const ids = BigInt64Array.from(prompt.ids.map(BigInt));
   const { sampling } = request;
   const defaults = loaded.generationDefaults;
   const doSample = sampling.temperature === undefined ? defaults.doSample : sampling.temperature > 0;
-  await loaded.model.generate({
-    input_ids: new Tensor('int64', ids, [1, ids.length]),
-    attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
-    max_new_tokens: request.maxTokens,
-    do_sample: doSample,
+  const plan = {
+    doSample,
     temperature: sampling.temperature || defaults.temperature || 1,
-    top_k: sampling.topK ?? defaults.topK ?? 0,
-    top_p: sampling.topP ?? defaults.topP ?? 1,
-    eos_token_id: loaded.eosTokenIds,
-    streamer: new TokenSink(onToken),
-    stopping_criteria: [new FlagStoppingCriteria(() => stopSequence !== null || cancelled())],
-  } as Record<string, unknown>);
+    topK: sampling.topK ?? defaults.topK ?? 0,
+    topP: sampling.topP ?? defaults.topP ?? 1,
+  };
+  const shouldStop = (id: number) => eos.has(id) || stopSequence !== null;
+  const decoder = batchDecoderFor(loaded);
+  const spec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id: number) => (onToken(id), shouldStop(id)), cancelled };
+  if (decoder) await decoder.run(spec);
+  else await generateWithTransformers(loaded, spec, loaded.eosTokenIds);
 
   const last = generated.at(-1);
   let stopReason: StopReason;

@@ -11,7 +11,8 @@ const POLL_MS = 20;
 const TIMEOUT_MS = 1_500;
 let server: RealServer;
 beforeAll(async () => {
-  server = await startRealServer({ faultInjection: true, requestTimeoutMs: TIMEOUT_MS, maxQueue: 0, only: [CHAT_MODEL] });
+  // One generation per worker and no queue: a second request finds the model full.
+  server = await startRealServer({ faultInjection: true, requestTimeoutMs: TIMEOUT_MS, maxQueue: 0, generationBatchSize: 1, only: [CHAT_MODEL] });
 });
 afterAll(() => server?.close());
 

@@ -13,7 +13,7 @@ export interface RealServer {
 
 /** The real app on real workers, listening on a free loopback port. */
 export async function startRealServer(
-  options: { apiKeys?: string[]; aliases?: Record<string, string>; faultInjection?: boolean; requestTimeoutMs?: number; maxQueue?: number; only?: string[] } = {},
+  options: { apiKeys?: string[]; aliases?: Record<string, string>; faultInjection?: boolean; requestTimeoutMs?: number; maxQueue?: number; generationBatchSize?: number; only?: string[] } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();
   const service = await startRealService({ ...options, observer: { ...metrics.observer, embedBatch: metrics.embedBatch } });

@@ -83,6 +83,16 @@ describe('chat on the bundled model (real workers)', () => {
     });
   });
 
+  it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
+    const requests = ['Hi', 'Tell me about rivers and the sea, please.', 'One two three four five six seven eight nine ten eleven twelve.', 'Why?', 'Name a colour.']
+      .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopSequences: i === 2 ? ['zzz-never'] : [] }));
+    const solo = [];
+    for (const r of requests) solo.push(await service.chat(r));
+    const together = await Promise.all(requests.map((r) => service.chat(r)));
+    expect(together).toEqual(solo);
+    expect(together.map((r) => r.outputTokens)).toEqual(requests.map((r) => r.maxTokens));
+  });
+
   it('two workers serve concurrent requests with identical greedy results', async () => {
     const before = new Map(service.tasksByThread(CHAT_MODEL));
     const results = await Promise.all(Array.from({ length: 6 }, () => service.chat(request())));
