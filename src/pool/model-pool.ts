@@ -13,7 +13,7 @@ import { Piscina } from 'piscina';
 import { ServiceError } from '../errors.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../inference/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { EmbedBatchItem, EmbedItemResult, GenerationTiming, PortMessage, WorkerInit, WorkerReply, WorkerTask } from './protocol.js';
+import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type GenerationTiming, type PortMessage, type WorkerInit, type WorkerReply, type WorkerTask } from './protocol.js';
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
@@ -34,6 +34,13 @@ export interface ModelPoolOptions {
  */
 export const HANG_GRACE_MS = 2_000;
 
+interface Watchdog {
+  /** Asks the task to stop (the cancel flag). */
+  cancel?: () => void;
+  /** The task's control block (the worker's thread id is read from it). */
+  control: Int32Array;
+}
+
 /** Observers of what happens in a pool (metrics). */
 export interface PoolObserver {
   generation?(model: string, timing: GenerationTiming, result: ChatResult): void;
@@ -47,6 +54,8 @@ export interface GenerationStats {
   lastCancelledOutputTokens: number | null;
   /** Generations running in a worker now. */
   active: number;
+  /** Most generations decoded together in one step so far. */
+  peakBatch: number;
 }
 
 /** A task as callers write it: the pool assigns the id. */
@@ -68,7 +77,7 @@ export class ModelPool {
   /** Tasks one worker runs at once: a chat worker batches its generations; other work is one at a time. */
   private readonly perWorker: number;
   private nextTaskId = 1;
-  readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0 };
+  readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0, peakBatch: 0 };
   /** Generate and embed tasks completed, by worker thread id. */
   readonly tasksByThread = new Map<number, number>();
   /** Workers replaced after a crash or a hang. */
@@ -114,16 +123,16 @@ export class ModelPool {
   }
 
   async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
-    const cancel = new SharedArrayBuffer(4);
-    const flag = new Int32Array(cancel);
-    const stop = () => Atomics.store(flag, 0, 1);
+    const control = new SharedArrayBuffer(TaskControl.BYTES);
+    const flag = new Int32Array(control);
+    const stop = () => Atomics.store(flag, TaskControl.CANCEL, 1);
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
     this.generationStats.active++;
-    const watchdog = { cancel: stop };
+    const watchdog = { cancel: stop, control: flag };
     try {
       if (!options.onEvent) {
-        const reply = await this.run({ type: 'generate', request, cancel }, undefined, watchdog);
+        const reply = await this.run({ type: 'generate', request, control }, undefined, watchdog);
         return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
       }
       const onEvent = options.onEvent;
@@ -134,7 +143,7 @@ export class ModelPool {
       const drained = new Promise<void>((resolve) => (ended = resolve));
       port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
       try {
-        const reply = await this.run({ type: 'generate', request, cancel, port: port2 }, [port2], watchdog);
+        const reply = await this.run({ type: 'generate', request, control, port: port2 }, [port2], watchdog);
         await drained;
         return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
       } finally {
@@ -153,7 +162,11 @@ export class ModelPool {
 
   /** Embeds several requests in one worker task; each result stands alone. */
   async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
-    const reply = (await this.run({ type: 'embed', items, ...options }, undefined, {})) as Extract<WorkerReply, { type: 'embedded' }>;
+    const control = new SharedArrayBuffer(TaskControl.BYTES);
+    const reply = (await this.run({ type: 'embed', items, ...options, control }, undefined, { control: new Int32Array(control) })) as Extract<
+      WorkerReply,
+      { type: 'embedded' }
+    >;
     return reply.results;
   }
 
@@ -169,8 +182,10 @@ export class ModelPool {
   /**
    * Runs one task. With a watchdog and a deadline: at the deadline the task is asked to stop
    * (`cancel`) and the request fails with 504; a worker that does not answer HANG_GRACE_MS later is
-   * killed (piscina's abort terminates the thread) and replaced. A worker that dies fails only its
-   * own task; piscina starts a replacement, which loads the model again.
+   * terminated (found by the thread id it wrote into the task's control block) and replaced. A
+   * worker that dies fails only its own tasks; piscina starts a replacement, which loads the model
+   * again. No AbortSignal goes to piscina: it would make the task exclusive to its worker, and a
+   * chat worker batches many generations.
    */
   /** Requests in this pool now, running or waiting. */
   private admitted = 0;
@@ -195,7 +210,7 @@ export class ModelPool {
     };
   }
 
-  private async run(body: TaskBody, transferList?: MessagePort[], watchdog?: { cancel?: () => void }): Promise<WorkerReply> {
+  private async run(body: TaskBody, transferList?: MessagePort[], watchdog?: Watchdog): Promise<WorkerReply> {
     const release = body.type === 'load' ? () => {} : this.admit();
     try {
       return await this.runAdmitted(body, transferList, watchdog);
@@ -204,23 +219,30 @@ export class ModelPool {
     }
   }
 
-  private async runAdmitted(body: TaskBody, transferList?: MessagePort[], watchdog?: { cancel?: () => void }): Promise<WorkerReply> {
+  private async runAdmitted(body: TaskBody, transferList?: MessagePort[], watchdog?: Watchdog): Promise<WorkerReply> {
     const task = { ...body, taskId: this.nextTaskId++ } as WorkerTask;
-    const kill = new AbortController();
+    let killed = false;
     let timedOut = false;
     let graceTimer: NodeJS.Timeout | undefined;
     const deadline = watchdog && this.options.requestTimeoutMs > 0
       ? setTimeout(() => {
           timedOut = true;
           watchdog.cancel?.();
-          graceTimer = setTimeout(() => kill.abort(), HANG_GRACE_MS);
+          graceTimer = setTimeout(() => {
+            const stuck = Atomics.load(watchdog.control, TaskControl.THREAD);
+            const worker = this.piscina.threads.find((w) => w.threadId === stuck);
+            if (worker) {
+              killed = true;
+              void worker.terminate();
+            }
+          }, HANG_GRACE_MS);
         }, this.options.requestTimeoutMs)
       : undefined;
     let reply: WorkerReply;
     try {
-      reply = (await this.piscina.run(task, { transferList: transferList as never, signal: watchdog ? kill.signal : undefined })) as WorkerReply;
+      reply = (await this.piscina.run(task, { transferList: transferList as never })) as WorkerReply;
     } catch (error) {
-      if (kill.signal.aborted) {
+      if (killed) {
         this.workerLost('hung');
         throw this.timeoutError(true);
       }
@@ -235,6 +257,7 @@ export class ModelPool {
     if ('threadId' in reply) this.tasksByThread.set(reply.threadId, (this.tasksByThread.get(reply.threadId) ?? 0) + 1);
     if (reply.type === 'generated') {
       this.generationStats.completed++;
+      this.generationStats.peakBatch = Math.max(this.generationStats.peakBatch, reply.timing.peakBatch);
       if (reply.cancelled) {
         this.generationStats.cancelled++;
         this.generationStats.lastCancelledOutputTokens = reply.result.outputTokens;

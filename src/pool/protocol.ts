@@ -30,8 +30,8 @@ export type WorkerTask =
       type: 'generate';
       taskId: number;
       request: ChatRequest;
-      /** Int32Array[1] over shared memory; set to 1 by the main thread to stop at the next step. */
-      cancel: SharedArrayBuffer;
+      /** Task control block in shared memory (see TaskControl). */
+      control: SharedArrayBuffer;
       /** Present when the caller wants ChatEvents as they happen; closed by the worker when the task ends. */
       port?: MessagePort;
     }
@@ -43,7 +43,15 @@ export type WorkerTask =
       items: EmbedBatchItem[];
       maxBatchTokens: number;
       truncate: boolean;
+      control: SharedArrayBuffer;
     };
+
+/**
+ * Int32Array over a SharedArrayBuffer, one per watched task. CANCEL: set to 1 by the main thread,
+ * read by the worker at every decoding step. THREAD: the worker writes its threadId when it starts
+ * the task, so the main thread can terminate exactly that worker if it hangs.
+ */
+export const TaskControl = { CANCEL: 0, THREAD: 1, BYTES: 8 } as const;
 
 export interface EmbedBatchItem {
   inputs: EmbedInput[];
@@ -67,6 +75,8 @@ export interface GenerationTiming {
   /** From the task's start in the worker to the first generated token. */
   firstTokenMs: number | null;
   totalMs: number;
+  /** Most generations this one shared a decoding step with (itself included). */
+  peakBatch: number;
 }
 
 /** Streamed on the task's port; `end` is always the last message of a task that returns normally. */

@@ -44,6 +44,8 @@ export interface SequenceSpec {
 
 interface Sequence extends SequenceSpec {
   generated: number;
+  /** Largest batch this sequence was decoded in. */
+  peakBatch: number;
   last: number;
   /** Real tokens in the cache (prompt + generated except the last, not yet fed). */
   length: number;
@@ -107,10 +109,11 @@ export class BatchDecoder {
     this.shape = cacheShape(loaded)!;
   }
 
-  /** Generates for one request; resolves when it has stopped. */
-  run(spec: SequenceSpec): Promise<void> {
-    return new Promise((done, fail) => {
-      this.pending.push({ ...spec, generated: 0, last: -1, length: 0, mask: new Uint8Array(0), done, fail });
+  /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
+  run(spec: SequenceSpec): Promise<number> {
+    return new Promise((resolve, fail) => {
+      const seq: Sequence = { ...spec, generated: 0, peakBatch: 1, last: -1, length: 0, mask: new Uint8Array(0), done: () => resolve(seq.peakBatch), fail };
+      this.pending.push(seq);
       if (!this.running) void this.loop();
     });
   }
@@ -190,6 +193,7 @@ export class BatchDecoder {
     const vocab = out.logits!.dims.at(-1)!;
     const finished: number[] = [];
     this.active.forEach((seq, r) => {
+      seq.peakBatch = Math.max(seq.peakBatch, B);
       seq.length++;
       const grown = new Uint8Array(L + 1);
       grown.set(seq.mask);

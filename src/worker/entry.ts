@@ -4,7 +4,7 @@
  */
 import { threadId, workerData } from 'node:worker_threads';
 import { ServiceError, toServiceError, type ServiceErrorOptions } from '../errors.js';
-import type { PortMessage, WorkerInit, WorkerReply, WorkerTask } from '../pool/protocol.js';
+import { TaskControl, type PortMessage, type WorkerInit, type WorkerReply, type WorkerTask } from '../pool/protocol.js';
 import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from './load.js';
 import { generate } from './generate.js';
 import { embedBatch } from './embed.js';
@@ -22,6 +22,7 @@ async function loadedModel(): Promise<LoadedModel> {
 }
 
 export default async function handle(task: WorkerTask): Promise<WorkerReply> {
+  if ('control' in task) Atomics.store(new Int32Array(task.control), TaskControl.THREAD, threadId);
   try {
     switch (task.type) {
       case 'load': {
@@ -33,7 +34,7 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
       case 'generate': {
         try {
           const outcome = await generate(await loadedModel(), task.request, {
-            cancel: new Int32Array(task.cancel),
+            cancel: new Int32Array(task.control),
             port: task.port,
             faultInjection: init.faultInjection,
           });

@@ -8,7 +8,7 @@ import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformer
 import { invalidRequest } from '../errors.js';
 import { TextStream } from '../inference/text-stream.js';
 import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js';
-import type { GenerationTiming, PortMessage } from '../pool/protocol.js';
+import { TaskControl, type GenerationTiming, type PortMessage } from '../pool/protocol.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
 import { BatchDecoder, supportsBatchDecoding, type SequenceSpec } from './batch-decoder.js';
@@ -117,13 +117,13 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     if (step.stopSequence !== null) stopSequence = step.stopSequence;
     if (step.delta) send({ type: 'delta', text: step.delta, outputTokens: generated.length });
   };
-  const cancelled = () => Atomics.load(cancel, 0) !== 0;
+  const cancelled = () => Atomics.load(cancel, TaskControl.CANCEL) !== 0;
   if (cancelled()) {
     // The client left while the task waited in the queue: skip the prefill entirely.
     return {
       result: { text: '', stopReason: 'max_tokens', stopSequence: null, inputTokens, outputTokens: 0 },
       cancelled: true,
-      timing: { firstTokenMs: null, totalMs: performance.now() - started },
+      timing: { firstTokenMs: null, totalMs: performance.now() - started, peakBatch: 0 },
     };
   }
 
@@ -139,8 +139,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const shouldStop = (id: number) => eos.has(id) || stopSequence !== null;
   const decoder = batchDecoderFor(loaded);
   const spec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id: number) => (onToken(id), shouldStop(id)), cancelled };
-  if (decoder) await decoder.run(spec);
-  else await generateWithTransformers(loaded, spec, loaded.eosTokenIds);
+  const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   const last = generated.at(-1);
   let stopReason: StopReason;
@@ -152,6 +151,6 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   return {
     result: { text: stream.shownText, stopReason, stopSequence, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),
-    timing: { firstTokenMs, totalMs: performance.now() - started },
+    timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },
   };
 }

@@ -88,8 +88,10 @@ describe('chat on the bundled model (real workers)', () => {
       .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopSequences: i === 2 ? ['zzz-never'] : [] }));
     const solo = [];
     for (const r of requests) solo.push(await service.chat(r));
+    expect(service.generationStats(CHAT_MODEL)!.peakBatch).toBe(1);
     const together = await Promise.all(requests.map((r) => service.chat(r)));
     expect(together).toEqual(solo);
+    expect(service.generationStats(CHAT_MODEL)!.peakBatch).toBeGreaterThan(1); // they really shared decoding steps
     expect(together.map((r) => r.outputTokens)).toEqual(requests.map((r) => r.maxTokens));
   });
 
