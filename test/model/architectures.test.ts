@@ -39,6 +39,8 @@ describe('model folders in Hugging Face layouts', () => {
     expect(skipped).toEqual([]);
     const byId = Object.fromEntries(models.map((m) => [m.id, m]));
     expect(byId['llama3-tiny']).toMatchObject({ task: 'chat', dtype: 'q8', onnxFile: 'onnx/model_quantized.onnx', externalDataChunks: 1, contextLength: 2048 });
+    expect(byId['llama3-chunked']).toMatchObject({ task: 'chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx' });
+    expect(byId['llama3-chunked']!.externalDataChunks).toBeGreaterThan(1);
     expect(byId['qwen2-tiny']).toMatchObject({ task: 'chat', dtype: 'fp32' });
     expect(byId['gemma3-tiny']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/model_q4.onnx' });
     expect(byId['bert-tiny']).toMatchObject({ task: 'embedding', pooling: 'cls', prefix: 'query: ', contextLength: 128 });

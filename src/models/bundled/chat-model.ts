@@ -42,6 +42,8 @@ export interface ChatFolderSpec {
   dtype?: Dtype;
   /** Weights in onnx/model*.onnx_data beside the graph. */
   externalData?: boolean;
+  /** Split external data into files of at most this size (model.onnx_data, model.onnx_data_1, ...). */
+  maxChunkBytes?: number;
   /** Move the chat template from tokenizer_config.json to chat_template.jinja. */
   chatTemplateFile?: boolean;
   comment?: string;
@@ -96,10 +98,21 @@ export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
     options,
     dtype: spec.dtype ?? 'fp32',
     externalData: spec.externalData ?? false,
+    maxChunkBytes: spec.maxChunkBytes,
     config: { model_type: spec.modelType, architectures: [spec.architecture], ...(spec.comment ? { _comment: spec.comment } : {}), ...(bos !== undefined ? { bos_token_id: bos } : {}) },
     eosIds,
     generation: { ...(bos !== undefined ? { bos_token_id: bos } : {}), ...(spec.generation ?? {}) },
   });
+}
+
+/** fs.writeFileSync refuses buffers of 2 GB and more: write in slices. */
+function writeLarge(file: string, data: Uint8Array): void {
+  const fd = fs.openSync(file, 'w');
+  try {
+    for (let at = 0; at < data.byteLength; at += 1 << 30) fs.writeSync(fd, data, at, Math.min(1 << 30, data.byteLength - at));
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export interface CausalLmFolder {
@@ -108,6 +121,7 @@ export interface CausalLmFolder {
   dtype: Dtype;
   /** Weights in onnx/model*.onnx_data beside the graph. */
   externalData: boolean;
+  maxChunkBytes?: number;
   /** config.json fields beyond the shape (model_type, architectures, bos, comment). */
   config: Record<string, unknown>;
   /** End-of-sequence ids: the first is config.json's, all go to generation_config.json. */
@@ -121,10 +135,12 @@ export function writeCausalLmFolder(dir: string, folder: CausalLmFolder): void {
   const shape = options.shape;
   fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
   const file = `model${DTYPE_SUFFIX[dtype]}.onnx`;
+  let chunkCount = 0;
   if (externalData) {
-    const { model, data } = buildCausalLmExternal(options, `${file}_data`);
+    const { model, chunks } = buildCausalLmExternal(options, `${file}_data`, folder.maxChunkBytes);
     fs.writeFileSync(path.join(dir, 'onnx', file), model);
-    fs.writeFileSync(path.join(dir, 'onnx', `${file}_data`), data);
+    for (const chunk of chunks) writeLarge(path.join(dir, 'onnx', chunk.name), chunk.data);
+    chunkCount = chunks.length;
   } else {
     fs.writeFileSync(path.join(dir, 'onnx', file), buildCausalLm(options));
   }
@@ -144,7 +160,8 @@ export function writeCausalLmFolder(dir: string, folder: CausalLmFolder): void {
     tie_word_embeddings: false,
     eos_token_id: folder.eosIds[0],
     use_cache: true,
-    'transformers.js_config': { dtype, use_external_data_format: externalData },
+    // transformers.js reads the number of external data chunks from here.
+    'transformers.js_config': { dtype, use_external_data_format: chunkCount > 1 ? chunkCount : externalData },
   });
   writeJson(path.join(dir, 'generation_config.json'), { ...folder.generation, eos_token_id: folder.eosIds });
 }

@@ -45,9 +45,9 @@ export function buildCausalLm(options: CausalLmBuildOptions): Uint8Array {
   return causalLmGraph(options).encode('local-inference-server causal-lm builder');
 }
 
-/** The same model with its weights in `dataFile` (the `model.onnx` + `model.onnx_data` layout). */
-export function buildCausalLmExternal(options: CausalLmBuildOptions, dataFile: string): { model: Uint8Array; data: Uint8Array } {
-  return causalLmGraph(options).encodeWithExternalData('local-inference-server causal-lm builder', dataFile);
+/** The same model with its weights in `dataFile` and its numbered chunks (the `model.onnx` + `model.onnx_data` layout). */
+export function buildCausalLmExternal(options: CausalLmBuildOptions, dataFile: string, maxChunkBytes?: number): ReturnType<GraphBuilder['encodeWithExternalData']> {
+  return causalLmGraph(options).encodeWithExternalData('local-inference-server causal-lm builder', dataFile, maxChunkBytes);
 }
 
 function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {

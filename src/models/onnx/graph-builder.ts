@@ -124,36 +124,47 @@ export class GraphBuilder {
   }
 
   /**
-   * Serialises with the weights in a separate file, the layout of large Hugging Face exports
-   * (`model.onnx` + `model.onnx_data`): initializers above 1 KiB point into `dataFile` by offset.
+   * Serialises with the weights in separate files, the layout of large Hugging Face exports
+   * (`model.onnx` + `model.onnx_data`, then `model.onnx_data_1`, ... past `maxChunkBytes`, since
+   * neither protobuf nor a single Node read can hold 2 GB): initializers above 1 KiB point into a
+   * chunk by offset.
    */
-  encodeWithExternalData(producer: string, dataFile: string): { model: Uint8Array; data: Uint8Array } {
+  encodeWithExternalData(producer: string, dataFile: string, maxChunkBytes = 1_900_000_000): { model: Uint8Array; chunks: Array<{ name: string; data: Uint8Array }> } {
     const ALIGN = 4096;
-    const parts: Uint8Array[] = [];
-    let offset = 0;
+    const chunks: Array<{ name: string; parts: Uint8Array[]; size: number }> = [];
+    let chunk = { name: dataFile, parts: [] as Uint8Array[], size: 0 };
+    chunks.push(chunk);
     for (const tensor of this.initializers) {
       const raw = tensor.rawData as Uint8Array;
       if (!raw || raw.byteLength <= 1024) continue;
-      const padding = (ALIGN - (offset % ALIGN)) % ALIGN;
-      if (padding) parts.push(new Uint8Array(padding));
-      offset += padding;
+      let padding = (ALIGN - (chunk.size % ALIGN)) % ALIGN;
+      if (chunk.size > 0 && chunk.size + padding + raw.byteLength > maxChunkBytes) {
+        chunk = { name: `${dataFile}_${chunks.length}`, parts: [], size: 0 };
+        chunks.push(chunk);
+        padding = 0;
+      }
+      if (padding) chunk.parts.push(new Uint8Array(padding));
+      chunk.size += padding;
       tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
       tensor.externalData = [
-        { key: 'location', value: dataFile },
-        { key: 'offset', value: String(offset) },
+        { key: 'location', value: chunk.name },
+        { key: 'offset', value: String(chunk.size) },
         { key: 'length', value: String(raw.byteLength) },
       ];
       tensor.rawData = new Uint8Array(0);
-      parts.push(raw);
-      offset += raw.byteLength;
+      chunk.parts.push(raw);
+      chunk.size += raw.byteLength;
     }
-    const data = new Uint8Array(offset);
-    let at = 0;
-    for (const part of parts) {
-      data.set(part, at);
-      at += part.byteLength;
-    }
-    return { model: this.encodeModel(producer), data };
+    const joined = chunks.map(({ name, parts, size }) => {
+      const data = new Uint8Array(size);
+      let at = 0;
+      for (const part of parts) {
+        data.set(part, at);
+        at += part.byteLength;
+      }
+      return { name, data };
+    });
+    return { model: this.encodeModel(producer), chunks: joined };
   }
 
   private encodeModel(producer: string): Uint8Array {
