@@ -147,8 +147,9 @@ for (const subject of SUBJECTS) {
   const subjectData: Record<string, unknown> = { weightBytes, kvBytesPerPosition, baselineRssMiB: baselineRss };
   for (const tokens of PROMPTS) {
     const content = promptOf(tokens);
-    await streamOnce(server.url, subject, content, 2, agent); // warm-up
-    await baselineRun(content, 2);
+    // Warm-up at full length: onnxruntime sizes its arenas on the first runs of each shape.
+    await streamOnce(server.url, subject, content, DECODE, agent);
+    await baselineRun(content, DECODE);
     const s: Run[] = [];
     const b: Run[] = [];
     for (let r = 0; r < RUNS; r++) {
