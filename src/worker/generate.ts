@@ -1,7 +1,8 @@
 /**
- * Generation in a worker thread: transformers.js `generate` with the KV cache, stopped by the
- * model's end-of-sequence ids, by max_tokens (as max_new_tokens, during generation), by a stop
- * sequence, or by the caller's cancel flag, each checked after every decoding step.
+ * Generation in a worker thread: the batch decoder (every generation of this worker advances in one
+ * forward pass per step), or transformers.js `generate` for exports it cannot drive. Either way a
+ * generation stops at the model's end-of-sequence ids, at max_tokens, at a stop sequence, or at the
+ * caller's cancel flag, each checked after every decoding step.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
