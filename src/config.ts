@@ -14,6 +14,7 @@ const csv = z.preprocess(
 );
 const bool = z.preprocess((v) => (typeof v === 'string' ? /^(1|true|yes|on)$/i.test(v) : v), z.boolean());
 const aliasMap = z.preprocess((v) => {
+  if (Array.isArray(v)) v = v.join(',');
   if (typeof v !== 'string') return v;
   // "claude-sonnet-4=tiny-qwen3-random,gpt-x=other"
   return Object.fromEntries(v.split(',').filter(Boolean).map((pair) => pair.split('=').map((s) => s.trim())));
@@ -69,102 +70,71 @@ export const configSchema = z.object({
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
 
-/** Environment variable for each field. */
-const ENV: Record<keyof z.infer<typeof configSchema>, string> = {
-  host: 'HOST',
-  port: 'PORT',
-  modelsDir: 'MODELS_DIR',
-  apiKeys: 'API_KEYS',
-  allowUnauthenticated: 'ALLOW_UNAUTHENTICATED',
-  workersPerModel: 'WORKERS_PER_MODEL',
-  generationBatchSize: 'GENERATION_BATCH_SIZE',
-  intraOpThreads: 'INTRA_OP_THREADS',
-  ortAllowSpinning: 'ORT_ALLOW_SPINNING',
-  maxQueue: 'MAX_QUEUE',
-  bodyLimit: 'BODY_LIMIT',
-  requestTimeoutMs: 'REQUEST_TIMEOUT_MS',
-  faultInjection: 'FAULT_INJECTION',
-  shutdownGraceMs: 'SHUTDOWN_GRACE_MS',
-  modelAliases: 'MODEL_ALIASES',
-  pingIntervalMs: 'PING_INTERVAL_MS',
-  embedBatching: 'EMBED_BATCHING',
-  embedBatchTokens: 'EMBED_BATCH_TOKENS',
-  embedBatchWaitMs: 'EMBED_BATCH_WAIT_MS',
-  embedTruncate: 'EMBED_TRUNCATE',
-  logLevel: 'LOG_LEVEL',
-  buildBundledModels: 'BUILD_BUNDLED_MODELS',
+type Field = keyof z.infer<typeof configSchema>;
+const FIELDS = Object.keys(configSchema.shape) as Field[];
+
+/** Every field has an environment variable: its name in SCREAMING_SNAKE_CASE (modelsDir -> MODELS_DIR). */
+const envName = (field: Field) => field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+/**
+ * Flags are the kebab-case field names (modelsDir -> --models-dir) except where listed here:
+ * repeatable flags with a singular name, and fields with no flag (set by environment or file only).
+ */
+const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true } | null>> = {
+  apiKeys: { flag: 'api-key', multiple: true },
+  modelAliases: { flag: 'alias', multiple: true },
+  faultInjection: null,
+  buildBundledModels: null,
+};
+const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate']);
+
+const flagOf = (field: Field) => {
+  const exception = FLAG_EXCEPTIONS[field];
+  if (exception === null) return undefined;
+  return { name: exception?.flag ?? field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), multiple: exception?.multiple ?? false };
 };
 
 const FLAGS = {
-  config: { type: 'string' },
-  host: { type: 'string' },
-  port: { type: 'string' },
-  'models-dir': { type: 'string' },
-  'api-key': { type: 'string', multiple: true },
-  'allow-unauthenticated': { type: 'boolean' },
-  'workers-per-model': { type: 'string' },
-  'generation-batch-size': { type: 'string' },
-  'intra-op-threads': { type: 'string' },
-  'ort-allow-spinning': { type: 'string' },
-  'max-queue': { type: 'string' },
-  'body-limit': { type: 'string' },
-  'request-timeout-ms': { type: 'string' },
-  'shutdown-grace-ms': { type: 'string' },
-  alias: { type: 'string', multiple: true },
-  'log-level': { type: 'string' },
-  'ping-interval-ms': { type: 'string' },
-  'embed-batching': { type: 'string' },
-  'embed-batch-tokens': { type: 'string' },
-  'embed-batch-wait-ms': { type: 'string' },
-  'embed-truncate': { type: 'boolean' },
-  help: { type: 'boolean' },
-} as const;
+  config: { type: 'string' as const },
+  help: { type: 'boolean' as const },
+  ...Object.fromEntries(
+    FIELDS.flatMap((field) => {
+      const flag = flagOf(field);
+      return flag ? [[flag.name, { type: BOOLEAN_FLAGS.has(field) ? ('boolean' as const) : ('string' as const), multiple: flag.multiple }]] : [];
+    }),
+  ),
+};
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
-  [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N] [--max-queue N]
+  [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
+  [--ort-allow-spinning true|false] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
-Environment: ${Object.values(ENV).join(', ')}, CONFIG_FILE.`;
+Environment: ${FIELDS.map(envName).join(', ')}, CONFIG_FILE.`;
 
 export class ConfigError extends Error {}
 
 /** Parses configuration from argv, an environment object and an optional config file. */
 export function loadConfig(argv: string[], environment: Record<string, string | undefined>): Config & { help: boolean } {
-  const { values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false });
-  const file = values.config ?? environment.CONFIG_FILE;
+  const { values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }) as {
+    values: Record<string, string | boolean | string[] | undefined>;
+  };
+  const file = (values.config as string | undefined) ?? environment.CONFIG_FILE;
   const fromFile = file ? (JSON.parse(fs.readFileSync(path.resolve(file), 'utf8')) as Record<string, unknown>) : {};
   const fromEnv: Record<string, unknown> = {};
-  for (const [key, name] of Object.entries(ENV)) {
-    if (environment[name] !== undefined && environment[name] !== '') fromEnv[key] = environment[name];
+  const fromFlags: Record<string, unknown> = {};
+  for (const field of FIELDS) {
+    const env = environment[envName(field)];
+    if (env !== undefined && env !== '') fromEnv[field] = env;
+    const flag = flagOf(field);
+    if (flag && values[flag.name] !== undefined) fromFlags[field] = values[flag.name];
   }
-  const fromFlags: Record<string, unknown> = {
-    host: values.host,
-    port: values.port,
-    modelsDir: values['models-dir'],
-    apiKeys: values['api-key'],
-    allowUnauthenticated: values['allow-unauthenticated'],
-    workersPerModel: values['workers-per-model'],
-    generationBatchSize: values['generation-batch-size'],
-    intraOpThreads: values['intra-op-threads'],
-    ortAllowSpinning: values['ort-allow-spinning'],
-    maxQueue: values['max-queue'],
-    bodyLimit: values['body-limit'],
-    requestTimeoutMs: values['request-timeout-ms'],
-    shutdownGraceMs: values['shutdown-grace-ms'],
-    modelAliases: values.alias ? values.alias.join(',') : undefined,
-    logLevel: values['log-level'],
-    pingIntervalMs: values['ping-interval-ms'],
-    embedBatching: values['embed-batching'],
-    embedBatchTokens: values['embed-batch-tokens'],
-    embedBatchWaitMs: values['embed-batch-wait-ms'],
-    embedTruncate: values['embed-truncate'],
-  };
-  const merged = { ...fromFile, ...fromEnv, ...Object.fromEntries(Object.entries(fromFlags).filter(([, v]) => v !== undefined)) };
+  const merged = { ...fromFile, ...fromEnv, ...fromFlags };
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
     throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
-  return Object.freeze({ ...parsed.data, help: values.help ?? false });
+  return Object.freeze({ ...parsed.data, help: values.help === true });
 }
 
 export function isLoopback(host: string): boolean {

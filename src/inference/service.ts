@@ -106,8 +106,8 @@ export class LocalInferenceService implements InferenceService {
   }
 
   countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
-    const model = this.pool(prompt.model, 'chat').model;
-    return (this.counters.get(model.id) ?? this.pool(prompt.model, 'chat')).countTokens(prompt);
+    const pool = this.pool(prompt.model, 'chat');
+    return (this.counters.get(pool.model.id) ?? pool).countTokens(prompt);
   }
 
   embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {

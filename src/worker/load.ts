@@ -52,8 +52,8 @@ export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
 
 export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const { model: info } = init;
-  const { tokenizer } = await loadTokenizer(info);
-  const name = localName(info);
+  const { tokenizer } = await loadTokenizer(info); // also points transformers.js at the folder
+  const name = path.basename(info.dir);
   const options = {
     local_files_only: true,
     dtype: info.dtype,

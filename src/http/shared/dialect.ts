@@ -23,9 +23,9 @@ export function errorBody(dialect: Dialect, error: ServiceError, requestId: stri
 /** Sends any thrown value as the dialect's error; internal errors are logged, never shown. */
 export function sendError(dialect: Dialect, error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const serviceError = toServiceError(error);
-  if (serviceError.kind === 'internal') request.log.error({ err: error }, 'internal error');
-  else request.log.info({ code: serviceError.code, status: errorBody(dialect, serviceError, request.id).status }, serviceError.message);
   const { status, body } = errorBody(dialect, serviceError, request.id);
+  if (serviceError.kind === 'internal') request.log.error({ err: error }, 'internal error');
+  else request.log.info({ code: serviceError.code, status }, serviceError.message);
   if (serviceError.kind === 'overloaded') reply.header('retry-after', '1');
   return reply.status(status).send(body);
 }

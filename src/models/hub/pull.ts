@@ -172,8 +172,3 @@ function announcedSums(headers: Headers): { size?: number; sha256?: string } {
   const tag = (headers.get('x-linked-etag') ?? headers.get('etag') ?? '').replace(/^W\//, '').replace(/"/g, '');
   return { size: Number.isFinite(size) && size > 0 ? size : undefined, sha256: /^[0-9a-f]{64}$/.test(tag) ? tag : undefined };
 }
-
-/** Leaves nothing behind of a pull: the staging folder (for "start over"). */
-export function discardPartialPull(modelsDir: string, id: string): void {
-  fs.rmSync(path.join(modelsDir, `.pull-${id}`), { recursive: true, force: true });
-}
