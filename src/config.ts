@@ -41,6 +41,11 @@ export const configSchema = z.object({
    * itself; with HTTP work and other models sharing few cores, spinning threads steal their CPU.
    */
   ortAllowSpinning: bool.default(true),
+  /**
+   * Rewrite each chat model's graph so the prompt's logits are computed for its last position only
+   * (written once beside the model's ONNX file as onnx/model.last-logits*.onnx). Off: the export as it is.
+   */
+  lastPositionLogits: bool.default(true),
   /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
   maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
   /** Deadline of one generation or embedding batch in ms (0: none); past it: 504 timeout_error and the worker is freed. */
@@ -107,7 +112,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--max-queue N]
+  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
 Environment: ${FIELDS.map(envName).join(', ')}, CONFIG_FILE.`;

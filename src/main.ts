@@ -52,6 +52,7 @@ async function main(): Promise<void> {
     intraOpThreads: config.intraOpThreads,
     generationBatchSize: config.generationBatchSize,
     allowSpinning: config.ortAllowSpinning,
+    lastPositionLogits: config.lastPositionLogits,
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
     faultInjection: config.faultInjection,

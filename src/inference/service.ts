@@ -56,8 +56,8 @@ export class LocalInferenceService implements InferenceService {
             batcher.onBatch = (requests, tokens) => options.observer?.embedBatch?.(model.id, requests, tokens);
             service.batchers.set(model.id, batcher);
           }
-          await Promise.all(pools.map((p) => p.start()));
-          log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms`);
+          const [notes = []] = await Promise.all(pools.map((p) => p.start()));
+          log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms${notes.map((n) => `; ${n}`).join('')}`);
         }),
       );
     } catch (error) {

@@ -18,6 +18,8 @@ import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type Generation
 export interface ModelPoolOptions {
   intraOpThreads: number;
   allowSpinning: boolean;
+  /** Chat models compute logits for the last position only (default on). */
+  lastPositionLogits?: boolean;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
@@ -98,6 +100,7 @@ export class ModelPool {
       role,
       intraOpThreads: options.intraOpThreads,
       allowSpinning: options.allowSpinning,
+      lastPositionLogits: options.lastPositionLogits ?? true,
       faultInjection: options.faultInjection ?? false,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
@@ -116,10 +119,12 @@ export class ModelPool {
     });
   }
 
-  /** Resolves when every worker has loaded the model. */
-  async start(): Promise<void> {
-    await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
+  /** Resolves when every worker has loaded the model, with what the first worker noted about the load. */
+  async start(): Promise<string[]> {
+    const replies = await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
     this.ready = true;
+    const [first] = replies;
+    return first?.type === 'loaded' ? first.notes : [];
   }
 
   async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
@@ -282,6 +287,7 @@ export class ModelPool {
     this.ready = false;
     this.observer.workerLost?.(this.model.id, reason);
     this.reloading ??= this.start()
+      .then(() => {})
       .catch((error) => console.error(`[pool ${this.model.id}] reload failed`, error))
       .finally(() => (this.reloading = undefined));
   }

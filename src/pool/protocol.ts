@@ -20,6 +20,8 @@ export interface WorkerInit {
   intraOpThreads: number;
   /** Let idle onnxruntime threads busy-wait for the next op (faster alone, steals CPU from others). */
   allowSpinning: boolean;
+  /** Rewrite a chat model's graph to compute logits for the last position only (src/models/onnx/last-logits.ts). */
+  lastPositionLogits: boolean;
   /** Honour ChatRequest.debugFault (tests only). */
   faultInjection: boolean;
 }
@@ -64,7 +66,7 @@ export type EmbedItemResult =
   | { ok: false; error: ServiceErrorOptions };
 
 export type WorkerReply =
-  | { type: 'loaded'; taskId: number; hiddenSize: number | null }
+  | { type: 'loaded'; taskId: number; hiddenSize: number | null; notes: string[] }
   | { type: 'generated'; taskId: number; result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming }
   | { type: 'counted'; taskId: number; inputTokens: number }
   | { type: 'embedded'; taskId: number; results: EmbedItemResult[]; threadId: number }

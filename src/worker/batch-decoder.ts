@@ -163,9 +163,9 @@ export class BatchDecoder {
       position_ids: i64(seq.promptIds.map((_, i) => i), [1, n]),
       ...this.pastFeeds(1, 0, []),
     });
-    const logits = out.logits!;
-    const vocab = logits.dims.at(-1)!;
-    const row = (logits.data as Float32Array).subarray((n - 1) * vocab, n * vocab);
+    // The last row: logits hold every position, or only the last one (src/models/onnx/last-logits.ts).
+    const logits = out.logits!.data as Float32Array;
+    const row = logits.subarray(logits.length - out.logits!.dims.at(-1)!);
     seq.length = n;
     seq.mask = new Uint8Array(n).fill(1);
     if (this.emit(seq, sample(row, seq.sampling))) return seq.done();

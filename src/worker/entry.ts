@@ -27,7 +27,7 @@ export default async function handle(task: WorkerTask): Promise<WorkerReply> {
     switch (task.type) {
       case 'load': {
         const loaded = await loading;
-        return { type: 'loaded', taskId: task.taskId, hiddenSize: 'hiddenSize' in loaded ? loaded.hiddenSize : null };
+        return { type: 'loaded', taskId: task.taskId, hiddenSize: 'hiddenSize' in loaded ? loaded.hiddenSize : null, notes: 'notes' in loaded ? loaded.notes : [] };
       }
       case 'count':
         return { type: 'counted', taskId: task.taskId, inputTokens: renderPrompt(await loading, task.prompt).ids.length };

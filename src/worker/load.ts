@@ -14,6 +14,7 @@ import {
 } from '@huggingface/transformers';
 import type { WorkerInit } from '../pool/protocol.js';
 import type { ModelInfo } from '../models/registry.js';
+import { prepareLastLogits } from '../models/onnx/last-logits.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -29,6 +30,8 @@ export interface LoadedModel extends LoadedTokenizer {
   hiddenSize: number | null;
   /** Input names of the ONNX session (token_type_ids only when the export has it). */
   inputNames: string[];
+  /** What the load did beyond the plain model (for the server log). */
+  notes: string[];
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -54,6 +57,18 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const { model: info } = init;
   const { tokenizer } = await loadTokenizer(info); // also points transformers.js at the folder
   const name = path.basename(info.dir);
+  const notes: string[] = [];
+  let graph: { model_file_name?: string; use_external_data_format?: false } = {};
+  if (info.task === 'chat' && init.lastPositionLogits) {
+    const prepared = prepareLastLogits(info);
+    if ('modelFileName' in prepared) {
+      // The rewritten graph names its weight files itself; onnxruntime resolves them from its folder.
+      graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
+      notes.push('logits for the last position only');
+    } else {
+      notes.push(`logits for every position (${prepared.skipped})`);
+    }
+  }
   const options = {
     local_files_only: true,
     dtype: info.dtype,
@@ -64,6 +79,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
       // onnxruntime_session_options_config_keys.h: session.intra_op.allow_spinning
       extra: { session: { intra_op: { allow_spinning: init.allowSpinning ? '1' : '0' } } },
     },
+    ...graph,
   };
   const model = info.task === 'chat'
     ? await AutoModelForCausalLM.from_pretrained(name, options)
@@ -83,6 +99,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
       topP: generationConfig.top_p ?? undefined,
     },
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
+    notes,
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
 }

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as tar from 'tar';
 import { pull, PullError } from '../../src/models/hub/pull.js';
 import { pack, unpack, ArchiveError } from '../../src/models/hub/pack.js';
+import { isDerivedFile } from '../../src/models/onnx/last-logits.js';
 import { scanModels } from '../../src/models/registry.js';
 import { buildChatFolder } from '../../src/models/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
@@ -147,6 +148,14 @@ describe('models pack / unpack', () => {
       await original.close();
       await moved.close();
     }
+    // Serving wrote the last-position graph beside the model; it is the server's, never packed.
+    expect(fs.readdirSync(path.join(from, 'llama3-tiny-ONNX', 'onnx')).filter(isDerivedFile)).toEqual(['model.last-logits_quantized.onnx']);
+    const again = path.join(root, 'again.tar');
+    await pack({ modelsDir: from, ids: ['llama3-tiny-ONNX'], output: again });
+    const packed: string[] = [];
+    await tar.t({ file: again, onReadEntry: (entry) => void packed.push(entry.path) });
+    expect(packed).toContain('llama3-tiny-ONNX/onnx/model_quantized.onnx');
+    expect(packed.filter(isDerivedFile)).toEqual([]);
   });
 
   it('refuses a tampered archive and names the file', async () => {

@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { isDerivedFile } from '../onnx/last-logits.js';
 
 export interface FileSum {
   size: number;
@@ -18,14 +19,14 @@ export async function sha256File(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Every file below `dir` (following symlinks), as forward-slash relative paths, sorted. */
+/** Every file below `dir` (following symlinks), as forward-slash relative paths, sorted; files the server derives are left out. */
 export function listFiles(dir: string, prefix = ''): string[] {
   const out: string[] = [];
   for (const entry of fs.readdirSync(path.join(dir, prefix), { withFileTypes: true })) {
     const rel = prefix ? `${prefix}/${entry.name}` : entry.name;
     const full = path.join(dir, rel);
     if (fs.statSync(full).isDirectory()) out.push(...listFiles(dir, rel));
-    else out.push(rel);
+    else if (!isDerivedFile(rel)) out.push(rel);
   }
   return out.sort();
 }

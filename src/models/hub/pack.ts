@@ -10,6 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
 import { MODEL_ID_PATTERN } from '../manifest.js';
+import { isDerivedFile } from '../onnx/last-logits.js';
 import { checksumFolder, verifyFolder, type FileSums } from './checksums.js';
 
 export const CHECKSUMS_FILE = 'CHECKSUMS.json';
@@ -38,7 +39,7 @@ export async function pack(options: PackOptions): Promise<Record<string, FileSum
     fs.writeFileSync(path.join(work, CHECKSUMS_FILE), JSON.stringify(sums, null, 2) + '\n');
     for (const id of options.ids) fs.symlinkSync(path.resolve(options.modelsDir, id), path.join(work, id));
     options.log?.(`writing ${options.output}`);
-    await tar.c({ file: options.output, cwd: work, follow: true, portable: true }, [CHECKSUMS_FILE, ...options.ids]);
+    await tar.c({ file: options.output, cwd: work, follow: true, portable: true, filter: (p) => !isDerivedFile(p) }, [CHECKSUMS_FILE, ...options.ids]);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -1,0 +1,186 @@
+/**
+ * Logits for the last position only. A Hugging Face causal-LM export returns logits for every
+ * input position ([B, S, V]); generation reads only the last row. At 2048 prompt tokens and a
+ * 152k-token vocabulary that is 1.2 GB of output and, for Qwen2.5-0.5B, a quarter of the prefill's
+ * arithmetic (the lm_head). llama.cpp computes the last row only; so do we, by rewriting the graph:
+ * the activation entering the lm_head is sliced to its last position, so logits come out [B, 1, V].
+ *
+ * The rewrite is found structurally: walking back from `logits`, every node up to the lm_head must
+ * work position by position (casts, element-wise arithmetic, the dynamic quantization of 8-bit
+ * exports); the walk stops at matrix products by a constant weight, and all of them must read the
+ * same activation. Anything else (a Reshape, an attention product, logits that are not rank 3)
+ * leaves the model as it is, with the reason.
+ *
+ * Weights stay where they are: initializers stored inline become external-data references into the
+ * original file (`sourceName`, by byte offset), so the rewritten graph is small whatever the model's
+ * size; initializers that were already external keep their references.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { threadId } from 'node:worker_threads';
+import onnxProto from 'onnx-proto';
+import { DTYPE_SUFFIX } from '../manifest.js';
+import type { ModelInfo } from '../registry.js';
+
+const { onnx } = onnxProto;
+interface Node {
+  name: string;
+  opType: string;
+  input: string[];
+  output: string[];
+}
+type Graph = InstanceType<typeof onnx.GraphProto>;
+
+/** Products by a weight that the walk stops at; input 0 is the activation. */
+const MATMULS = new Set(['MatMul', 'MatMulInteger', 'MatMulNBits', 'FusedMatMul']);
+/** Operators that treat every position on its own (and keep the rank). */
+const POSITIONWISE = new Set([
+  'Identity', 'Cast', 'Add', 'Sub', 'Mul', 'Div', 'Neg', 'Tanh', 'Sigmoid', 'Relu', 'Clip', 'Softcap',
+  'DequantizeLinear', 'QuantizeLinear', 'DynamicQuantizeLinear',
+]);
+/** Inline initializers at least this large become references into the source file. */
+const EXTERNAL_MIN_BYTES = 1024;
+
+export type LastLogitsResult = { graph: Uint8Array; activation: string } | { skipped: string };
+
+/** Base name of the rewritten graph (transformers.js `model_file_name`): onnx/model.last-logits{dtype suffix}.onnx. */
+export const LAST_LOGITS_BASE = 'model.last-logits';
+/** Bump when the rewrite changes, so files written by an older version are rebuilt. */
+const REWRITE_VERSION = 1;
+const STAMP_KEY = 'local-inference.source';
+
+/** True for a file this module writes (not part of the model as published; never packed or checksummed). */
+export function isDerivedFile(name: string): boolean {
+  return path.basename(name).startsWith(`${LAST_LOGITS_BASE}`);
+}
+
+/** Tensors that depend on initializers and Constant nodes only. */
+function constantTensors(nodes: Node[], initializers: Iterable<string>): Set<string> {
+  const constant = new Set(initializers);
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const node of nodes) {
+      const inputs = node.input.filter(Boolean);
+      if (node.opType === 'Constant' || (inputs.length > 0 && inputs.every((i) => constant.has(i)))) {
+        for (const o of node.output) {
+          if (constant.has(o)) continue;
+          constant.add(o);
+          changed = true;
+        }
+      }
+    }
+  }
+  return constant;
+}
+
+/**
+ * Rewrites a causal LM graph (the bytes of its .onnx file) so that `logits` holds the last position
+ * only. `sourceName` is how the rewritten graph refers to the original file for inline weights.
+ */
+export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp = ''): LastLogitsResult {
+  const decoded = onnx.ModelProto.decode(model);
+  const graph = decoded.graph as Graph | null; // decoded messages carry every repeated field, empty or not
+  if (!graph) return { skipped: 'no graph' };
+  const output = graph.output.find((o) => o.name === 'logits');
+  const outDims = output?.type?.tensorType?.shape?.dim;
+  if (!output || outDims?.length !== 3) return { skipped: 'no rank-3 logits output' };
+
+  const nodes = graph.node as Node[];
+  const producer = new Map<string, Node>();
+  for (const node of nodes) for (const o of node.output) producer.set(o, node);
+  const constant = constantTensors(nodes, graph.initializer.map((t) => t.name ?? ''));
+
+  // Walk back from logits to the lm_head: [node, input index of the activation] at the boundary.
+  const boundary: Array<[Node, number]> = [];
+  const seen = new Set<string>();
+  const queue = ['logits'];
+  let matmuls = 0;
+  while (queue.length > 0) {
+    const tensor = queue.pop()!;
+    if (seen.has(tensor) || constant.has(tensor)) continue;
+    seen.add(tensor);
+    const node = producer.get(tensor);
+    if (!node) return { skipped: `logits depend on graph input ${tensor} without a matrix product` };
+    const [activation, ...rest] = node.input;
+    if (MATMULS.has(node.opType)) {
+      const weights = rest.filter((i, k) => i && !(node.opType === 'MatMulInteger' && k === 1)); // input 2: the activation's zero point
+      if (!weights.every((w) => constant.has(w))) return { skipped: `${node.opType} ${node.name} multiplies two activations` };
+      matmuls++;
+      const quantizer = producer.get(activation!);
+      if (quantizer?.opType === 'DynamicQuantizeLinear') queue.push(quantizer.output[0]!); // its input is the real boundary
+      else boundary.push([node, 0]);
+      continue;
+    }
+    if (node.opType === 'DynamicQuantizeLinear') {
+      boundary.push([node, 0]);
+      continue;
+    }
+    if (!POSITIONWISE.has(node.opType)) return { skipped: `${node.opType} ${node.name} between the lm_head and logits` };
+    for (const input of node.input) if (input) queue.push(input);
+  }
+  const activations = new Set(boundary.map(([node, k]) => node.input[k]!));
+  if (matmuls === 0 || activations.size !== 1) return { skipped: `expected one lm_head activation, found ${activations.size} from ${matmuls} matrix product(s)` };
+  const activation = activations.values().next().value!;
+
+  const sliced = `${activation}/last_position`;
+  const names = { starts: `${sliced}/starts`, ends: `${sliced}/ends`, axes: `${sliced}/axes` };
+  const int64 = (name: string, value: bigint) =>
+    onnx.TensorProto.create({ name, dims: [1], dataType: onnx.TensorProto.DataType.INT64, rawData: new Uint8Array(BigInt64Array.of(value).buffer) });
+  graph.initializer.push(int64(names.starts, -1n), int64(names.ends, 2n ** 62n), int64(names.axes, 1n));
+  const slice = onnx.NodeProto.create({ name: sliced, opType: 'Slice', input: [activation, names.starts, names.ends, names.axes], output: [sliced] });
+  for (const [node, k] of boundary) node.input[k] = sliced;
+  graph.node.splice(nodes.indexOf(boundary[0]![0]), 0, slice);
+  outDims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
+  graph.valueInfo = graph.valueInfo.filter((v) => !seen.has(v.name ?? '')); // shapes along the walk changed
+
+  for (const tensor of graph.initializer) {
+    const raw = tensor.rawData;
+    if (!raw || raw.byteLength < EXTERNAL_MIN_BYTES || raw.buffer !== model.buffer) continue;
+    tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+    tensor.externalData = [
+      { key: 'location', value: sourceName },
+      { key: 'offset', value: String(raw.byteOffset - model.byteOffset) },
+      { key: 'length', value: String(raw.byteLength) },
+    ];
+    tensor.rawData = new Uint8Array(0);
+  }
+  decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== STAMP_KEY), { key: STAMP_KEY, value: stamp }];
+  return { graph: onnx.ModelProto.encode(decoded).finish(), activation };
+}
+
+function stampOf(file: string): string {
+  const stat = fs.statSync(file);
+  return `${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}`;
+}
+
+function readStamp(file: string): string | undefined {
+  try {
+    return onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.find((p) => p.key === STAMP_KEY)?.value ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Writes (or reuses) the last-position graph beside a chat model's ONNX file; returns the base name
+ * to load it by, or why the model keeps its own graph. It must sit in the same folder: onnxruntime
+ * resolves external data relative to the graph and refuses paths that leave its folder.
+ */
+export function prepareLastLogits(info: ModelInfo): { modelFileName: string } | { skipped: string } {
+  const source = path.join(info.dir, info.onnxFile);
+  const target = path.join(path.dirname(source), `${LAST_LOGITS_BASE}${DTYPE_SUFFIX[info.dtype]}.onnx`);
+  const stamp = stampOf(source);
+  if (fs.existsSync(target) && readStamp(target) === stamp) return { modelFileName: LAST_LOGITS_BASE };
+  const result = lastPositionLogits(fs.readFileSync(source), path.basename(source), stamp);
+  if ('skipped' in result) return result;
+  // Several workers may prepare the same model at once: each writes its own file, the renames are atomic.
+  const partial = `${target}.${process.pid}-${threadId}.partial`;
+  try {
+    fs.writeFileSync(partial, result.graph);
+    fs.renameSync(partial, target);
+  } catch (error) {
+    fs.rmSync(partial, { force: true });
+    return { skipped: `cannot write ${path.relative(info.dir, target)}: ${(error as NodeJS.ErrnoException).code ?? error}` };
+  }
+  return { modelFileName: LAST_LOGITS_BASE };
+}
