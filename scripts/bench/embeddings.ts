@@ -12,9 +12,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoModel, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
+import { avoidEagerFileReads } from '../../src/worker/eager-reads.js';
 import { BENCH_MODELS, ensureBundledModels } from '../../src/models/bundled/index.js';
 import { percentile, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';
+
+// The in-process baseline loads models as the server's workers do, without transformers.js's background re-read.
+avoidEagerFileReads();
 
 const { values } = parseArgs({
   options: {

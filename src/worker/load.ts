@@ -15,6 +15,9 @@ import {
 import type { WorkerInit } from '../pool/protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareLastLogits } from '../models/onnx/last-logits.js';
+import { avoidEagerFileReads } from './eager-reads.js';
+
+avoidEagerFileReads();
 
 export interface LoadedTokenizer {
   info: ModelInfo;
