@@ -73,6 +73,14 @@ const promptOf = (tokens: number) => Array.from({ length: tokens - 5 }, (_, i) =
 
 interface Run { ttftMs: number; decodeTps: number; inputTokens: number }
 
+/**
+ * Both sides run on the same two cores, one after the other. onnxruntime's idle threads spin for a
+ * while after a run, so whichever side ran last slows the next one's first milliseconds (measured:
+ * +20 ms on a 35 ms prefill). Every measured run starts after this pause, on an idle machine.
+ */
+const SETTLE_MS = 250;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
 function streamOnce(url: string, model: string, content: string, maxTokens: number, agent: http.Agent): Promise<Run> {
   return new Promise((resolve, reject) => {
     const body = JSON.stringify({ model, max_tokens: maxTokens, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
@@ -170,7 +178,9 @@ for (const subject of SUBJECTS) {
     const s: Run[] = [];
     const b: Run[] = [];
     for (let r = 0; r < RUNS; r++) {
+      await settle();
       s.push(await streamOnce(server.url, subject, content, DECODE, agent));
+      await settle();
       b.push(await baselineRun(content, DECODE));
     }
     const sT = median(s.map((x) => x.ttftMs));
@@ -188,9 +198,11 @@ for (const subject of SUBJECTS) {
   const concurrencyRows: Array<Array<string | number>> = [];
   const short = promptOf(PROMPTS[0]!);
   for (const c of CONCURRENCY) {
+    await settle();
     const t = performance.now();
     await Promise.all(Array.from({ length: c }, () => streamOnce(server.url, subject, short, DECODE, agent)));
     const serverAggregate = (c * DECODE) / ((performance.now() - t) / 1000);
+    await settle();
     const t2 = performance.now();
     await baselineRun(short, DECODE, c);
     const baselineAggregate = (c * DECODE) / ((performance.now() - t2) / 1000);
@@ -220,4 +232,5 @@ writeResults(values.name!, data, tables, [
   `Memory bandwidth measured by this script (256 MiB copies, best of 8): ${(bandwidth / 1e9).toFixed(1)} GB/s with one copying thread per core at once (${(bandwidthOneCore / 1e9).toFixed(1)} GB/s from one thread). The bound is that bandwidth / (weight bytes read per token + KV cache bytes at the mean context).`,
   `Server: src/main.ts in a child process, ${values.workers} worker(s) per model, intra-op threads ${values['intra-op-threads']} (0: onnxruntime's default), last-position logits ${values['last-position-logits']}, streamed over loopback HTTP. TTFT is request to first content_block_delta; prefill ratio is server prefill tokens/s over in-process.`,
   'In-process: transformers.js generate on the same files in the bench process (KV cache, greedy). TTFT from the chat template to the first token.',
+  `Server and in-process runs alternate, each after a ${SETTLE_MS} ms pause (onnxruntime threads of the side that ran last otherwise still spin on the shared cores).`,
 ]);
