@@ -13,7 +13,7 @@ import { CHAT_MODEL, MODELS_DIR, ROOT } from '../helpers/paths.js';
 
 const run = promisify(execFile);
 async function bytesReadLoading(patch: boolean): Promise<number> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/load-reads.ts')], { cwd: ROOT, env: { ...process.env, PATCH: patch ? '1' : '0' } });
+  const { stdout } = await run(process.execPath, ['--import', 'tsx', path.join(ROOT, 'test/helpers/load-reads.ts')], { cwd: ROOT, timeout: 50_000, env: { ...process.env, PATCH: patch ? '1' : '0' } });
   return JSON.parse(stdout).bytesRead;
 }
 
