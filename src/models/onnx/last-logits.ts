@@ -31,12 +31,15 @@ interface Node {
 }
 type Graph = InstanceType<typeof onnx.GraphProto>;
 
-/** Products by a weight that the walk stops at; input 0 is the activation. */
-const MATMULS = new Set(['MatMul', 'MatMulInteger', 'MatMulNBits', 'FusedMatMul']);
+/**
+ * Products by a weight that the walk stops at; input 0 is the activation, [B, S, H]. (Not Gemm,
+ * which is 2-D, nor FusedMatMul, whose transA would put the positions elsewhere.)
+ */
+const MATMULS = new Set(['MatMul', 'MatMulInteger', 'MatMulNBits']);
 /** Operators that treat every position on its own (and keep the rank). */
 const POSITIONWISE = new Set([
   'Identity', 'Cast', 'Add', 'Sub', 'Mul', 'Div', 'Neg', 'Tanh', 'Sigmoid', 'Relu', 'Clip', 'Softcap',
-  'DequantizeLinear', 'QuantizeLinear', 'DynamicQuantizeLinear',
+  'DequantizeLinear', 'QuantizeLinear',
 ]);
 /** Inline initializers at least this large become references into the source file. */
 const EXTERNAL_MIN_BYTES = 1024;
@@ -90,8 +93,8 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
   for (const node of nodes) for (const o of node.output) producer.set(o, node);
   const constant = constantTensors(nodes, graph.initializer.map((t) => t.name ?? ''));
 
-  // Walk back from logits to the lm_head: [node, input index of the activation] at the boundary.
-  const boundary: Array<[Node, number]> = [];
+  // Walk back from logits to the lm_head; the boundary nodes read the activation as their input 0.
+  const boundary = new Set<Node>();
   const seen = new Set<string>();
   const queue = ['logits'];
   let matmuls = 0;
@@ -108,17 +111,17 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
       matmuls++;
       const quantizer = producer.get(activation!);
       if (quantizer?.opType === 'DynamicQuantizeLinear') queue.push(quantizer.output[0]!); // its input is the real boundary
-      else boundary.push([node, 0]);
+      else boundary.add(node);
       continue;
     }
     if (node.opType === 'DynamicQuantizeLinear') {
-      boundary.push([node, 0]);
+      boundary.add(node); // reached from the MatMulInteger it feeds, or through its scale
       continue;
     }
     if (!POSITIONWISE.has(node.opType)) return { skipped: `${node.opType} ${node.name} between the lm_head and logits` };
     for (const input of node.input) if (input) queue.push(input);
   }
-  const activations = new Set(boundary.map(([node, k]) => node.input[k]!));
+  const activations = new Set([...boundary].map((node) => node.input[0]!));
   if (matmuls === 0 || activations.size !== 1) return { skipped: `expected one lm_head activation, found ${activations.size} from ${matmuls} matrix product(s)` };
   const activation = activations.values().next().value!;
 
@@ -128,8 +131,8 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
     onnx.TensorProto.create({ name, dims: [1], dataType: onnx.TensorProto.DataType.INT64, rawData: new Uint8Array(BigInt64Array.of(value).buffer) });
   graph.initializer.push(int64(names.starts, -1n), int64(names.ends, 2n ** 62n), int64(names.axes, 1n));
   const slice = onnx.NodeProto.create({ name: sliced, opType: 'Slice', input: [activation, names.starts, names.ends, names.axes], output: [sliced] });
-  for (const [node, k] of boundary) node.input[k] = sliced;
-  graph.node.splice(nodes.indexOf(boundary[0]![0]), 0, slice);
+  for (const node of boundary) node.input[0] = sliced;
+  graph.node.splice(Math.min(...[...boundary].map((node) => nodes.indexOf(node))), 0, slice);
   outDims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
   graph.valueInfo = graph.valueInfo.filter((v) => !seen.has(v.name ?? '')); // shapes along the walk changed
 
