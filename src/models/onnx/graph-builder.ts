@@ -25,6 +25,17 @@ export type Dim = number | string;
 
 type AttrValue = number | number[] | string | { float: number };
 
+/** Makes an inline initializer refer to its bytes in an external data file instead (same length). */
+export function pointToExternalData(tensor: InstanceType<typeof onnx.TensorProto>, location: string, offset: number): void {
+  tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+  tensor.externalData = [
+    { key: 'location', value: location },
+    { key: 'offset', value: String(offset) },
+    { key: 'length', value: String(tensor.rawData.byteLength) },
+  ];
+  tensor.rawData = new Uint8Array(0);
+}
+
 export class GraphBuilder {
   private readonly nodes: InstanceType<typeof onnx.NodeProto>[] = [];
   private readonly initializers: InstanceType<typeof onnx.TensorProto>[] = [];
@@ -145,13 +156,7 @@ export class GraphBuilder {
       }
       if (padding) chunk.parts.push(new Uint8Array(padding));
       chunk.size += padding;
-      tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
-      tensor.externalData = [
-        { key: 'location', value: chunk.name },
-        { key: 'offset', value: String(chunk.size) },
-        { key: 'length', value: String(raw.byteLength) },
-      ];
-      tensor.rawData = new Uint8Array(0);
+      pointToExternalData(tensor, chunk.name, chunk.size);
       chunk.parts.push(raw);
       chunk.size += raw.byteLength;
     }

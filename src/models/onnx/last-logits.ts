@@ -20,6 +20,7 @@ import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import onnxProto from 'onnx-proto';
 import { DTYPE_SUFFIX } from '../manifest.js';
+import { pointToExternalData } from './graph-builder.js';
 import type { ModelInfo } from '../registry.js';
 
 const { onnx } = onnxProto;
@@ -139,13 +140,7 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
   for (const tensor of graph.initializer) {
     const raw = tensor.rawData;
     if (!raw || raw.byteLength < EXTERNAL_MIN_BYTES || raw.buffer !== model.buffer) continue;
-    tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
-    tensor.externalData = [
-      { key: 'location', value: sourceName },
-      { key: 'offset', value: String(raw.byteOffset - model.byteOffset) },
-      { key: 'length', value: String(raw.byteLength) },
-    ];
-    tensor.rawData = new Uint8Array(0);
+    pointToExternalData(tensor as InstanceType<typeof onnx.TensorProto>, sourceName, raw.byteOffset - model.byteOffset);
   }
   decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== STAMP_KEY), { key: STAMP_KEY, value: stamp }];
   return { graph: onnx.ModelProto.encode(decoded).finish(), activation };
