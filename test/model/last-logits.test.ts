@@ -138,9 +138,23 @@ describe('last-position logits', () => {
     expect(isDerivedFile('onnx/model.onnx')).toBe(false);
 
     // A new export in place (different size): rebuilt.
-    fs.writeFileSync(path.join(dir, 'onnx', 'model.onnx'), buildCausalLm({ shape: { ...shape, intermediateSize: 40 }, seed: 6 }));
+    const source = path.join(dir, 'onnx', 'model.onnx');
+    fs.writeFileSync(source, buildCausalLm({ shape: { ...shape, intermediateSize: 40 }, seed: 6 }));
     prepareLastLogits(info);
-    expect(fs.statSync(derived).mtimeMs).toBeGreaterThan(first);
+    const second = fs.statSync(derived).mtimeMs;
+    expect(second).toBeGreaterThan(first);
+
+    // Other weights of the same size, copied with the old modification time (cp -p, tar): rebuilt too.
+    const when = new Date('2026-01-01T00:00:00Z');
+    fs.utimesSync(source, when, when);
+    prepareLastLogits(info);
+    const third = fs.statSync(derived).mtimeMs;
+    const { size, mtimeMs } = fs.statSync(source);
+    fs.writeFileSync(source, buildCausalLm({ shape: { ...shape, intermediateSize: 40 }, seed: 8 }));
+    fs.utimesSync(source, when, when);
+    expect(fs.statSync(source)).toMatchObject({ size, mtimeMs });
+    prepareLastLogits(info);
+    expect(fs.statSync(derived).mtimeMs).toBeGreaterThan(third);
 
     // Something in the way (here a non-empty folder where the file goes): the model keeps its graph.
     fs.rmSync(derived);

@@ -15,6 +15,7 @@
  * original file (`sourceName`, by byte offset), so the rewritten graph is small whatever the model's
  * size; initializers that were already external keep their references.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -146,9 +147,25 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
   return { graph: onnx.ModelProto.encode(decoded).finish(), activation };
 }
 
+/**
+ * What the rewritten graph was made from: size, modification time and a hash of the first and last
+ * MiB (a copy that keeps size and time, as `cp -p` and tar do, must not reuse offsets into other bytes).
+ */
 function stampOf(file: string): string {
   const stat = fs.statSync(file);
-  return `${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}`;
+  const hash = createHash('sha256');
+  const span = Math.min(stat.size, 2 ** 20);
+  const buffer = Buffer.alloc(span);
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (const position of [0, stat.size - span]) {
+      fs.readSync(fd, buffer, 0, span, position);
+      hash.update(buffer);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return `${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}:${hash.digest('hex')}`;
 }
 
 function readStamp(file: string): string | undefined {
