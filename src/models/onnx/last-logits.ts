@@ -56,7 +56,7 @@ const STAMP_KEY = 'local-inference.source';
 
 /** True for a file this module writes (not part of the model as published; never packed or checksummed). */
 export function isDerivedFile(name: string): boolean {
-  return path.basename(name).startsWith(`${LAST_LOGITS_BASE}`);
+  return path.basename(name).startsWith(LAST_LOGITS_BASE);
 }
 
 /** Tensors that depend on initializers and Constant nodes only. */
