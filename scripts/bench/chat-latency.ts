@@ -6,16 +6,13 @@
  */
 import { parseArgs } from 'node:util';
 import path from 'node:path';
-import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, env, Tensor } from '@huggingface/transformers';
-import { avoidEagerFileReads } from '../../src/worker/eager-reads.js';
+import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
+import { useLocalModels } from '../../src/worker/local-models.js';
 import { buildApp, closeApp } from '../../src/app.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
 import { ensureBundledModels } from '../../src/models/bundled/index.js';
 import { scanModels } from '../../src/models/registry.js';
 import { median, writeResults } from './report.js';
-
-// The in-process baseline loads models as the server's workers do, without transformers.js's background re-read.
-avoidEagerFileReads();
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '15' }, 'intra-op-threads': { type: 'string', default: '0' } } });
 const RUNS = Number(values.runs);
@@ -62,8 +59,7 @@ async function serverRun(prompt: string, maxTokens: number) {
 }
 
 // --- baseline: transformers.js in this process ---
-env.allowRemoteModels = false;
-env.localModelPath = `${modelsDir}/`;
+useLocalModels(modelsDir);
 const tokenizer = await AutoTokenizer.from_pretrained(MODEL);
 const model = await AutoModelForCausalLM.from_pretrained(MODEL, { dtype: 'fp32' });
 

@@ -11,14 +11,11 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { AutoModel, AutoTokenizer, env, Tensor } from '@huggingface/transformers';
-import { avoidEagerFileReads } from '../../src/worker/eager-reads.js';
+import { AutoModel, AutoTokenizer, Tensor } from '@huggingface/transformers';
+import { useLocalModels } from '../../src/worker/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../../src/models/bundled/index.js';
 import { percentile, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';
-
-// The in-process baseline loads models as the server's workers do, without transformers.js's background re-read.
-avoidEagerFileReads();
 
 const { values } = parseArgs({
   options: {
@@ -93,8 +90,7 @@ async function loadHttp(url: string, model: string, words: number, concurrency: 
 }
 
 async function loadInProcess(model: string, words: number, batch: number): Promise<Figures> {
-  env.allowRemoteModels = false;
-  env.localModelPath = `${modelsDir}/`;
+  useLocalModels(modelsDir);
   const tokenizer = await AutoTokenizer.from_pretrained(model);
   const encoder = await AutoModel.from_pretrained(model, { dtype: 'fp32' });
   const run = async (seed: number) => {

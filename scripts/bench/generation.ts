@@ -12,14 +12,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, env, Tensor } from '@huggingface/transformers';
-import { avoidEagerFileReads } from '../../src/worker/eager-reads.js';
+import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
+import { useLocalModels } from '../../src/worker/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../../src/models/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
-
-// The in-process baseline loads models as the server's workers do, without transformers.js's background re-read.
-avoidEagerFileReads();
 
 const { values } = parseArgs({
   options: {
@@ -140,8 +137,7 @@ for (const subject of SUBJECTS) {
     LAST_POSITION_LOGITS: values['last-position-logits']!,
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
-  env.allowRemoteModels = false;
-  env.localModelPath = `${dir}/`;
+  useLocalModels(dir);
   const before = rssMiB(process.pid).rss;
   const tokenizer = await AutoTokenizer.from_pretrained(subject);
   const config = JSON.parse(fs.readFileSync(path.join(benchModels, subject, 'config.json'), 'utf8'));

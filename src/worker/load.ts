@@ -5,7 +5,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  env,
   AutoTokenizer,
   AutoModel,
   AutoModelForCausalLM,
@@ -15,9 +14,7 @@ import {
 import type { WorkerInit } from '../pool/protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareLastLogits } from '../models/onnx/last-logits.js';
-import { avoidEagerFileReads } from './eager-reads.js';
-
-avoidEagerFileReads();
+import { useLocalModels } from './local-models.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -39,10 +36,7 @@ export interface LoadedModel extends LoadedTokenizer {
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
 function localName(info: ModelInfo): string {
-  env.allowRemoteModels = false;
-  env.allowLocalModels = true;
-  env.useFSCache = false;
-  env.localModelPath = path.dirname(info.dir) + path.sep;
+  useLocalModels(path.dirname(info.dir));
   return path.basename(info.dir);
 }
 

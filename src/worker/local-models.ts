@@ -1,5 +1,8 @@
 /**
- * Works around transformers.js 4.3 on Node reading every file it loads twice. Its `FileResponse`
+ * How transformers.js loads models here: from local folders only, offline, and without reading
+ * each file twice.
+ *
+ * transformers.js 4.3 on Node reads every file it loads twice. Its `FileResponse`
  * (local files) opens `fs.createReadStream(path)` in its constructor and starts it flowing into a
  * web ReadableStream that nothing reads: `text()`, `json()` and `arrayBuffer()` use readFile, and
  * model files go to onnxruntime by path. So after `from_pretrained` returns, a libuv thread keeps
@@ -10,9 +13,23 @@
  * every other caller gets the real thing.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import { Readable } from 'node:stream';
+import { env } from '@huggingface/transformers';
 
 let installed = false;
+
+/**
+ * Points transformers.js at a folder of model folders, offline (no hub, no cache), with the
+ * workaround above: how the workers load models, and how benchmarks load their in-process baselines.
+ */
+export function useLocalModels(folder: string): void {
+  avoidEagerFileReads();
+  env.allowRemoteModels = false;
+  env.allowLocalModels = true;
+  env.useFSCache = false;
+  env.localModelPath = path.resolve(folder) + path.sep;
+}
 
 export function avoidEagerFileReads(): void {
   if (installed) return;
