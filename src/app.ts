@@ -3,21 +3,22 @@
  * never listens; main.ts does both, and tests drive it with app.inject.
  */
 import { randomBytes } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
-import { ServiceError } from './errors.js';
-import type { InferenceService } from './inference/types.js';
+import type { InferenceService } from './core/types.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
 import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
-import { dialectOf, sendError } from './http/shared/dialect.js';
+import { dialectOf } from './http/shared/dialect.js';
+import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
 
 export interface AppDeps {
-  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> & Partial<Pick<Config, 'faultInjection'>>;
+  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'>;
   inference: InferenceService;
-  logger?: FastifyServerOptions['logger'];
+  /** The server's pino logger (main.ts shares it with the inference core); none by default. */
+  logger?: FastifyBaseLogger;
   /** The server's metrics (main.ts shares them with the inference core); a fresh set otherwise. */
   metrics?: Metrics;
 }
@@ -45,9 +46,9 @@ export function newRequestId(): string {
   return `req_${randomBytes(12).toString('hex')}`;
 }
 
-export async function buildApp({ config, inference, logger = false, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
+export async function buildApp({ config, inference, logger, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
   const app = Fastify({
-    logger,
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimit,
     genReqId: newRequestId,
     // A client may send its own id for tracing, but we always answer with ours.
@@ -88,14 +89,14 @@ export async function buildApp({ config, inference, logger = false, metrics = cr
     return metrics.registry.metrics();
   });
 
-  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, faultInjection: config.faultInjection ?? false });
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs });
   await app.register(openAiPlugin, { inference, checkKey });
   await app.register(modelsPlugin, { inference, checkKey });
 
   app.setNotFoundHandler((request, reply) =>
     sendError(
       dialectOf(request),
-      new ServiceError({ code: 'route_not_found', kind: 'not_found', message: `No route for ${request.method} ${request.url.split('?')[0]}.` }),
+      new HttpError('route_not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`),
       request,
       reply,
     ),

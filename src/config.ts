@@ -52,8 +52,6 @@ export const configSchema = z.object({
   requestTimeoutMs: z.coerce.number().int().min(0).default(300_000),
   /** On SIGTERM/SIGINT: how long in-flight requests (streams included) may take to finish before the process exits. */
   shutdownGraceMs: z.coerce.number().int().min(0).default(30_000),
-  /** Honour the x-debug-fault request header (crash / hang / throw in a worker). For tests only. */
-  faultInjection: bool.default(false),
   /** Largest request body in bytes; larger gets 413. Embedding batches of 2048 inputs need a few MB. */
   bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
   /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
@@ -88,7 +86,6 @@ const envName = (field: Field) => field.replace(/[A-Z]/g, (c) => `_${c}`).toUppe
 const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true } | null>> = {
   apiKeys: { flag: 'api-key', multiple: true },
   modelAliases: { flag: 'alias', multiple: true },
-  faultInjection: null,
   buildBundledModels: null,
 };
 const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate']);

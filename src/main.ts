@@ -3,6 +3,7 @@
  * worker pool per model -> buildApp -> listen. SIGTERM/SIGINT close the server, then the pools.
  */
 import path from 'node:path';
+import { pino } from 'pino';
 import { buildApp, closeApp } from './app.js';
 import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
 import { LocalInferenceService } from './inference/service.js';
@@ -45,8 +46,11 @@ async function main(): Promise<void> {
   }
 
   const metrics = createMetrics();
+  // One JSON log for the HTTP layer, the pools and the workers. Keys never reach it, whatever the level.
+  const logger = pino({ level: config.logLevel, redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], remove: true } });
   const inference = await LocalInferenceService.start({
-    observer: { ...metrics.observer, embedBatch: metrics.embedBatch },
+    hooks: { observers: [metrics.observer] },
+    logger,
     models: scan.models,
     aliases: config.modelAliases,
     intraOpThreads: config.intraOpThreads,
@@ -55,20 +59,9 @@ async function main(): Promise<void> {
     lastPositionLogits: config.lastPositionLogits,
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
-    faultInjection: config.faultInjection,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },
-    log: (line) => say(`[models] ${line}`),
   });
-  const app = await buildApp({
-    config,
-    inference,
-    metrics,
-    logger: {
-      level: config.logLevel,
-      // Keys never reach the log, whatever the level.
-      redact: { paths: ['req.headers.authorization', 'req.headers["x-api-key"]'], remove: true },
-    },
-  });
+  const app = await buildApp({ config, inference, metrics, logger });
 
   let closing = false;
   const shutdown = async (signal: string) => {

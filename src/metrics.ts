@@ -1,20 +1,17 @@
 /**
  * Prometheus metrics (prom-client), one registry per server instance. The inference core reports
- * through the PoolObserver it is given; the HTTP layer counts requests; gauges that mirror the
- * service's state (queue depth, readiness, worker restarts) are read at scrape time.
+ * to `observer`, one of the observers in the hooks it is built with; the HTTP layer counts
+ * requests; gauges that mirror the service's state (queue depth, readiness) are read at scrape time.
  */
 import client from 'prom-client';
-import type { ChatResult, InferenceService } from './inference/types.js';
-import type { GenerationTiming, } from './pool/protocol.js';
-import type { PoolObserver } from './pool/model-pool.js';
+import type { InferenceObserver } from './core/hooks.js';
+import type { InferenceService } from './core/types.js';
 
 export interface Metrics {
   registry: client.Registry;
-  observer: PoolObserver;
+  observer: InferenceObserver;
   /** Records one finished HTTP exchange. */
   request(method: string, route: string, status: number, seconds: number): void;
-  /** Embedding work done per dispatched batch. */
-  embedBatch(model: string, requests: number, tokens: number): void;
   /** Reads the service's state into the gauges (called at scrape time). */
   bind(service: InferenceService): void;
 }
@@ -55,7 +52,9 @@ export function createMetrics(): Metrics {
   return {
     registry,
     observer: {
-      generation(model: string, timing: GenerationTiming, result: ChatResult) {
+      generationEnded(model, event) {
+        if (!event) return;
+        const { timing, result } = event;
         tokens.inc({ model, direction: 'input' }, result.inputTokens);
         tokens.inc({ model, direction: 'output' }, result.outputTokens);
         if (timing.firstTokenMs !== null) {
@@ -64,17 +63,17 @@ export function createMetrics(): Metrics {
           if (result.outputTokens > 1 && decodeSeconds > 0) speed.observe({ model }, (result.outputTokens - 1) / decodeSeconds);
         }
       },
-      workerLost(model: string, reason: 'crashed' | 'hung') {
+      workerLost(model, reason) {
         restarts.inc({ model, reason });
+      },
+      embedBatch({ model, requests: requestCount, tokens: tokenCount }) {
+        batchSize.observe({ model }, requestCount);
+        tokens.inc({ model, direction: 'input' }, tokenCount);
       },
     },
     request(method, route, status, seconds) {
       requests.inc({ method, route, status: String(status) });
       duration.observe({ route }, seconds);
-    },
-    embedBatch(model, requestCount, tokenCount) {
-      batchSize.observe({ model }, requestCount);
-      tokens.inc({ model, direction: 'input' }, tokenCount);
     },
     bind(s) {
       service = s;

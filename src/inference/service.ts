@@ -1,30 +1,39 @@
 /**
  * The inference core: model registry (id or alias -> pool), one ModelPool per model.
  */
-import { modelNotFound, ServiceError, wrongModelTask } from '../errors.js';
+import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
+import type { InferenceHooks } from '../core/hooks.js';
+import { silentLogger, type Logger } from '../core/log.js';
+import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
-import { ModelPool, type GenerationStats, type ModelPoolOptions, type PoolObserver } from '../pool/model-pool.js';
-import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from './types.js';
+import { ModelPool, type ModelPoolOptions, type PoolContext } from '../pool/model-pool.js';
+import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
 
 export interface LocalServiceOptions extends ModelPoolOptions {
   models: ModelInfo[];
-  /** Receives generation timings, worker losses and embedding batches (metrics). */
-  observer?: PoolObserver & { embedBatch?(model: string, requests: number, tokens: number): void };
   embedBatching: Omit<EmbedBatchingOptions, 'maxQueue'>;
   /** Extra names for models, from configuration: alias -> model id. */
   aliases?: Record<string, string>;
-  log?: (line: string) => void;
+  /** The server's logger; worker lines reach it too, with the model id. */
+  logger?: Logger;
+  /** Observers (metrics, test counters) and test-only fault injection. */
+  hooks?: InferenceHooks;
 }
 
 export class LocalInferenceService implements InferenceService {
   private readonly pools = new Map<string, ModelPool>();
   /** Tokenizer-only pools of chat models: token counting never waits behind generations. */
-  private readonly counters = new Map<string, ModelPool>();
+  private readonly tokenizerPools = new Map<string, ModelPool>();
   private readonly batchers = new Map<string, EmbedBatcher>();
   private readonly names = new Map<string, ModelInfo>();
+  private readonly workerLogs: WorkerLogs;
+  private readonly context: PoolContext;
 
   private constructor(private readonly options: LocalServiceOptions) {
+    const logger = options.logger ?? silentLogger;
+    this.workerLogs = listenToWorkerLogs(logger);
+    this.context = { logger, hooks: options.hooks ?? {}, logChannel: this.workerLogs.channel };
     for (const model of options.models) {
       for (const name of [model.id, ...model.aliases]) this.names.set(name, model);
     }
@@ -38,26 +47,24 @@ export class LocalInferenceService implements InferenceService {
   /** Starts one pool per model and waits until every worker has loaded its model. */
   static async start(options: LocalServiceOptions): Promise<LocalInferenceService> {
     const service = new LocalInferenceService(options);
-    const log = options.log ?? (() => {});
+    const { logger } = service.context;
     try {
       await Promise.all(
         options.models.map(async (model) => {
           const started = Date.now();
-          const pool = new ModelPool(model, options);
-          if (options.observer) pool.observer = options.observer;
+          const pool = new ModelPool(model, options, service.context);
           service.pools.set(model.id, pool);
           const pools = [pool];
           if (model.task === 'chat') {
-            const counter = new ModelPool(model, options, 'tokenizer');
-            service.counters.set(model.id, counter);
+            const counter = new ModelPool(model, options, service.context, 'tokenizer');
+            service.tokenizerPools.set(model.id, counter);
             pools.push(counter);
           } else {
-            const batcher = new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue });
-            batcher.onBatch = (requests, tokens) => options.observer?.embedBatch?.(model.id, requests, tokens);
-            service.batchers.set(model.id, batcher);
+            service.batchers.set(model.id, new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue }));
           }
           const [notes = []] = await Promise.all(pools.map((p) => p.start()));
-          log(`model ${model.id} (${model.task}, ${model.dtype}, ${model.poolSize} worker${model.poolSize > 1 ? 's' : ''}) loaded in ${Date.now() - started} ms${notes.map((n) => `; ${n}`).join('')}`);
+          const { id, task, dtype, poolSize: workers } = model;
+          logger.info({ model: id, task, dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
         }),
       );
     } catch (error) {
@@ -87,16 +94,6 @@ export class LocalInferenceService implements InferenceService {
     return this.options.models;
   }
 
-  /** Completed tasks per worker thread of a model (for metrics and tests). */
-  tasksByThread(id: string): ReadonlyMap<number, number> {
-    return this.pools.get(id)?.tasksByThread ?? new Map();
-  }
-
-  /** Generation counters of a chat model (for metrics and tests). */
-  generationStats(id: string): Readonly<GenerationStats> | undefined {
-    return this.pools.get(id)?.generationStats;
-  }
-
   findModel(name: string): ModelInfo | undefined {
     return this.names.get(name);
   }
@@ -107,7 +104,7 @@ export class LocalInferenceService implements InferenceService {
 
   countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
     const pool = this.pool(prompt.model, 'chat');
-    return (this.counters.get(pool.model.id) ?? pool).countTokens(prompt);
+    return (this.tokenizerPools.get(pool.model.id) ?? pool).countTokens(prompt);
   }
 
   embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
@@ -115,15 +112,11 @@ export class LocalInferenceService implements InferenceService {
     return this.batchers.get(pool.model.id)!.embed({ inputs: request.inputs, dimensions: request.dimensions });
   }
 
-  /** Requests per dispatched task of an embedding model, most recent last (for metrics and tests). */
-  embedBatchSizes(id: string): readonly number[] {
-    return this.batchers.get(id)?.dispatchedBatchSizes ?? [];
-  }
-
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values(), ...this.counters.values()].map((pool) => pool.close()));
+    await Promise.all([...this.pools.values(), ...this.tokenizerPools.values()].map((pool) => pool.close()));
     this.pools.clear();
-    this.counters.clear();
+    this.tokenizerPools.clear();
+    this.workerLogs.close();
   }
 
   private pool(name: string, task: ModelInfo['task']): ModelPool {
@@ -131,7 +124,7 @@ export class LocalInferenceService implements InferenceService {
     if (!model) throw modelNotFound(name);
     if (model.task !== task) throw wrongModelTask(name, model.task);
     const pool = this.pools.get(model.id);
-    if (!pool) throw new ServiceError({ code: 'model_unavailable', kind: 'unavailable', message: `The model \`${name}\` is not loaded.` });
+    if (!pool) throw new CoreError('model_unavailable', `The model \`${name}\` is not loaded.`, { model: name });
     return pool;
   }
 }

@@ -8,10 +8,10 @@
  * batches by itself. The queue is bounded: beyond `maxQueue` waiting requests, new ones are refused
  * as overloaded at once.
  */
-import { ServiceError } from '../errors.js';
-import type { EmbedResult } from '../inference/types.js';
+import { CoreError, overloaded } from '../core/errors.js';
+import type { EmbedResult } from '../core/types.js';
+import type { EmbedBatchItem } from '../worker/protocol.js';
 import type { ModelPool } from './model-pool.js';
-import type { EmbedBatchItem } from './protocol.js';
 
 export interface EmbedBatchingOptions {
   /** Off: every request is its own worker task (the baseline the benchmark compares against). */
@@ -41,10 +41,6 @@ export class EmbedBatcher {
   private readonly queue: Pending[] = [];
   private inflight = 0;
   private scheduled = false;
-  /** Sizes (requests per task) of recent dispatches, for tests. */
-  readonly dispatchedBatchSizes: number[] = [];
-  /** Called per finished batch with its request count and real token count (metrics). */
-  onBatch: (requests: number, tokens: number) => void = () => {};
 
   constructor(
     private readonly pool: ModelPool,
@@ -53,7 +49,7 @@ export class EmbedBatcher {
 
   embed(item: EmbedBatchItem): Promise<EmbedResult> {
     if (this.queue.length >= this.options.maxQueue + this.pool.size) {
-      return Promise.reject(new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.pool.model.id}\` is busy; retry shortly.` }));
+      return Promise.reject(overloaded(this.pool.model.id));
     }
     return new Promise((resolve, reject) => {
       this.queue.push({ item, estimatedTokens: estimate(item), resolve, reject });
@@ -96,8 +92,6 @@ export class EmbedBatcher {
   private dispatch(batch: Pending[]): void {
     if (batch.length === 0) return;
     this.inflight++;
-    this.dispatchedBatchSizes.push(batch.length);
-    if (this.dispatchedBatchSizes.length > 1000) this.dispatchedBatchSizes.splice(0, 500);
     const settle = (apply: () => void) => {
       // Start the next batch before answering this one: the worker computes while the event loop
       // serialises and writes the responses.
@@ -107,13 +101,12 @@ export class EmbedBatcher {
     };
     this.pool.embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate }).then(
       (results) =>
-        settle(() => {
-          this.onBatch(batch.length, results.reduce((sum, r) => sum + (r.ok ? r.promptTokens : 0), 0));
+        settle(() =>
           results.forEach((result, i) => {
             if (result.ok) batch[i]!.resolve({ vectors: result.vectors, promptTokens: result.promptTokens });
-            else batch[i]!.reject(new ServiceError(result.error));
-          });
-        }),
+            else batch[i]!.reject(CoreError.from(result.error));
+          }),
+        ),
       (error) => settle(() => batch.forEach((p) => p.reject(error))),
     );
   }

@@ -10,10 +10,12 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { ServiceError } from '../errors.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../inference/types.js';
+import { CoreError, overloaded } from '../core/errors.js';
+import { notify, type GenerationEvent, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
+import type { Logger } from '../core/log.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type GenerationTiming, type PortMessage, type WorkerInit, type WorkerReply, type WorkerTask } from './protocol.js';
+import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
@@ -24,10 +26,16 @@ export interface ModelPoolOptions {
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
   requestTimeoutMs: number;
-  /** Let a test send `debugFault` in a request (crash, hang, throw in the worker). Never in production. */
-  faultInjection?: boolean;
   /** Generations one chat worker decodes together in one batch (continuous batching). */
   generationBatchSize?: number;
+}
+
+/** What a pool is built with besides its options: where it logs, who watches it. */
+export interface PoolContext {
+  logger: Logger;
+  hooks: InferenceHooks;
+  /** BroadcastChannel the workers log on (src/pool/worker-logs.ts). */
+  logChannel: string;
 }
 
 /**
@@ -36,32 +44,14 @@ export interface ModelPoolOptions {
  */
 export const HANG_GRACE_MS = 2_000;
 
-interface Watchdog {
+interface Watchdog<K extends TaskType> {
   /** Asks the task to stop (the cancel flag). */
   cancel?: () => void;
   /** The task's control block (the worker's thread id is read from it). */
   control: Int32Array;
+  /** The worker's reply, even when the deadline has passed and the caller gets a timeout. */
+  onReply?: (reply: ReplyOf<K>) => void;
 }
-
-/** Observers of what happens in a pool (metrics). */
-export interface PoolObserver {
-  generation?(model: string, timing: GenerationTiming, result: ChatResult): void;
-  workerLost?(model: string, reason: 'crashed' | 'hung'): void;
-}
-
-export interface GenerationStats {
-  completed: number;
-  cancelled: number;
-  /** Output tokens of the most recent cancelled generation: how far it got before it stopped. */
-  lastCancelledOutputTokens: number | null;
-  /** Generations running in a worker now. */
-  active: number;
-  /** Most generations decoded together in one step so far. */
-  peakBatch: number;
-}
-
-/** A task as callers write it: the pool assigns the id. */
-type TaskBody = WorkerTask extends infer T ? (T extends WorkerTask ? Omit<T, 'taskId'> : never) : never;
 
 /** The worker entry beside this module: .ts under tsx/vitest, .js once compiled. */
 function workerScript(): { filename: string; execArgv: string[] } {
@@ -78,20 +68,16 @@ export class ModelPool {
   private readonly threads: number;
   /** Tasks one worker runs at once: a chat worker batches its generations; other work is one at a time. */
   private readonly perWorker: number;
-  private nextTaskId = 1;
-  readonly generationStats: GenerationStats = { completed: 0, cancelled: 0, lastCancelledOutputTokens: null, active: 0, peakBatch: 0 };
-  /** Generate and embed tasks completed, by worker thread id. */
-  readonly tasksByThread = new Map<number, number>();
   /** Workers replaced after a crash or a hang. */
   workerRestarts = 0;
   /** Every worker has the model loaded (false from a worker loss until its replacement has loaded). */
   ready = false;
   private reloading: Promise<void> | undefined;
-  observer: PoolObserver = {};
 
   constructor(
     readonly model: ModelInfo,
     private readonly options: ModelPoolOptions,
+    private readonly context: PoolContext,
     readonly role: WorkerInit['role'] = 'model',
   ) {
     const { filename, execArgv } = workerScript();
@@ -101,7 +87,7 @@ export class ModelPool {
       intraOpThreads: options.intraOpThreads,
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
-      faultInjection: options.faultInjection ?? false,
+      logChannel: context.logChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
@@ -128,8 +114,7 @@ export class ModelPool {
   async start(): Promise<string[]> {
     const replies = await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
     this.ready = true;
-    const [first] = replies;
-    return first?.type === 'loaded' ? first.notes : [];
+    return replies[0]?.notes ?? [];
   }
 
   async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
@@ -138,13 +123,12 @@ export class ModelPool {
     const stop = () => Atomics.store(flag, TaskControl.CANCEL, 1);
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
-    this.generationStats.active++;
-    const watchdog = { cancel: stop, control: flag };
+    let finished: GenerationEvent | undefined;
+    const watchdog: Watchdog<'generate'> = { cancel: stop, control: flag, onReply: (reply) => (finished = { model: this.model.id, ...reply }) };
+    const fault = this.context.hooks.fault?.(request);
+    notify(this.context.hooks, 'generationStarted', this.model.id);
     try {
-      if (!options.onEvent) {
-        const reply = await this.run({ type: 'generate', request, control }, undefined, watchdog);
-        return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
-      }
+      if (!options.onEvent) return (await this.run({ type: 'generate', request, control, fault }, undefined, watchdog)).result;
       const onEvent = options.onEvent;
       const { port1, port2 } = new MessageChannel();
       // Port messages and piscina's reply travel on different channels: wait for the worker's
@@ -153,30 +137,28 @@ export class ModelPool {
       const drained = new Promise<void>((resolve) => (ended = resolve));
       port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
       try {
-        const reply = await this.run({ type: 'generate', request, control, port: port2 }, [port2], watchdog);
+        const reply = await this.run({ type: 'generate', request, control, port: port2, fault }, [port2], watchdog);
         await drained;
-        return (reply as Extract<WorkerReply, { type: 'generated' }>).result;
+        return reply.result;
       } finally {
         port1.close();
       }
     } finally {
-      this.generationStats.active--;
       options.signal?.removeEventListener('abort', stop);
+      notify(this.context.hooks, 'generationEnded', this.model.id, finished);
     }
   }
 
   async countTokens(prompt: ChatPrompt): Promise<number> {
-    const reply = await this.run({ type: 'count', prompt });
-    return (reply as Extract<WorkerReply, { type: 'counted' }>).inputTokens;
+    return (await this.run({ type: 'count', prompt })).inputTokens;
   }
 
   /** Embeds several requests in one worker task; each result stands alone. */
   async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
     const control = new SharedArrayBuffer(TaskControl.BYTES);
-    const reply = (await this.run({ type: 'embed', items, ...options, control }, undefined, { control: new Int32Array(control) })) as Extract<
-      WorkerReply,
-      { type: 'embedded' }
-    >;
+    const reply = await this.run({ type: 'embed', items, ...options, control }, undefined, { control: new Int32Array(control) });
+    const tokens = reply.results.reduce((sum, r) => sum + (r.ok ? r.promptTokens : 0), 0);
+    notify(this.context.hooks, 'embedBatch', { model: this.model.id, requests: items.length, tokens, threadId: reply.threadId });
     return reply.results;
   }
 
@@ -210,7 +192,7 @@ export class ModelPool {
    */
   private admit(): () => void {
     if (this.admitted >= this.threads * this.perWorker + this.options.maxQueue) {
-      throw new ServiceError({ code: 'overloaded', kind: 'overloaded', message: `The model \`${this.model.id}\` is busy; retry shortly.` });
+      throw overloaded(this.model.id);
     }
     this.admitted++;
     let released = false;
@@ -220,17 +202,16 @@ export class ModelPool {
     };
   }
 
-  private async run(body: TaskBody, transferList?: MessagePort[], watchdog?: Watchdog): Promise<WorkerReply> {
-    const release = body.type === 'load' ? () => {} : this.admit();
+  private async run<K extends TaskType>(task: TaskOf<K>, transferList?: MessagePort[], watchdog?: Watchdog<K>): Promise<ReplyOf<K>> {
+    const release = task.type === 'load' ? () => {} : this.admit();
     try {
-      return await this.runAdmitted(body, transferList, watchdog);
+      return await this.runAdmitted(task, transferList, watchdog);
     } finally {
       release();
     }
   }
 
-  private async runAdmitted(body: TaskBody, transferList?: MessagePort[], watchdog?: Watchdog): Promise<WorkerReply> {
-    const task = { ...body, taskId: this.nextTaskId++ } as WorkerTask;
+  private async runAdmitted<K extends TaskType>(task: TaskOf<K>, transferList?: MessagePort[], watchdog?: Watchdog<K>): Promise<ReplyOf<K>> {
     let killed = false;
     let timedOut = false;
     let graceTimer: NodeJS.Timeout | undefined;
@@ -248,52 +229,41 @@ export class ModelPool {
           }, HANG_GRACE_MS);
         }, this.options.requestTimeoutMs)
       : undefined;
-    let reply: WorkerReply;
+    let outcome: WorkerOutcome<K>;
     try {
-      reply = (await this.piscina.run(task, { transferList: transferList as never })) as WorkerReply;
+      // The protocol's task map types the worker's answer to a task of type K (src/worker/entry.ts).
+      outcome = (await this.piscina.run(task, { transferList: transferList as never })) as WorkerOutcome<K>;
     } catch (error) {
       if (killed) {
         this.workerLost('hung');
         throw this.timeoutError(true);
       }
-      console.error(`[pool ${this.model.id}] worker failure`, error);
+      this.context.logger.error({ model: this.model.id, err: error }, 'worker failure');
       this.workerLost('crashed');
-      throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request; it is being restarted.' });
+      throw new CoreError('worker_failed', 'The model worker failed while handling the request; it is being restarted.', { model: this.model.id });
     } finally {
       clearTimeout(deadline);
       clearTimeout(graceTimer);
     }
-    if (reply.type === 'error') throw new ServiceError(reply.error);
-    if ('threadId' in reply) this.tasksByThread.set(reply.threadId, (this.tasksByThread.get(reply.threadId) ?? 0) + 1);
-    if (reply.type === 'generated') {
-      this.generationStats.completed++;
-      this.generationStats.peakBatch = Math.max(this.generationStats.peakBatch, reply.timing.peakBatch);
-      if (reply.cancelled) {
-        this.generationStats.cancelled++;
-        this.generationStats.lastCancelledOutputTokens = reply.result.outputTokens;
-      }
-      if (!timedOut) this.observer.generation?.(this.model.id, reply.timing, reply.result);
-    }
+    if (!outcome.ok) throw CoreError.from(outcome.error);
+    watchdog?.onReply?.(outcome.reply);
     if (timedOut) throw this.timeoutError(false);
-    return reply;
+    return outcome.reply;
   }
 
-  private timeoutError(restarted: boolean): ServiceError {
-    return new ServiceError({
-      code: 'request_timeout',
-      kind: 'timeout',
-      message: `The request did not finish within ${this.options.requestTimeoutMs} ms${restarted ? '; its worker was stuck and has been restarted' : ''}.`,
-    });
+  private timeoutError(restarted: boolean): CoreError {
+    const limit = this.options.requestTimeoutMs;
+    return new CoreError('timeout', `The request did not finish within ${limit} ms${restarted ? '; its worker was stuck and has been restarted' : ''}.`, { limit, restarted });
   }
 
   /** A worker died or was killed: mark the model not ready until the replacement has loaded. */
-  private workerLost(reason: 'crashed' | 'hung'): void {
+  private workerLost(reason: WorkerLoss): void {
     this.workerRestarts++;
     this.ready = false;
-    this.observer.workerLost?.(this.model.id, reason);
+    notify(this.context.hooks, 'workerLost', this.model.id, reason);
     this.reloading ??= this.start()
       .then(() => {})
-      .catch((error) => console.error(`[pool ${this.model.id}] reload failed`, error))
+      .catch((error) => this.context.logger.error({ model: this.model.id, err: error }, 'reload failed'))
       .finally(() => (this.reloading = undefined));
   }
 }

@@ -9,9 +9,9 @@
  * masked out, so a vector does not depend on which batch it was computed in.
  */
 import { Tensor } from '@huggingface/transformers';
-import { invalidRequest, ServiceError, toServiceError } from '../errors.js';
-import type { EmbedInput } from '../inference/types.js';
-import type { EmbedBatchItem, EmbedItemResult } from '../pool/protocol.js';
+import { CoreError, toCoreError } from '../core/errors.js';
+import type { EmbedInput } from '../core/types.js';
+import type { EmbedBatchItem, EmbedItemResult } from './protocol.js';
 import type { LoadedModel } from './load.js';
 
 export interface EmbedBatchOptions {
@@ -36,7 +36,7 @@ export async function embedBatch(loaded: LoadedModel, items: EmbedBatchItem[], o
       tokenized[i] = prepare(loaded, item, options.truncate);
       tokenized[i]!.forEach((ids, index) => rows.push({ item: i, index, ids }));
     } catch (error) {
-      results[i] = { ok: false, error: toServiceError(error).toJSON() };
+      results[i] = { ok: false, error: toCoreError(error).toData() };
     }
   });
 
@@ -53,7 +53,7 @@ export async function embedBatch(loaded: LoadedModel, items: EmbedBatchItem[], o
       const finished = vectors[i]!.map((v, index) => finish(loaded, v, item.dimensions, index));
       results[i] = { ok: true, vectors: finished, promptTokens: tokenized[i]!.reduce((sum, ids) => sum + ids.length, 0) };
     } catch (error) {
-      results[i] = { ok: false, error: toServiceError(error).toJSON() };
+      results[i] = { ok: false, error: toCoreError(error).toData() };
     }
   });
   return results;
@@ -65,11 +65,10 @@ function prepare(loaded: LoadedModel, item: EmbedBatchItem, truncate: boolean): 
   if (item.dimensions !== undefined) {
     const width = loaded.hiddenSize ?? 0;
     if (item.dimensions > width || (!info.matryoshka && item.dimensions !== width)) {
-      throw invalidRequest(
-        info.matryoshka
-          ? `dimensions: the model \`${info.id}\` produces ${width}-dimensional vectors; ask for at most ${width}.`
-          : `dimensions: the model \`${info.id}\` produces ${width}-dimensional vectors and does not support shortening them; omit \`dimensions\` or send ${width}.`,
-        'dimensions',
+      throw new CoreError(
+        'dimensions_unsupported',
+        `The model \`${info.id}\` produces ${width}-dimensional vectors${info.matryoshka ? '' : ' and cannot shorten them'}; ${item.dimensions} were asked for.`,
+        { model: info.id, limit: width, requested: item.dimensions, shortenable: info.matryoshka },
       );
     }
   }
@@ -77,19 +76,21 @@ function prepare(loaded: LoadedModel, item: EmbedBatchItem, truncate: boolean): 
   return item.inputs.map((input: EmbedInput, index) => {
     let ids = typeof input === 'string' ? tokenizer.encode(info.prefix + input) : input;
     if (vocabSize !== undefined && ids.some((id) => id >= vocabSize)) {
-      throw invalidRequest(`input[${index}] holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, 'input');
+      throw new CoreError('token_out_of_vocabulary', `Input ${index} holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, { item: index, limit: vocabSize });
     }
     if (ids.length > info.contextLength) {
       if (!truncate) {
-        throw invalidRequest(
-          `This model's maximum context length is ${info.contextLength} tokens, however you requested ${ids.length} tokens (input[${index}]). Shorten the input.`,
-          'input',
-          'context_length_exceeded',
-        );
+        throw new CoreError('input_too_long', `Input ${index} is ${ids.length} tokens, more than the model's context of ${info.contextLength}.`, {
+          item: index,
+          limit: info.contextLength,
+          requested: ids.length,
+        });
       }
       ids = ids.slice(0, info.contextLength);
     }
-    if (ids.length === 0) throw invalidRequest(`input[${index}] has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`, 'input');
+    if (ids.length === 0) {
+      throw new CoreError('nothing_to_embed', `Input ${index} has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`, { item: index, reason: 'no_tokens' });
+    }
     return ids;
   });
 }
@@ -148,12 +149,7 @@ function finish(loaded: LoadedModel, pooled: Float32Array, dimensions: number | 
   for (const v of vector) sum += v * v;
   const norm = Math.sqrt(sum);
   if (!(norm > 0) || !Number.isFinite(norm)) {
-    throw new ServiceError({
-      code: 'nothing_to_embed',
-      kind: 'invalid_request',
-      param: 'input',
-      message: `input[${index}] contains no token this model knows, so it has no embedding; check the text (the bundled GloVe model knows lower-case English words).`,
-    });
+    throw new CoreError('nothing_to_embed', `Input ${index} contains no token this model knows, so it has no embedding.`, { item: index, reason: 'no_known_token' });
   }
   for (let i = 0; i < vector.length; i++) vector[i]! /= norm;
   return vector;

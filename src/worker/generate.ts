@@ -1,15 +1,16 @@
 /**
  * Generation in a worker thread: the batch decoder (every generation of this worker advances in one
  * forward pass per step), or transformers.js `generate` for exports it cannot drive. Either way a
- * generation stops at the model's end-of-sequence ids, at max_tokens, at a stop sequence, or at the
+ * generation stops at the model's end-of-sequence ids, at the output limit, at a stop string, or at the
  * caller's cancel flag, each checked after every decoding step.
  */
 import type { MessagePort } from 'node:worker_threads';
 import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
-import { invalidRequest } from '../errors.js';
-import { TextStream } from '../inference/text-stream.js';
-import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js';
-import { TaskControl, type GenerationTiming, type PortMessage } from '../pool/protocol.js';
+import { CoreError } from '../core/errors.js';
+import type { Fault } from '../core/hooks.js';
+import type { ChatRequest, FinishReason } from '../core/types.js';
+import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
+import { TextStream } from './text-stream.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
 import { BatchDecoder, supportsBatchDecoding, type SequenceSpec } from './batch-decoder.js';
@@ -41,14 +42,10 @@ class TokenSink extends BaseStreamer {
   override end(): void {}
 }
 
-export interface GenerateOutcome {
-  result: ChatResult;
-  cancelled: boolean;
-  timing: GenerationTiming;
-}
+export type GenerateOutcome = Omit<ReplyOf<'generate'>, 'threadId'>;
 
-/** Test-only faults (see ModelPoolOptions.faultInjection): a crash, a stuck operation, an exception. */
-function injectFault(fault: NonNullable<ChatRequest['debugFault']>): void {
+/** Test-only faults (InferenceHooks.fault): a crash, a stuck operation, an exception. */
+function commitFault(fault: Fault): void {
   if (fault === 'crash') process.exit(70);
   if (fault === 'hang') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * 60_000);
   throw new Error('injected fault');
@@ -83,7 +80,7 @@ async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec,
 export interface GenerateOptions {
   cancel: Int32Array;
   port?: MessagePort;
-  faultInjection: boolean;
+  fault?: Fault;
 }
 
 export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
@@ -93,36 +90,36 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const inputTokens = prompt.ids.length;
   const context = loaded.info.contextLength;
   if (inputTokens + request.maxTokens > context) {
-    throw invalidRequest(
-      `prompt is ${inputTokens} tokens and max_tokens is ${request.maxTokens}: together ${inputTokens + request.maxTokens}, ` +
-        `more than the model's context window of ${context} tokens. Shorten the prompt or lower max_tokens.`,
-      'max_tokens',
-      'context_length_exceeded',
+    throw new CoreError(
+      'context_overflow',
+      `The prompt is ${inputTokens} tokens and ${request.maxTokens} output tokens were asked for: ${inputTokens + request.maxTokens} in all, ` +
+        `more than the model's context window of ${context} tokens.`,
+      { limit: context, promptTokens: inputTokens, requested: request.maxTokens },
     );
   }
   const send = (message: PortMessage) => port?.postMessage(message);
   send({ type: 'start', inputTokens });
-  if (request.debugFault && options.faultInjection) injectFault(request.debugFault);
+  if (options.fault) commitFault(options.fault);
 
   const eos = new Set(loaded.eosTokenIds);
   const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
-  const stream = new TextStream(decode, request.stopSequences);
+  const stream = new TextStream(decode, request.stopStrings);
   const generated: number[] = [];
-  let stopSequence: string | null = null;
+  let stopString: string | null = null;
   let firstTokenMs: number | null = null;
   const onToken = (id: number) => {
     firstTokenMs ??= performance.now() - started;
     generated.push(id);
     if (eos.has(id)) return;
     const step = stream.push(id);
-    if (step.stopSequence !== null) stopSequence = step.stopSequence;
+    if (step.stopString !== null) stopString = step.stopString;
     if (step.delta) send({ type: 'delta', text: step.delta, outputTokens: generated.length });
   };
   const cancelled = () => Atomics.load(cancel, TaskControl.CANCEL) !== 0;
   if (cancelled()) {
     // The client left while the task waited in the queue: skip the prefill entirely.
     return {
-      result: { text: '', stopReason: 'max_tokens', stopSequence: null, inputTokens, outputTokens: 0 },
+      result: { text: '', finish: 'length', stopString: null, inputTokens, outputTokens: 0 },
       cancelled: true,
       timing: { firstTokenMs: null, totalMs: performance.now() - started, peakBatch: 0 },
     };
@@ -137,20 +134,20 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
   };
-  const shouldStop = (id: number) => eos.has(id) || stopSequence !== null;
+  const shouldStop = (id: number) => eos.has(id) || stopString !== null;
   const decoder = batchDecoderFor(loaded);
   const spec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id: number) => (onToken(id), shouldStop(id)), cancelled };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   const last = generated.at(-1);
-  let stopReason: StopReason;
-  if (stopSequence !== null) stopReason = 'stop_sequence';
-  else if (last !== undefined && eos.has(last)) stopReason = 'end_turn';
-  else stopReason = 'max_tokens';
+  let finish: FinishReason;
+  if (stopString !== null) finish = 'stop_string';
+  else if (last !== undefined && eos.has(last)) finish = 'eos';
+  else finish = 'length';
   const tail = stream.finish();
   if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
   return {
-    result: { text: stream.shownText, stopReason, stopSequence, inputTokens, outputTokens: generated.length },
+    result: { text: stream.shownText, finish, stopString, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),
     timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },
   };

@@ -11,7 +11,7 @@ import {
   type PreTrainedTokenizer,
   type PreTrainedModel,
 } from '@huggingface/transformers';
-import type { WorkerInit } from '../pool/protocol.js';
+import type { WorkerInit } from './protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareLastLogits } from '../models/onnx/last-logits.js';
 import { useLocalModels } from './local-models.js';

@@ -2,8 +2,8 @@
  * Renders a chat prompt through the model's own chat template and tokenizer, so token counts are the
  * tokens the model really sees. Runs in a worker thread.
  */
-import { invalidRequest } from '../errors.js';
-import type { ChatPrompt } from '../inference/types.js';
+import { CoreError } from '../core/errors.js';
+import type { ChatPrompt } from '../core/types.js';
 import type { LoadedTokenizer } from './load.js';
 
 export interface RenderedPrompt {
@@ -25,7 +25,8 @@ export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): Rende
     text = loaded.tokenizer.apply_chat_template(conversation, { tokenize: false, add_generation_prompt: true }) as string;
   } catch (error) {
     // Templates raise for conversations they do not accept (e.g. roles that do not alternate).
-    throw invalidRequest(`The model's chat template rejected the conversation: ${(error as Error).message}`, 'messages', 'chat_template_error');
+    const reason = (error as Error).message;
+    throw new CoreError('template_rejected', `The model's chat template rejected the conversation: ${reason}`, { reason });
   }
   text += prefill;
   const ids = loaded.tokenizer.encode(text, { add_special_tokens: false });

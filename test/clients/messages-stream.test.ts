@@ -83,7 +83,7 @@ describe('Messages streaming on the bundled model', () => {
   });
 
   it('a client that hangs up mid-stream stops its generation; the worker serves the next request', async () => {
-    const stats = () => server.service.generationStats(CHAT_MODEL)!;
+    const stats = () => server.service.counters.of(CHAT_MODEL);
     const cancelledBefore = stats().cancelled;
     const MAX = 3000;
     const controller = new AbortController();
@@ -101,7 +101,7 @@ describe('Messages streaming on the bundled model', () => {
   });
 
   it('count_tokens answers while a long generation holds the model worker', async () => {
-    const stats = () => server.service.generationStats(CHAT_MODEL)!;
+    const stats = () => server.service.counters.of(CHAT_MODEL);
     const controller = new AbortController();
     const pending = post(body({ stream: false, max_tokens: 3000 }), controller.signal).catch((e: Error) => e);
     await until(() => stats().active === 1, 'the generation to start');
@@ -118,7 +118,7 @@ describe('Messages streaming on the bundled model', () => {
   });
 
   it('a client that hangs up on a non-streaming request stops its generation too', async () => {
-    const stats = () => server.service.generationStats(CHAT_MODEL)!;
+    const stats = () => server.service.counters.of(CHAT_MODEL);
     const cancelledBefore = stats().cancelled;
     const controller = new AbortController();
     const pending = post(body({ stream: false, max_tokens: 3000 }), controller.signal).catch((e: Error) => e);

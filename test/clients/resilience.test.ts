@@ -12,14 +12,17 @@ const TIMEOUT_MS = 1_500;
 let server: RealServer;
 beforeAll(async () => {
   // One generation per worker and no queue: a second request finds the model full.
-  server = await startRealServer({ faultInjection: true, requestTimeoutMs: TIMEOUT_MS, maxQueue: 0, generationBatchSize: 1, only: [CHAT_MODEL] });
+  server = await startRealServer({ faults: true, requestTimeoutMs: TIMEOUT_MS, maxQueue: 0, generationBatchSize: 1, only: [CHAT_MODEL] });
 });
 afterAll(() => server?.close());
 
-const chat = (extra: Record<string, unknown> = {}, headers: Record<string, string> = {}, signal?: AbortSignal) =>
+/** A request whose prompt makes the worker commit `fault` (the test hooks' fault marker, see faultByMarker). */
+const withFault = (fault: string) => ({ messages: [{ role: 'user', content: `[fault:${fault}] Hello` }] });
+
+const chat = (extra: Record<string, unknown> = {}, signal?: AbortSignal) =>
   fetch(`${server.url}/v1/messages`, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...headers },
+    headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
     body: JSON.stringify({ model: CHAT_MODEL, max_tokens: 3, temperature: 0, messages: [{ role: 'user', content: 'Hello' }], ...extra }),
     signal,
   });
@@ -47,7 +50,7 @@ describe('resilience (real workers)', () => {
   });
 
   it('a worker that crashes fails only its request (500 api_error), is replaced, and the next request succeeds', async () => {
-    const res = await chat({}, { 'x-debug-fault': 'crash' });
+    const res = await chat(withFault('crash'));
     expect(res.status).toBe(500);
     const body = await res.json();
     expect(body).toMatchObject({ type: 'error', error: { type: 'api_error' } });
@@ -58,7 +61,7 @@ describe('resilience (real workers)', () => {
   });
 
   it('a worker that hangs gets its request a 504 timeout_error, is killed and replaced', async () => {
-    const res = await chat({}, { 'x-debug-fault': 'hang' });
+    const res = await chat(withFault('hang'));
     expect(res.status).toBe(504);
     expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'timeout_error', message: expect.stringMatching(/restarted/) } });
     await untilReady();
@@ -68,7 +71,7 @@ describe('resilience (real workers)', () => {
 
   it('an exception in a worker is a 500 and costs no restart', async () => {
     const before = server.service.status().models[0]!.workerRestarts;
-    expect((await chat({}, { 'x-debug-fault': 'throw' })).status).toBe(500);
+    expect((await chat(withFault('throw'))).status).toBe(500);
     expect(server.service.status().models[0]!.workerRestarts).toBe(before);
     expect((await chat()).status).toBe(200);
   });
@@ -77,14 +80,14 @@ describe('resilience (real workers)', () => {
     const res = await chat({ max_tokens: 4000 });
     expect(res.status).toBe(504);
     expect((await res.json()).error.type).toBe('timeout_error');
-    expect(server.service.generationStats(CHAT_MODEL)!.lastCancelledOutputTokens).toBeLessThan(4000);
+    expect(server.service.counters.of(CHAT_MODEL).lastCancelledOutputTokens).toBeLessThan(4000);
     expect((await chat()).status).toBe(200);
   });
 
   it('with the queue full, a request is refused at once with 529 overloaded_error and retry-after', async () => {
     const controller = new AbortController();
-    const long = chat({ max_tokens: 4000 }, {}, controller.signal).catch((e: Error) => e);
-    for (let waited = 0; server.service.generationStats(CHAT_MODEL)!.active === 0; waited += POLL_MS) await new Promise((r) => setTimeout(r, POLL_MS));
+    const long = chat({ max_tokens: 4000 }, controller.signal).catch((e: Error) => e);
+    for (let waited = 0; server.service.counters.of(CHAT_MODEL).active === 0; waited += POLL_MS) await new Promise((r) => setTimeout(r, POLL_MS));
     const refused = await chat();
     expect(refused.status).toBe(529);
     expect(refused.headers.get('retry-after')).toBe('1');

@@ -3,8 +3,8 @@
  * user message word by word (one "token" per word); counts are words. Real-model behaviour is
  * proven in test/model and test/clients.
  */
-import { modelNotFound, ServiceError, wrongModelTask } from '../../src/errors.js';
-import type { ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/inference/types.js';
+import { CoreError, modelNotFound, wrongModelTask } from '../../src/core/errors.js';
+import type { ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/core/types.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
@@ -55,7 +55,7 @@ export class FakeInference implements InferenceService {
     this.calls.chat.push(request);
     const inputTokens = await this.countTokens(request);
     if (inputTokens + request.maxTokens > FAKE_CHAT.contextLength) {
-      throw new ServiceError({ code: 'context_length_exceeded', kind: 'invalid_request', message: 'too long', param: 'max_tokens' });
+      throw new CoreError('context_overflow', 'too long', { limit: FAKE_CHAT.contextLength, promptTokens: inputTokens, requested: request.maxTokens });
     }
     options.onEvent?.({ type: 'start', inputTokens });
     const reply = words(request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
@@ -63,7 +63,7 @@ export class FakeInference implements InferenceService {
     for (const word of reply) {
       if (out.length === request.maxTokens) break;
       if (this.failAfterTokens !== null && out.length === this.failAfterTokens) {
-        throw new ServiceError({ code: 'worker_failed', kind: 'internal', message: 'The model worker failed while handling the request.' });
+        throw new CoreError('worker_failed', 'The model worker failed while handling the request.');
       }
       if (this.tokenDelayMs > 0) await new Promise((r) => setTimeout(r, this.tokenDelayMs));
       const piece = out.length === 0 ? word : ` ${word}`;
@@ -72,8 +72,8 @@ export class FakeInference implements InferenceService {
     }
     return {
       text: out.join(' '),
-      stopReason: out.length === request.maxTokens && out.length > 0 ? 'max_tokens' : 'end_turn',
-      stopSequence: null,
+      finish: out.length === request.maxTokens && out.length > 0 ? 'length' : 'eos',
+      stopString: null,
       inputTokens,
       outputTokens: out.length,
     };
@@ -83,7 +83,7 @@ export class FakeInference implements InferenceService {
     this.calls.embed.push(request);
     this.require(request.model, 'embedding');
     if (request.dimensions !== undefined && request.dimensions !== 2) {
-      throw new ServiceError({ code: 'invalid_request', kind: 'invalid_request', message: 'dimensions not supported', param: 'dimensions' });
+      throw new CoreError('dimensions_unsupported', 'dimensions not supported', { model: request.model, limit: 2, requested: request.dimensions, shortenable: false });
     }
     const vectors = request.inputs.map((input) => {
       const n = typeof input === 'string' ? words(input).length : input.length;

@@ -1,24 +1,23 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, closeApp } from '../../src/app.js';
-import type { LocalInferenceService } from '../../src/inference/service.js';
-import { startRealService } from './real-service.js';
+import { startRealService, type RealService } from './real-service.js';
 import { createMetrics } from '../../src/metrics.js';
 
 export interface RealServer {
   app: FastifyInstance;
-  service: LocalInferenceService;
+  service: RealService;
   url: string;
   close(): Promise<void>;
 }
 
 /** The real app on real workers, listening on a free loopback port. */
 export async function startRealServer(
-  options: { apiKeys?: string[]; aliases?: Record<string, string>; faultInjection?: boolean; requestTimeoutMs?: number; maxQueue?: number; generationBatchSize?: number; only?: string[] } = {},
+  options: { apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; requestTimeoutMs?: number; maxQueue?: number; generationBatchSize?: number; only?: string[] } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();
-  const service = await startRealService({ ...options, observer: { ...metrics.observer, embedBatch: metrics.embedBatch } });
+  const service = await startRealService({ ...options, observers: [metrics.observer] });
   const app = await buildApp({
-    config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000, faultInjection: options.faultInjection },
+    config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 },
     inference: service,
     metrics,
   });

@@ -1,18 +1,48 @@
-import { LocalInferenceService, type LocalServiceOptions } from '../../src/inference/service.js';
+import type { Fault } from '../../src/core/hooks.js';
+import type { ChatRequest } from '../../src/core/types.js';
+import { LocalInferenceService } from '../../src/inference/service.js';
+import type { InferenceObserver } from '../../src/core/hooks.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
+import { Counters } from './counters.js';
 import { MODELS_DIR } from './paths.js';
 
 /** Starts real worker pools on the bundled models (or on `modelsDir`). */
 export const TEST_BATCHING = { enabled: true, maxBatchTokens: 16_384, maxWaitMs: 0, truncate: false };
 
+/** A prompt that starts with this marker makes the worker commit the named fault (see `faultByMarker`). */
+export const FAULT_MARKER = '[fault:';
+
+/** Fault injection for tests: a user message starting with "[fault:crash]" (or hang, throw) commits that fault. */
+export function faultByMarker(request: ChatRequest): Fault | undefined {
+  const text = request.messages.at(-1)?.content ?? '';
+  const match = /^\[fault:(crash|hang|throw)\]/.exec(text);
+  return match ? (match[1] as Fault) : undefined;
+}
+
+export type RealService = LocalInferenceService & { counters: Counters };
+
 export async function startRealService(
-  options: { modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
-    requestTimeoutMs?: number; faultInjection?: boolean; maxQueue?: number; generationBatchSize?: number; observer?: LocalServiceOptions['observer'] } = {},
-): Promise<LocalInferenceService> {
+  options: {
+    modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
+    requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[];
+  } = {},
+): Promise<RealService> {
   const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
   if (skipped.length) throw new Error(`unexpected skipped model folders: ${JSON.stringify(skipped)}`);
   const chosen: ModelInfo[] = models
     .filter((m) => !options.only || options.only.includes(m.id))
     .map((m) => ({ ...m, poolSize: options.poolSize?.[m.id] ?? m.poolSize }));
-  return LocalInferenceService.start({ models: chosen, aliases: options.aliases, intraOpThreads: 1, allowSpinning: true, maxQueue: options.maxQueue ?? 256, generationBatchSize: options.generationBatchSize ?? 8, requestTimeoutMs: options.requestTimeoutMs ?? 0, faultInjection: options.faultInjection ?? false, observer: options.observer, embedBatching: { ...TEST_BATCHING, ...options.batching } });
+  const counters = new Counters();
+  const service = await LocalInferenceService.start({
+    models: chosen,
+    aliases: options.aliases,
+    intraOpThreads: 1,
+    allowSpinning: true,
+    maxQueue: options.maxQueue ?? 256,
+    generationBatchSize: options.generationBatchSize ?? 8,
+    requestTimeoutMs: options.requestTimeoutMs ?? 0,
+    hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined },
+    embedBatching: { ...TEST_BATCHING, ...options.batching },
+  });
+  return Object.assign(service, { counters });
 }

@@ -41,7 +41,7 @@ describe('POST /v1/messages (fake inference)', () => {
   it('passes max_tokens, sampling and stop sequences through to the service', async () => {
     const res = await post({ ...valid, max_tokens: 2, temperature: 0, top_k: 5, top_p: 0.5, stop_sequences: ['x'] });
     expect(res.json().stop_reason).toBe('max_tokens');
-    expect(fake.calls.chat.at(-1)).toMatchObject({ maxTokens: 2, sampling: { temperature: 0, topK: 5, topP: 0.5 }, stopSequences: ['x'] });
+    expect(fake.calls.chat.at(-1)).toMatchObject({ maxTokens: 2, sampling: { temperature: 0, topK: 5, topP: 0.5 }, stopStrings: ['x'] });
   });
 
   it('accepts hints that cannot change a reply here', async () => {
@@ -102,7 +102,7 @@ describe('POST /v1/messages (fake inference)', () => {
     ['tools', { ...valid, tools: [{ name: 't', input_schema: { type: 'object' } }] }, /does not support tool use/],
     ['thinking', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /extended thinking/],
     ['structured output', { ...valid, output_config: { format: { type: 'json_schema', schema: {} } } }, /structured output/],
-    ['a context overflow reported by the service', { ...valid, max_tokens: 1000 }, /too long/],
+    ['a context overflow reported by the service', { ...valid, max_tokens: 1000 }, /prompt is 3 tokens and max_tokens is 1000: together 1003, more than the model's context window of 64 tokens/],
   ])('400 invalid_request_error for %s', async (_name, body, message) => {
     expectAnthropicError(await post(body), 400, 'invalid_request_error', message);
   });

@@ -5,10 +5,10 @@
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoModelForCausalLM, AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
-import type { LocalInferenceService } from '../../src/inference/service.js';
-import type { ChatRequest } from '../../src/inference/types.js';
+
+import type { ChatRequest } from '../../src/core/types.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
-import { startRealService } from '../helpers/real-service.js';
+import { startRealService, type RealService } from '../helpers/real-service.js';
 import { modelVariant, readModelJson } from '../helpers/model-variant.js';
 
 // Greedy continuation of PROMPT by the bundled model (seed 20261122), pinned so a change to the
@@ -18,10 +18,10 @@ const SYSTEM = 'You are terse.';
 const USER = 'Name three colours.';
 const request = (overrides: Partial<ChatRequest> = {}): ChatRequest => ({
   model: CHAT_MODEL, system: SYSTEM, messages: [{ role: 'user', content: USER }],
-  maxTokens: GOLDEN_IDS.length, sampling: { temperature: 0 }, stopSequences: [], ...overrides,
+  maxTokens: GOLDEN_IDS.length, sampling: { temperature: 0 }, stopStrings: [], ...overrides,
 });
 
-let service: LocalInferenceService;
+let service: RealService;
 let tokenizer: PreTrainedTokenizer;
 let promptIds: number[];
 
@@ -51,7 +51,7 @@ describe('chat on the bundled model (real workers)', () => {
 
     const result = await service.chat(request());
     expect(result.text).toBe(tokenizer.decode(GOLDEN_IDS, { skip_special_tokens: true }));
-    expect(result).toMatchObject({ stopReason: 'max_tokens', stopSequence: null, outputTokens: GOLDEN_IDS.length });
+    expect(result).toMatchObject({ finish: 'length', stopString: null, outputTokens: GOLDEN_IDS.length });
   });
 
   it('counts input tokens as the tokenizer does on the rendered chat template', async () => {
@@ -60,9 +60,9 @@ describe('chat on the bundled model (real workers)', () => {
     expect(await service.countTokens({ model: CHAT_MODEL, system: SYSTEM, messages: [{ role: 'user', content: USER }] })).toBe(promptIds.length);
   });
 
-  it('max_tokens 1 gives exactly one output token and stop_reason max_tokens', async () => {
+  it('an output limit of 1 gives exactly one output token and finish length', async () => {
     const result = await service.chat(request({ maxTokens: 1 }));
-    expect(result).toMatchObject({ outputTokens: 1, stopReason: 'max_tokens', text: tokenizer.decode([GOLDEN_IDS[0]!]) });
+    expect(result).toMatchObject({ outputTokens: 1, finish: 'length', text: tokenizer.decode([GOLDEN_IDS[0]!]) });
   });
 
   it('streams deltas that add up to the final text', async () => {
@@ -76,30 +76,31 @@ describe('chat on the bundled model (real workers)', () => {
     expect(deltas.length).toBeGreaterThan(1);
   });
 
-  it('refuses a prompt plus max_tokens beyond the context window, naming both numbers', async () => {
+  it('refuses a prompt plus output limit beyond the context window, with both numbers in the details', async () => {
     await expect(service.chat(request({ maxTokens: 4096 }))).rejects.toMatchObject({
-      kind: 'invalid_request',
-      message: expect.stringMatching(new RegExp(`prompt is ${promptIds.length} tokens and max_tokens is 4096.*context window of 4096`)),
+      code: 'context_overflow',
+      details: { limit: 4096, promptTokens: promptIds.length, requested: 4096 },
+      message: expect.stringMatching(new RegExp(`prompt is ${promptIds.length} tokens and 4096 output tokens.*context window of 4096`)),
     });
   });
 
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
     const requests = ['Hi', 'Tell me about rivers and the sea, please.', 'One two three four five six seven eight nine ten eleven twelve.', 'Why?', 'Name a colour.']
-      .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopSequences: i === 2 ? ['zzz-never'] : [] }));
+      .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopStrings: i === 2 ? ['zzz-never'] : [] }));
     const solo = [];
     for (const r of requests) solo.push(await service.chat(r));
-    expect(service.generationStats(CHAT_MODEL)!.peakBatch).toBe(1);
+    expect(service.counters.of(CHAT_MODEL).peakBatch).toBe(1);
     const together = await Promise.all(requests.map((r) => service.chat(r)));
     expect(together).toEqual(solo);
-    expect(service.generationStats(CHAT_MODEL)!.peakBatch).toBeGreaterThan(1); // they really shared decoding steps
+    expect(service.counters.of(CHAT_MODEL).peakBatch).toBeGreaterThan(1); // they really shared decoding steps
     expect(together.map((r) => r.outputTokens)).toEqual(requests.map((r) => r.maxTokens));
   });
 
   it('two workers serve concurrent requests with identical greedy results', async () => {
-    const before = new Map(service.tasksByThread(CHAT_MODEL));
+    const before = new Map(service.counters.of(CHAT_MODEL).tasksByThread);
     const results = await Promise.all(Array.from({ length: 6 }, () => service.chat(request())));
     for (const r of results) expect(r.text).toBe(results[0]!.text);
-    const after = service.tasksByThread(CHAT_MODEL);
+    const after = service.counters.of(CHAT_MODEL).tasksByThread;
     const threadsUsed = [...after].filter(([id, n]) => n > (before.get(id) ?? 0));
     expect(threadsUsed.length).toBe(2);
   });
@@ -107,10 +108,10 @@ describe('chat on the bundled model (real workers)', () => {
 
 describe('end of sequence from generation_config (a list of ids)', () => {
   let dir: string;
-  let eosService: LocalInferenceService;
+  let eosService: RealService;
   beforeAll(async () => {
     // A copy of the bundled model whose generation_config lists the third greedy token as an
-    // extra end-of-sequence id: generation must stop there, with end_turn.
+    // extra end-of-sequence id: generation must stop there, with finish eos.
     const generation = readModelJson(CHAT_MODEL, 'generation_config.json');
     dir = modelVariant(CHAT_MODEL, 'eos-variant', {
       'generation_config.json': { ...generation, eos_token_id: [...generation.eos_token_id, GOLDEN_IDS[2]] },
@@ -122,8 +123,8 @@ describe('end of sequence from generation_config (a list of ids)', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('stops at any listed id with end_turn, during generation', async () => {
+  it('stops at any listed id with finish eos, during generation', async () => {
     const result = await eosService.chat(request({ model: 'eos-variant', maxTokens: 50 }));
-    expect(result).toMatchObject({ stopReason: 'end_turn', outputTokens: 3, text: tokenizer.decode(GOLDEN_IDS.slice(0, 2)) });
+    expect(result).toMatchObject({ finish: 'eos', outputTokens: 3, text: tokenizer.decode(GOLDEN_IDS.slice(0, 2)) });
   });
 });

@@ -5,18 +5,18 @@
  */
 import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LocalInferenceService } from '../../src/inference/service.js';
-import type { EmbedResult } from '../../src/inference/types.js';
+
+import type { EmbedResult } from '../../src/core/types.js';
 import { EMBED_MODEL } from '../helpers/paths.js';
 import { modelVariant } from '../helpers/model-variant.js';
-import { startRealService } from '../helpers/real-service.js';
+import { startRealService, type RealService } from '../helpers/real-service.js';
 
 const TOLERANCE = 1e-5;
 const WORDS = 'the river flows past old stone bridges while children laugh and birds sing over quiet green fields near the town'.split(' ');
 const sentence = (i: number) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, k) => WORDS[(i + k) % WORDS.length]).join(' ');
 const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]!)), 0);
 
-let service: LocalInferenceService;
+let service: RealService;
 beforeAll(async () => {
   service = await startRealService({ only: [EMBED_MODEL] });
 });
@@ -27,9 +27,9 @@ describe('dynamic batching (real workers)', () => {
     const requests = Array.from({ length: 50 }, (_, i) => (i % 5 === 0 ? [sentence(i), sentence(i + 100)] : [sentence(i)]));
     const alone: EmbedResult[] = [];
     for (const inputs of requests) alone.push(await service.embed({ model: EMBED_MODEL, inputs }));
-    const before = service.embedBatchSizes(EMBED_MODEL).length;
+    const before = service.counters.of(EMBED_MODEL).embedBatchSizes.length;
     const together = await Promise.all(requests.map((inputs) => service.embed({ model: EMBED_MODEL, inputs })));
-    const sizes = service.embedBatchSizes(EMBED_MODEL).slice(before);
+    const sizes = service.counters.of(EMBED_MODEL).embedBatchSizes.slice(before);
     expect(sizes.reduce((a, b) => a + b, 0)).toBe(50);
     expect(Math.max(...sizes)).toBeGreaterThan(1); // requests really shared tasks
     together.forEach((result, i) => {
@@ -47,8 +47,8 @@ describe('dynamic batching (real workers)', () => {
       service.embed({ model: EMBED_MODEL, inputs: ['second good one'] }),
     ]);
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected', 'fulfilled']);
-    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ kind: 'invalid_request', param: 'dimensions' });
-    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(/input\[1\] has no tokens/) });
+    expect((results[1] as PromiseRejectedResult).reason).toMatchObject({ code: 'dimensions_unsupported', details: { limit: 100, requested: 50 } });
+    expect((results[2] as PromiseRejectedResult).reason).toMatchObject({ code: 'nothing_to_embed', details: { item: 1, reason: 'no_tokens' } });
   });
 
   it.each([
@@ -62,17 +62,17 @@ describe('dynamic batching (real workers)', () => {
   });
 
   it.each([
-    ['only whitespace', ' \n\t ', /has no tokens/],
-    ['only emoji', '🙂🎉', /no token this model knows/],
-    ['a very long unknown word', 'x'.repeat(500), /no token this model knows/],
-  ])('%s gets a clear 400', async (_name, input, message) => {
-    await expect(service.embed({ model: EMBED_MODEL, inputs: [input] })).rejects.toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(message) });
+    ['only whitespace', ' \n\t ', 'no_tokens'],
+    ['only emoji', '🙂🎉', 'no_known_token'],
+    ['a very long unknown word', 'x'.repeat(500), 'no_known_token'],
+  ])('%s is refused as nothing to embed', async (_name, input, reason) => {
+    await expect(service.embed({ model: EMBED_MODEL, inputs: [input] })).rejects.toMatchObject({ code: 'nothing_to_embed', details: { item: 0, reason } });
   });
 });
 
 describe('Matryoshka dimensions and truncation (fixture copies of the bundled model)', () => {
   let dir: string;
-  let fixture: LocalInferenceService;
+  let fixture: RealService;
   beforeAll(async () => {
     dir = modelVariant(EMBED_MODEL, 'short-context', { 'manifest.json': { matryoshka: true, contextLength: 8 } });
     fixture = await startRealService({ modelsDir: dir, batching: { truncate: true } });
@@ -90,7 +90,7 @@ describe('Matryoshka dimensions and truncation (fixture copies of the bundled mo
     const prefix = full!.slice(0, 32);
     const norm = Math.hypot(...prefix);
     expect(maxDiff(short!, prefix.map((v) => v / norm))).toBeLessThan(TOLERANCE);
-    await expect(fixture.embed({ model: 'short-context', inputs: [text], dimensions: 101 })).rejects.toMatchObject({ param: 'dimensions' });
+    await expect(fixture.embed({ model: 'short-context', inputs: [text], dimensions: 101 })).rejects.toMatchObject({ code: 'dimensions_unsupported' });
   });
 
   it('with truncation enabled, embeds the first contextLength tokens and reports them as usage', async () => {

@@ -79,6 +79,6 @@ describe('GloVe-SIF embeddings (real workers)', () => {
   });
 
   it('refuses token ids outside the vocabulary', async () => {
-    await expect(service.embed({ model: EMBED_MODEL, inputs: [[1, 10_000_000]] })).rejects.toMatchObject({ kind: 'invalid_request', message: expect.stringMatching(/input\[0\].*vocabulary/) });
+    await expect(service.embed({ model: EMBED_MODEL, inputs: [[1, 10_000_000]] })).rejects.toMatchObject({ code: 'token_out_of_vocabulary', details: { item: 0 } });
   });
 });

@@ -18,7 +18,7 @@ import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
 import { startRealService } from '../helpers/real-service.js';
 import { ROOT } from '../helpers/paths.js';
-import type { ChatRequest } from '../../src/inference/types.js';
+import type { ChatRequest } from '../../src/core/types.js';
 
 const REPO = 'test-org/llama3-tiny-ONNX';
 let root: string;
@@ -128,7 +128,7 @@ describe('the models command (npm bin)', () => {
 });
 
 describe('models pack / unpack', () => {
-  const request: ChatRequest = { model: 'llama3-tiny-ONNX', messages: [{ role: 'user', content: 'Hello' }], maxTokens: 6, sampling: { temperature: 0 }, stopSequences: [] };
+  const request: ChatRequest = { model: 'llama3-tiny-ONNX', messages: [{ role: 'user', content: 'Hello' }], maxTokens: 6, sampling: { temperature: 0 }, stopStrings: [] };
 
   it('moves a model to another models folder where it serves identical outputs', async () => {
     const from = path.join(root, 'pulled');

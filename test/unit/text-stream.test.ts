@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { TextStream } from '../../src/inference/text-stream.js';
+import { TextStream } from '../../src/worker/text-stream.js';
 
 // A byte-level vocabulary like GPT-2/Qwen: each token is a run of UTF-8 bytes; decoding a list of
 // tokens decodes their concatenated bytes, with U+FFFD for an incomplete trailing sequence.
@@ -14,8 +14,8 @@ function run(stream: TextStream, ids: number[]) {
   for (const id of ids) {
     const step = stream.push(id);
     if (step.delta) deltas.push(step.delta);
-    if (step.stopSequence) {
-      stop = step.stopSequence;
+    if (step.stopString) {
+      stop = step.stopString;
       break;
     }
   }

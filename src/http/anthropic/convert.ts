@@ -2,8 +2,8 @@
  * Anthropic wire body -> internal ChatRequest. Everything the bundled text-only models cannot do is
  * refused here with a 400 that names it; nothing is silently dropped.
  */
-import { invalidRequest } from '../../errors.js';
-import type { ChatMessage, ChatPrompt, ChatRequest } from '../../inference/types.js';
+import type { ChatMessage, ChatPrompt, ChatRequest } from '../../core/types.js';
+import { HttpError, invalidRequest } from '../shared/errors.js';
 import type { CountTokensBody, MessagesBody } from './schema.js';
 
 type PromptBody = CountTokensBody | MessagesBody;
@@ -49,14 +49,14 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
 }
 
 const unsupported = (field: string, feature: string, model: string) =>
-  invalidRequest(`\`${field}\`: the model \`${model}\` does not support ${feature}; remove \`${field}\` from the request.`, field, 'unsupported_feature');
+  new HttpError('unsupported_feature', `\`${field}\`: the model \`${model}\` does not support ${feature}; remove \`${field}\` from the request.`, field);
 
 export function toChatRequest(body: MessagesBody): ChatRequest {
   return {
     ...toChatPrompt(body),
     maxTokens: body.max_tokens,
     sampling: { temperature: body.temperature, topP: body.top_p, topK: body.top_k },
-    stopSequences: body.stop_sequences ?? [],
+    stopStrings: body.stop_sequences ?? [],
   };
 }
 
@@ -66,10 +66,10 @@ function textOf(content: string | Array<{ type: string; text?: unknown }>, where
   return content
     .map((block, j) => {
       if (block.type !== 'text') {
-        throw invalidRequest(
+        throw new HttpError(
+          'unsupported_feature',
           `${where}.${j}: content blocks of type \`${block.type}\` are not supported by the text-only model \`${model}\`; send text blocks only.`,
           `${where}.${j}.type`,
-          'unsupported_content_block',
         );
       }
       if (typeof block.text !== 'string') throw invalidRequest(`${where}.${j}.text: Field required`, `${where}.${j}.text`);

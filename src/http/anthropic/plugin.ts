@@ -3,11 +3,11 @@
  * Its own error handler renders every failure in Anthropic's envelope.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ServiceError, toServiceError } from '../../errors.js';
-import type { InferenceService } from '../../inference/types.js';
+import type { InferenceService } from '../../core/types.js';
 import { requireKey, type KeyChecker } from '../shared/auth.js';
-import { sendError } from '../shared/dialect.js';
+import { classify, invalidRequest, sendError } from '../shared/errors.js';
 import { parseBody } from '../shared/validation.js';
+import { anthropicErrors } from './errors.js';
 import { toChatPrompt, toChatRequest } from './convert.js';
 import { newMessageId, renderMessage, streamEvents } from './render.js';
 import { countTokensSchema, messagesSchema } from './schema.js';
@@ -17,22 +17,18 @@ export interface AnthropicPluginOptions {
   checkKey: KeyChecker;
   /** Interval of `ping` events on an open stream. */
   pingIntervalMs: number;
-  /** Pass the x-debug-fault header to the worker (tests only). */
-  faultInjection: boolean;
 }
-
-const FAULTS = ['crash', 'hang', 'throw'] as const;
 
 export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async (app, options) => {
   const { inference, checkKey } = options;
 
-  app.setErrorHandler((error, request, reply) => sendError('anthropic', error, request, reply));
+  app.setErrorHandler((error, request, reply) => sendError(anthropicErrors, error, request, reply));
 
   app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: true, missing: 'x-api-key header is required', invalid: 'invalid x-api-key' }));
   app.addHook('onRequest', async (request) => {
     const version = request.headers['anthropic-version'] ?? request.headers['vendor-version'];
     if (typeof version !== 'string' || version.trim() === '') {
-      throw new ServiceError({ code: 'missing_version', kind: 'invalid_request', message: 'anthropic-version: header is required (vendor-version is accepted too)' });
+      throw invalidRequest('anthropic-version: header is required (vendor-version is accepted too)');
     }
   });
 
@@ -44,8 +40,6 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
   app.post('/v1/messages', async (request, reply) => {
     const body = parseBody(messagesSchema, request.body);
     const chatRequest = toChatRequest(body);
-    const fault = request.headers['x-debug-fault'];
-    if (options.faultInjection && FAULTS.includes(fault as (typeof FAULTS)[number])) chatRequest.debugFault = fault as (typeof FAULTS)[number];
     const abort = abortOnDisconnect(reply);
     if (!body.stream) {
       const result = await inference.chat(chatRequest, { signal: abort.signal });
@@ -111,14 +105,14 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
       },
     });
     write(streamEvents.blockStop());
-    write(streamEvents.messageDelta(result.stopReason, result.stopSequence, result.inputTokens, result.outputTokens));
+    write(streamEvents.messageDelta(result));
     write(streamEvents.messageStop());
     raw.end();
   } catch (error) {
     if (!started) throw error;
-    const serviceError = toServiceError(error);
-    if (serviceError.kind === 'internal') request.log.error({ err: error }, 'stream failed');
-    write(streamEvents.error(serviceError));
+    const known = classify(error);
+    if (known.code === 'internal' || known.code === 'worker_failed') request.log.error({ err: error }, 'stream failed');
+    write(streamEvents.error(known, request.id));
     raw.end();
   } finally {
     clearInterval(ping);

@@ -3,8 +3,18 @@
  * error envelope.
  */
 import { randomBytes } from 'node:crypto';
-import { ERROR_TABLE, type ServiceError } from '../../errors.js';
-import type { ChatResult, StopReason } from '../../inference/types.js';
+import type { ChatResult, FinishReason } from '../../core/types.js';
+import type { KnownError } from '../shared/errors.js';
+import { anthropicErrors } from './errors.js';
+
+/** The core's finish reasons in this dialect's words. */
+export const STOP_REASONS: Record<FinishReason, string> = {
+  eos: 'end_turn',
+  length: 'max_tokens',
+  stop_string: 'stop_sequence',
+  tool_call: 'tool_use',
+  context_full: 'model_context_window_exceeded',
+};
 
 export function newMessageId(): string {
   return `msg_${randomBytes(12).toString('hex')}`;
@@ -21,8 +31,8 @@ export function renderMessage(id: string, model: string, result: ChatResult) {
     role: 'assistant' as const,
     model,
     content: [{ type: 'text' as const, text: result.text }],
-    stop_reason: result.stopReason,
-    stop_sequence: result.stopSequence,
+    stop_reason: STOP_REASONS[result.finish],
+    stop_sequence: result.stopString,
     usage: usage(result.inputTokens, result.outputTokens),
   };
 }
@@ -42,8 +52,12 @@ export const streamEvents = {
   ping: () => sseEvent('ping', {}),
   blockDelta: (text: string) => sseEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }),
   blockStop: () => sseEvent('content_block_stop', { index: 0 }),
-  messageDelta: (stopReason: StopReason, stopSequence: string | null, inputTokens: number, outputTokens: number) =>
-    sseEvent('message_delta', { delta: { stop_reason: stopReason, stop_sequence: stopSequence }, usage: usage(inputTokens, outputTokens) }),
+  messageDelta: (result: ChatResult) =>
+    sseEvent('message_delta', { delta: { stop_reason: STOP_REASONS[result.finish], stop_sequence: result.stopString }, usage: usage(result.inputTokens, result.outputTokens) }),
   messageStop: () => sseEvent('message_stop', {}),
-  error: (error: ServiceError) => sseEvent('error', { error: { type: ERROR_TABLE[error.kind].anthropicType, message: error.message } }),
+  /** The envelope's `error` object, after a 200 has started. */
+  error: (error: KnownError, requestId: string) => {
+    const { body } = anthropicErrors.render(error, requestId) as { body: { error: object } };
+    return sseEvent('error', { error: body.error });
+  },
 };

@@ -1,8 +1,8 @@
 /**
  * OpenAI embeddings wire body -> internal EmbedRequest, and the result back to the wire.
  */
-import { invalidRequest } from '../../errors.js';
-import type { EmbedInput, EmbedRequest, EmbedResult } from '../../inference/types.js';
+import type { EmbedInput, EmbedRequest, EmbedResult } from '../../core/types.js';
+import { HttpError, invalidRequest } from '../shared/errors.js';
 import { MAX_INPUTS, type EmbeddingsBody } from './schema.js';
 
 export type EncodingFormat = 'float' | 'base64';
@@ -17,7 +17,7 @@ const isTokenArray = (v: unknown): v is number[] =>
 
 export function toEmbedRequest(body: EmbeddingsBody, pathModel: string | undefined): ConvertedEmbeddings {
   if (pathModel !== undefined && body.model !== undefined && body.model !== pathModel) {
-    throw invalidRequest(`The model in the path (\`${pathModel}\`) and the model in the body (\`${body.model}\`) differ; send one model.`, 'model', 'model_mismatch');
+    throw new HttpError('model_mismatch', `The model in the path (\`${pathModel}\`) and the model in the body (\`${body.model}\`) differ; send one model.`, 'model');
   }
   const model = pathModel ?? body.model;
   if (model === undefined) throw invalidRequest('model: Field required', 'model');

@@ -3,9 +3,10 @@
  * handler. Its own error handler renders every failure in OpenAI's envelope.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { InferenceService } from '../../inference/types.js';
+import type { InferenceService } from '../../core/types.js';
 import { requireKey, type KeyChecker } from '../shared/auth.js';
-import { sendError } from '../shared/dialect.js';
+import { sendError } from '../shared/errors.js';
+import { openAiErrors } from './errors.js';
 import { parseBody } from '../shared/validation.js';
 import { renderEmbeddings, toEmbedRequest } from './convert.js';
 import { embeddingsSchema, unknownKeysMessage } from './schema.js';
@@ -16,7 +17,7 @@ export interface OpenAiPluginOptions {
 }
 
 export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app, { inference, checkKey }) => {
-  app.setErrorHandler((error, request, reply) => sendError('openai', error, request, reply));
+  app.setErrorHandler((error, request, reply) => sendError(openAiErrors, error, request, reply));
 
   app.addHook(
     'onRequest',

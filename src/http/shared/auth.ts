@@ -5,7 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyRequest } from 'fastify';
-import { ServiceError } from '../../errors.js';
+import { HttpError } from './errors.js';
 
 export type KeyChecker = (presented: string | undefined) => boolean;
 
@@ -52,7 +52,7 @@ export function requireKey(options: KeyHookOptions) {
   return async (request: FastifyRequest): Promise<void> => {
     const key = presentedKey(request.headers, options.allowXApiKey);
     if (!options.checkKey(key)) {
-      throw new ServiceError({ code: 'invalid_api_key', kind: 'authentication', message: key ? options.invalid : options.missing });
+      throw new HttpError('invalid_api_key', key ? options.invalid : options.missing);
     }
   };
 }

@@ -4,11 +4,12 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { modelNotFound, ServiceError } from '../../errors.js';
-import type { InferenceService } from '../../inference/types.js';
+import { modelNotFound } from '../../core/errors.js';
+import type { InferenceService } from '../../core/types.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { requireKey, type KeyChecker } from './auth.js';
-import { dialectOf, sendError } from './dialect.js';
+import { dialectOf } from './dialect.js';
+import { invalidRequest, sendError } from './errors.js';
 
 export interface ModelsPluginOptions {
   inference: InferenceService;
@@ -42,7 +43,7 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
 
   app.get('/v1/models', async (request) => {
     const parsed = listQuery.safeParse(request.query);
-    if (!parsed.success) throw new ServiceError({ code: 'invalid_query', kind: 'invalid_request', message: `query: ${parsed.error.issues[0]!.message}` });
+    if (!parsed.success) throw invalidRequest(`query: ${parsed.error.issues[0]!.message}`);
     const { limit, after_id, before_id } = parsed.data;
     let models = inference.listModels();
     if (after_id) models = models.slice(models.findIndex((m) => m.id === after_id) + 1);
@@ -59,7 +60,7 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
 
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
     const model = inference.findModel(request.params.id);
-    if (!model) throw modelNotFound(request.params.id, 'id');
+    if (!model) throw modelNotFound(request.params.id);
     return renderModel(model);
   });
 };

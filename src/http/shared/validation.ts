@@ -3,7 +3,7 @@
  * names the field at fault, the way the real APIs word it ("messages.0.content: ...").
  */
 import type { z } from 'zod';
-import { invalidRequest } from '../../errors.js';
+import { invalidRequest } from './errors.js';
 
 export interface ParseOptions {
   /** The dialect's wording for unknown fields. */

@@ -1,6 +1,6 @@
 /**
  * Turns generated token ids into text deltas that are safe to show: never a broken multi-byte
- * character, never text that may turn out to be part of a stop sequence. Pure and thread-agnostic;
+ * character, never text that may turn out to be part of a stop string. Pure and thread-agnostic;
  * the worker drives it once per generated token.
  */
 
@@ -9,8 +9,8 @@ export type Decode = (ids: number[]) => string;
 export interface StreamStep {
   /** Text that may now be shown; empty when everything new is held back. */
   delta: string;
-  /** The stop sequence that just matched, if any; generation must stop. */
-  stopSequence: string | null;
+  /** The stop string that just matched, if any; generation must stop. */
+  stopString: string | null;
 }
 
 export class TextStream {
@@ -25,12 +25,12 @@ export class TextStream {
 
   constructor(
     private readonly decode: Decode,
-    private readonly stopSequences: string[],
+    private readonly stopStrings: string[],
   ) {}
 
   /** Adds one token; returns what may be shown now. */
   push(id: number): StreamStep {
-    if (this.stopped !== null) return { delta: '', stopSequence: this.stopped };
+    if (this.stopped !== null) return { delta: '', stopString: this.stopped };
     this.ids.push(id);
     // Decode a window that starts a few tokens back so that byte-level pieces combine correctly
     // (the prefix/read offset scheme of text-generation-inference).
@@ -44,7 +44,7 @@ export class TextStream {
     return this.release(false);
   }
 
-  /** Generation ended: everything not part of a stop sequence may be shown. */
+  /** Generation ended: everything not part of a stop string may be shown. */
   finish(): StreamStep {
     if (this.stopped === null && this.readOffset < this.ids.length) {
       // Trailing incomplete bytes: show what the decoder makes of them rather than dropping them.
@@ -55,17 +55,17 @@ export class TextStream {
     return this.release(true);
   }
 
-  /** The final text: everything shown, stop sequence excluded. */
+  /** The final text: everything shown, stop string excluded. */
   get shownText(): string {
     return this.text.slice(0, this.emitted);
   }
 
   private release(final: boolean): StreamStep {
-    if (this.stopped !== null) return { delta: '', stopSequence: this.stopped };
+    if (this.stopped !== null) return { delta: '', stopString: this.stopped };
     // A match can only start at or after `emitted`: any earlier start would have been held back.
     let matchAt = -1;
     let matched: string | null = null;
-    for (const stop of this.stopSequences) {
+    for (const stop of this.stopStrings) {
       const at = this.text.indexOf(stop, this.emitted);
       if (at !== -1 && (matchAt === -1 || at < matchAt)) {
         matchAt = at;
@@ -77,20 +77,20 @@ export class TextStream {
       this.emitted = matchAt;
       this.text = this.text.slice(0, matchAt);
       this.stopped = matched;
-      return { delta, stopSequence: matched };
+      return { delta, stopString: matched };
     }
     const hold = final ? 0 : this.heldBack();
     const end = this.text.length - hold;
     const delta = end > this.emitted ? this.text.slice(this.emitted, end) : '';
     this.emitted = Math.max(this.emitted, end);
-    return { delta, stopSequence: null };
+    return { delta, stopString: null };
   }
 
-  /** Length of the longest suffix of the text that is a proper prefix of some stop sequence. */
+  /** Length of the longest suffix of the text that is a proper prefix of some stop string. */
   private heldBack(): number {
     let longest = 0;
     const tail = this.text.slice(this.emitted);
-    for (const stop of this.stopSequences) {
+    for (const stop of this.stopStrings) {
       for (let k = Math.min(stop.length - 1, tail.length); k > longest; k--) {
         if (tail.endsWith(stop.slice(0, k))) {
           longest = k;

@@ -1,6 +1,6 @@
 /**
- * Internal request and result types. The HTTP dialects convert wire JSON into these and render these
- * back; the inference core and the workers never see a wire shape.
+ * The core vocabulary: internal request and result types. The HTTP dialects convert wire JSON into
+ * these and render these back; the inference core and the workers never see a wire shape.
  */
 import type { ModelInfo } from '../models/registry.js';
 
@@ -23,19 +23,29 @@ export interface ChatPrompt {
 }
 
 export interface ChatRequest extends ChatPrompt {
+  /** Most tokens to generate. */
   maxTokens: number;
   sampling: SamplingOptions;
-  stopSequences: string[];
-  /** Test-only fault injection, honoured only when the server was started with faultInjection. */
-  debugFault?: 'crash' | 'hang' | 'throw';
+  /** Texts that end the generation when it produces them (not shown). */
+  stopStrings: string[];
 }
 
-export type StopReason = 'end_turn' | 'max_tokens' | 'stop_sequence';
+/**
+ * Why a generation ended, in the core's own words; each dialect's renderer names it on the wire.
+ * - eos: the model produced an end-of-sequence token.
+ * - length: the output limit of the request was reached.
+ * - stop_string: one of the request's stop strings was produced.
+ * - tool_call: the model called a tool.
+ * - context_full: the context window filled before either of the above.
+ */
+export const FINISH_REASONS = ['eos', 'length', 'stop_string', 'tool_call', 'context_full'] as const;
+export type FinishReason = (typeof FINISH_REASONS)[number];
 
 export interface ChatResult {
   text: string;
-  stopReason: StopReason;
-  stopSequence: string | null;
+  finish: FinishReason;
+  /** The stop string that matched, when finish is stop_string. */
+  stopString: string | null;
   inputTokens: number;
   outputTokens: number;
 }

@@ -1,0 +1,95 @@
+/**
+ * The errors the inference core raises (the pool, the workers, the service), defined once. Each has
+ * a typed code and structured details; its message is a neutral English default with no wire words.
+ * The HTTP dialects decide status, error type and wording from the code and the details
+ * (src/http/anthropic/errors.ts, src/http/openai/errors.ts), each with a test that maps every code.
+ */
+import type { ModelTask } from '../models/registry.js';
+
+export const CORE_ERROR_CODES = [
+  /** No model by that name or alias. */
+  'model_not_found',
+  /** A chat model asked for embeddings, or the other way round. details.task: the model's task. */
+  'wrong_model_task',
+  /** The prompt plus the output asked for does not fit the context window. details: limit, promptTokens, requested (output tokens). */
+  'context_overflow',
+  /** One embedding input is longer than the context. details: item, limit, requested. */
+  'input_too_long',
+  /** A token id outside the vocabulary. details: item, limit (vocabulary size). */
+  'token_out_of_vocabulary',
+  /** An input that yields no tokens, or no vector. details: item, reason ('no_tokens' | 'no_known_token'). */
+  'nothing_to_embed',
+  /** A vector width the model cannot give. details: limit (native width), requested, shortenable. */
+  'dimensions_unsupported',
+  /** The chat template refused the conversation. details.reason: the template's message. */
+  'template_rejected',
+  /** The model's queue is full. */
+  'overloaded',
+  /** The model has no loaded pool. */
+  'model_unavailable',
+  /** A task ran past its deadline. details: limit (ms), restarted (its worker was stuck and replaced). */
+  'timeout',
+  /** The worker died while handling the task. */
+  'worker_failed',
+  /** Anything unexpected: the message is never shown to a client. */
+  'internal',
+] as const;
+
+export type CoreErrorCode = (typeof CORE_ERROR_CODES)[number];
+
+export interface ErrorDetails {
+  model?: string;
+  task?: ModelTask;
+  /** The bound that was exceeded: context window, vocabulary size, vector width, deadline in ms. */
+  limit?: number;
+  /** What the request asked for against that bound (tokens, width). */
+  requested?: number;
+  /** Prompt tokens, where the request also asked for output tokens. */
+  promptTokens?: number;
+  /** Index of the input at fault in a request with several. */
+  item?: number;
+  reason?: string;
+  shortenable?: boolean;
+  restarted?: boolean;
+}
+
+/** The plain shape an error takes to cross a thread boundary. */
+export interface CoreErrorData {
+  code: CoreErrorCode;
+  message: string;
+  details: ErrorDetails;
+}
+
+export class CoreError extends Error {
+  readonly code: CoreErrorCode;
+  readonly details: ErrorDetails;
+
+  constructor(code: CoreErrorCode, message: string, details: ErrorDetails = {}) {
+    super(message);
+    this.name = 'CoreError';
+    this.code = code;
+    this.details = details;
+  }
+
+  static from(data: CoreErrorData): CoreError {
+    return new CoreError(data.code, data.message, data.details);
+  }
+
+  toData(): CoreErrorData {
+    return { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export const isCoreError = (value: unknown): value is CoreError => value instanceof CoreError;
+
+/** Anything thrown below HTTP as a CoreError; an unexpected error becomes `internal` (its text stays in the log). */
+export function toCoreError(error: unknown): CoreError {
+  return isCoreError(error) ? error : new CoreError('internal', 'The server failed to handle the request.');
+}
+
+export const modelNotFound = (model: string) => new CoreError('model_not_found', `The model \`${model}\` does not exist.`, { model });
+
+export const wrongModelTask = (model: string, task: ModelTask) =>
+  new CoreError('wrong_model_task', `The model \`${model}\` is ${task === 'chat' ? 'a chat model and cannot embed' : 'an embedding model and cannot chat'}.`, { model, task });
+
+export const overloaded = (model: string) => new CoreError('overloaded', `The model \`${model}\` is busy; retry shortly.`, { model });

@@ -1,0 +1,59 @@
+/**
+ * The one seam through which the outside watches and (in tests) disturbs the inference core: a
+ * hooks object handed to the service at construction. Metrics and test counters are observers;
+ * fault injection is a function tests set. Observers run on the event-loop thread and must not throw.
+ */
+import type { ChatRequest, ChatResult } from './types.js';
+
+/** Measured in the worker, for metrics. */
+export interface GenerationTiming {
+  /** From the task's start in the worker to the first generated token. */
+  firstTokenMs: number | null;
+  totalMs: number;
+  /** Most generations this one shared a decoding step with (itself included). */
+  peakBatch: number;
+}
+
+export interface GenerationEvent {
+  model: string;
+  result: ChatResult;
+  timing: GenerationTiming;
+  /** The client went away (or the deadline passed) and the generation stopped early. */
+  cancelled: boolean;
+  threadId: number;
+}
+
+export interface EmbedBatchEvent {
+  model: string;
+  /** HTTP requests gathered into the batch. */
+  requests: number;
+  /** Tokens embedded, summed over the requests that succeeded. */
+  tokens: number;
+  threadId: number;
+}
+
+export type WorkerLoss = 'crashed' | 'hung';
+
+export interface InferenceObserver {
+  /** A generation was admitted (it may still wait for a worker). */
+  generationStarted?(model: string): void;
+  /** It ended: with the worker's reply, or undefined when it failed without one (refused, worker lost). */
+  generationEnded?(model: string, event: GenerationEvent | undefined): void;
+  embedBatch?(event: EmbedBatchEvent): void;
+  /** A worker died or was terminated; counted once per worker. */
+  workerLost?(model: string, reason: WorkerLoss): void;
+}
+
+/** What a test can make a worker do in the middle of a generation. */
+export type Fault = 'crash' | 'hang' | 'throw';
+
+export interface InferenceHooks {
+  observers?: InferenceObserver[];
+  /** Tests only: a fault for the worker to commit while serving this request. */
+  fault?: (request: ChatRequest) => Fault | undefined;
+}
+
+/** Calls `event` on every observer that has it. */
+export function notify<K extends keyof InferenceObserver>(hooks: InferenceHooks, event: K, ...args: Parameters<NonNullable<InferenceObserver[K]>>): void {
+  for (const observer of hooks.observers ?? []) (observer[event] as ((...a: typeof args) => void) | undefined)?.(...args);
+}

@@ -1,0 +1,91 @@
+/**
+ * The OpenAI dialect's error table: every error code -> status, error type, `code`, `param` and
+ * wording, and the envelope `{"error":{"message","type","param","code"}}`.
+ * test/unit/error-tables.test.ts proves it complete.
+ */
+import type { ErrorCode, ErrorDialect, KnownError } from '../shared/errors.js';
+
+interface Row {
+  status: number;
+  type: 'invalid_request_error' | 'server_error';
+  /** The envelope's `code`; the error code itself when absent. */
+  code?: string;
+  /** The envelope's `param` when the error does not name one. */
+  param?: string;
+  message?: (error: KnownError) => string;
+}
+
+const invalid = { status: 400, type: 'invalid_request_error' } as const;
+const server = (status: number) => ({ status, type: 'server_error' }) as const;
+/** OpenAI names an input of a list as input[i]. */
+const input = (item: number | undefined) => (item === undefined ? 'input' : `input[${item}]`);
+
+export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
+  invalid_request: invalid,
+  invalid_json: invalid,
+  unsupported_feature: invalid,
+  model_mismatch: { ...invalid, param: 'model' },
+  wrong_model_task: { ...invalid, param: 'model' },
+  template_rejected: { ...invalid, param: 'messages' },
+  context_overflow: {
+    ...invalid,
+    code: 'context_length_exceeded',
+    param: 'messages',
+    message: ({ details: d }) =>
+      `This model's maximum context length is ${d.limit} tokens. However, you requested ${d.promptTokens! + d.requested!} tokens ` +
+      `(${d.promptTokens} in the messages, ${d.requested} in the completion). Please reduce the length of the messages or completion.`,
+  },
+  input_too_long: {
+    ...invalid,
+    code: 'context_length_exceeded',
+    param: 'input',
+    message: ({ details: d }) =>
+      `This model's maximum context length is ${d.limit} tokens, however you requested ${d.requested} tokens (${input(d.item)}). Shorten the input.`,
+  },
+  token_out_of_vocabulary: {
+    ...invalid,
+    param: 'input',
+    message: ({ details: d }) => `${input(d.item)} holds a token id outside this model's vocabulary (0..${d.limit! - 1}).`,
+  },
+  nothing_to_embed: {
+    ...invalid,
+    param: 'input',
+    message: ({ details: d }) =>
+      d.reason === 'no_tokens'
+        ? `${input(d.item)} has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`
+        : `${input(d.item)} contains no token this model knows, so it has no embedding; check the text.`,
+  },
+  dimensions_unsupported: {
+    ...invalid,
+    param: 'dimensions',
+    message: ({ details: d }) =>
+      d.shortenable
+        ? `dimensions: the model \`${d.model}\` produces ${d.limit}-dimensional vectors; ask for at most ${d.limit}.`
+        : `dimensions: the model \`${d.model}\` produces ${d.limit}-dimensional vectors and does not support shortening them; omit \`dimensions\` or send ${d.limit}.`,
+  },
+  invalid_api_key: { status: 401, type: 'invalid_request_error' },
+  model_not_found: {
+    status: 404,
+    type: 'invalid_request_error',
+    param: 'model',
+    message: ({ details }) => `The model \`${details.model}\` does not exist. GET /v1/models lists the models this server has.`,
+  },
+  route_not_found: { status: 404, type: 'invalid_request_error' },
+  body_too_large: { status: 413, type: 'invalid_request_error', code: 'request_too_large' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  // OpenAI clients retry 429; there is no 529 in this dialect.
+  overloaded: server(429),
+  internal: { ...server(500), code: 'internal_error' },
+  worker_failed: server(500),
+  model_unavailable: server(503),
+  timeout: { ...server(504), code: 'request_timeout' },
+};
+
+export const openAiErrors: ErrorDialect = {
+  name: 'openai',
+  render(error, _requestId) {
+    const row = OPENAI_ERRORS[error.code];
+    const message = row.message?.(error) ?? error.message;
+    return { status: row.status, body: { error: { message, type: row.type, param: error.param ?? row.param ?? null, code: row.code ?? error.code } } };
+  },
+};

@@ -1,0 +1,94 @@
+/**
+ * The one protocol between the event-loop thread and a model worker; the pool and the worker both
+ * import it (it imports only the core vocabulary). Tasks go through piscina's `run`; streamed chat
+ * events travel on a MessagePort given with the task; log records on a BroadcastChannel named in
+ * WorkerInit. Errors cross as plain CoreErrorData and are rebuilt as CoreError on the main thread.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { CoreErrorData } from '../core/errors.js';
+import type { Fault, GenerationTiming } from '../core/hooks.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../core/types.js';
+import type { ModelInfo } from '../models/registry.js';
+
+/** piscina workerData: which model this worker serves and how it runs it. */
+export interface WorkerInit {
+  model: ModelInfo;
+  /**
+   * `model`: loads tokenizer and weights, serves every task. `tokenizer`: loads only the tokenizer
+   * and serves `count`, so token counting never queues behind long generations.
+   */
+  role: 'model' | 'tokenizer';
+  /** onnxruntime intra-op threads per session (0 = onnxruntime's default, one per core). */
+  intraOpThreads: number;
+  /** Let idle onnxruntime threads busy-wait for the next op (faster alone, steals CPU from others). */
+  allowSpinning: boolean;
+  /** Rewrite a chat model's graph to compute logits for the last position only (src/models/onnx/last-logits.ts). */
+  lastPositionLogits: boolean;
+  /** BroadcastChannel the worker posts its log records on (see WorkerLogRecord). */
+  logChannel: string;
+}
+
+/**
+ * Int32Array over a SharedArrayBuffer, one per watched task. CANCEL: set to 1 by the main thread,
+ * read by the worker at every decoding step. THREAD: the worker writes its threadId when it starts
+ * the task, so the main thread can terminate exactly that worker if it hangs.
+ */
+export const TaskControl = { CANCEL: 0, THREAD: 1, BYTES: 8 } as const;
+
+export interface EmbedBatchItem {
+  inputs: EmbedInput[];
+  dimensions?: number;
+}
+
+/** Each request of a batch succeeds or fails on its own. */
+export type EmbedItemResult = { ok: true; vectors: Float32Array[]; promptTokens: number } | { ok: false; error: CoreErrorData };
+
+/** Every task type with what it carries and what its reply carries. */
+export interface TaskMap {
+  load: { task: {}; reply: { notes: string[] } };
+  generate: {
+    task: {
+      request: ChatRequest;
+      /** Task control block in shared memory (see TaskControl). */
+      control: SharedArrayBuffer;
+      /** Present when the caller wants ChatEvents as they happen; closed by the worker when the task ends. */
+      port?: MessagePort;
+      /** Tests only (InferenceHooks.fault): what the worker does once the prompt is accepted. */
+      fault?: Fault;
+    };
+    reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming };
+  };
+  count: { task: { prompt: ChatPrompt }; reply: { inputTokens: number } };
+  embed: {
+    task: {
+      /** One entry per HTTP request gathered into this batch. */
+      items: EmbedBatchItem[];
+      maxBatchTokens: number;
+      truncate: boolean;
+      control: SharedArrayBuffer;
+    };
+    reply: { results: EmbedItemResult[]; threadId: number };
+  };
+}
+
+export type TaskType = keyof TaskMap;
+export type TaskOf<K extends TaskType> = { type: K } & TaskMap[K]['task'];
+export type ReplyOf<K extends TaskType> = TaskMap[K]['reply'];
+export type WorkerTask = { [K in TaskType]: TaskOf<K> }[TaskType];
+/** What a worker answers to any task: its reply, or the error that ended it. */
+export type WorkerOutcome<K extends TaskType = TaskType> = { ok: true; reply: ReplyOf<K> } | { ok: false; error: CoreErrorData };
+
+/** Events a streaming generation sends on its port; `end` is always the last message of a task that returns normally. */
+export type PortMessage = ChatEvent | { type: 'end' };
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+
+/** One log line from a worker; the main thread writes it to the server's logger with the model id. */
+export interface WorkerLogRecord {
+  level: LogLevel;
+  model: string;
+  threadId: number;
+  msg: string;
+  /** An error's name, message and stack, when the line is about one. */
+  err?: { name: string; message: string; stack?: string };
+}
