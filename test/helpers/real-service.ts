@@ -2,6 +2,7 @@ import type { Fault } from '../../src/core/hooks.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
 import type { InferenceObserver } from '../../src/core/hooks.js';
+import type { Logger } from '../../src/core/log.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { Counters } from './counters.js';
 import { MODELS_DIR } from './paths.js';
@@ -24,7 +25,7 @@ export type RealService = LocalInferenceService & { counters: Counters };
 export async function startRealService(
   options: {
     modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
-    requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[];
+    requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
@@ -43,6 +44,7 @@ export async function startRealService(
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined },
     embedBatching: { ...TEST_BATCHING, ...options.batching },
+    logger: options.logger,
   });
   return Object.assign(service, { counters });
 }
