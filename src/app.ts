@@ -4,18 +4,23 @@
  */
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import type { Config } from './config.js';
+import { configSchema, type Config } from './config.js';
 import type { InferenceService } from './core/types.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
 import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
+import { answerExpectation, capConnections, clientErrorHandler } from './http/shared/connection.js';
 import { dialectOf } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
 
+/** The settings the HTTP layer reads; those not given take the configuration's defaults. */
+type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
+  Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit'>>;
+
 export interface AppDeps {
-  config: Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'>;
+  config: HttpSettings;
   inference: InferenceService;
   /** The server's pino logger (main.ts shares it with the inference core); none by default. */
   logger?: FastifyBaseLogger;
@@ -26,6 +31,8 @@ export interface AppDeps {
 declare module 'fastify' {
   interface FastifyInstance {
     inflightRequests(): number;
+    /** Set by closeApp: requests still arriving on open connections are answered 503 with Connection: close. */
+    closing: boolean;
   }
 }
 
@@ -35,6 +42,7 @@ declare module 'fastify' {
  * mid-request on its books until a timeout; without the last step close() would wait for it.
  */
 export async function closeApp(app: FastifyInstance, graceMs: number): Promise<void> {
+  app.closing = true;
   const closed = app.close();
   const deadline = Date.now() + graceMs;
   while (app.inflightRequests() > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -46,18 +54,38 @@ export function newRequestId(): string {
   return `req_${randomBytes(12).toString('hex')}`;
 }
 
-export async function buildApp({ config, inference, logger, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
+const DEFAULTS = configSchema.parse({});
+
+export async function buildApp({ config: given, inference, logger, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
+  const config = { ...DEFAULTS, ...given };
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimit,
     genReqId: newRequestId,
     // A client may send its own id for tracing, but we always answer with ours.
     requestIdHeader: false,
-    // Deeply nested or huge JSON is rejected by the body limit; prototype keys never reach handlers.
+    // Prototype keys never reach handlers; nesting depth is checked before validation (parseBody).
     onProtoPoisoning: 'remove',
     onConstructorPoisoning: 'remove',
-    return503OnClosing: true,
+    // Slow clients are bounded: headers, then the whole request, must arrive in time (408 and
+    // disconnected otherwise); idle keep-alive connections close. Node checks these timers every
+    // `connectionsCheckingInterval`, so it is kept well under the shortest of them.
+    requestTimeout: config.bodyTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      connectionsCheckingInterval: Math.max(50, Math.min(1000, Math.floor(config.headersTimeoutMs / 4))),
+      // A request without Host gets the envelope from the onRequest hook below, not Node's empty 400.
+      requireHostHeader: false,
+    },
+    // Errors Fastify raises before a route runs (bad percent-encoding, an over-long path parameter)
+    // and malformed HTTP get envelopes too; see sendError and connection.ts.
+    frameworkErrors: (error, request, reply) => sendError(dialectOf(request), error, request, reply),
+    clientErrorHandler,
   });
+  app.server.on('checkExpectation', answerExpectation);
+  capConnections(app.server, config.maxConnections);
+  app.decorate('closing', false);
   const checkKey = makeKeyChecker(config.apiKeys);
   // Both dialects speak JSON only; any other body type is a 415.
   app.removeContentTypeParser('text/plain');
@@ -68,6 +96,14 @@ export async function buildApp({ config, inference, logger, metrics = createMetr
   metrics.bind(inference);
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id);
+    if (app.closing) {
+      reply.header('connection', 'close');
+      throw new HttpError('shutting_down', 'The server is shutting down; retry on another replica or shortly.');
+    }
+    if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1 && !request.headers.host) {
+      reply.header('connection', 'close');
+      throw new HttpError('invalid_request', 'The Host header is required (HTTP/1.1).');
+    }
     inflight++;
     const started = performance.now();
     reply.raw.once('close', () => {
@@ -89,7 +125,7 @@ export async function buildApp({ config, inference, logger, metrics = createMetr
     return metrics.registry.metrics();
   });
 
-  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs });
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
   await app.register(openAiPlugin, { inference, checkKey });
   await app.register(modelsPlugin, { inference, checkKey });
 

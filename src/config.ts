@@ -64,12 +64,22 @@ export const configSchema = z.object({
   embedBatchWaitMs: z.coerce.number().min(0).max(1000).default(0),
   /** Cut embedding inputs longer than the model's context instead of answering 400 (usage then counts what was embedded). */
   embedTruncate: bool.default(false),
+  /** A client must send its request headers within this time, or it is answered 408 and disconnected. */
+  headersTimeoutMs: z.coerce.number().int().min(100).default(10_000),
+  /** A client must send its whole request, body included, within this time (from its first byte), or it is answered 408 and disconnected. Must exceed headersTimeoutMs. */
+  bodyTimeoutMs: z.coerce.number().int().min(100).default(60_000),
+  /** An idle keep-alive connection is closed after this time. */
+  keepAliveTimeoutMs: z.coerce.number().int().min(100).default(72_000),
+  /** Open connections the server holds at once; one more is answered 503 and closed rather than queued. */
+  maxConnections: z.coerce.number().int().min(1).max(1_000_000).default(1024),
+  /** Bytes a streamed reply may have waiting for a client that does not read; past it the generation stops and the connection is dropped. */
+  streamBufferLimit: z.coerce.number().int().min(16 * 1024).default(4 * 1024 * 1024),
   /** Interval of `ping` events on an open Messages stream (keeps proxies from timing it out). */
   pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Build missing bundled models at start (they are also built on npm install). */
   buildBundledModels: bool.default(true),
-});
+}).refine((c) => c.bodyTimeoutMs > c.headersTimeoutMs, { message: 'bodyTimeoutMs must be larger than headersTimeoutMs (it counts from the first byte, headers included)', path: ['bodyTimeoutMs'] });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
 
@@ -111,6 +121,7 @@ export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DI
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
   [--ort-allow-spinning true|false] [--last-position-logits true|false] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
+  [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
 Environment: ${FIELDS.map(envName).join(', ')}, CONFIG_FILE.`;
 

@@ -25,6 +25,16 @@ describe('model list and service routes', () => {
     expect(next).toMatchObject({ data: [{ id: 'fake-embed' }], has_more: false });
   });
 
+  it('before_id gives the models just before it; an unknown id is a 400 naming it', async () => {
+    const before = (await app.inject({ method: 'GET', url: '/v1/models?limit=1&before_id=fake-embed' })).json();
+    expect(before).toMatchObject({ data: [{ id: 'fake-chat' }], has_more: false });
+    const all = (await app.inject({ method: 'GET', url: '/v1/models?before_id=fake-chat' })).json();
+    expect(all).toMatchObject({ data: [], has_more: false });
+    const unknown = await app.inject({ method: 'GET', url: '/v1/models?after_id=nope' });
+    expect(unknown.statusCode).toBe(400);
+    expect(unknown.json().error).toMatchObject({ param: 'after_id', message: expect.stringMatching(/`nope`/) });
+  });
+
   it('retrieves one model, and 404s an unknown one in the caller’s dialect', async () => {
     expect((await app.inject({ method: 'GET', url: '/v1/models/fake-embed' })).json().id).toBe('fake-embed');
     const openai = await app.inject({ method: 'GET', url: '/v1/models/nope' });

@@ -46,6 +46,7 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   // Anthropic's API answers "no capacity" with 529 overloaded_error; a model that is not loaded is
   // the same condition for a client (retry later).
   model_unavailable: { status: 503, type: 'overloaded_error' },
+  shutting_down: { status: 503, type: 'overloaded_error' },
   timeout: { status: 504, type: 'timeout_error' },
   overloaded: { status: 529, type: 'overloaded_error' },
 };

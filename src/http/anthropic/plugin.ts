@@ -17,6 +17,8 @@ export interface AnthropicPluginOptions {
   checkKey: KeyChecker;
   /** Interval of `ping` events on an open stream. */
   pingIntervalMs: number;
+  /** Bytes a stream may have queued for a client that does not read before it is dropped. */
+  streamBufferLimit: number;
 }
 
 export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async (app, options) => {
@@ -45,7 +47,7 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
       const result = await inference.chat(chatRequest, { signal: abort.signal });
       return renderMessage(newMessageId(), body.model, result);
     }
-    return stream(request, reply, { inference, model: body.model, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs });
+    return stream(request, reply, { inference, model: body.model, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit });
   });
 };
 
@@ -64,6 +66,7 @@ interface StreamOptions {
   chatRequest: ReturnType<typeof toChatRequest>;
   signal: AbortSignal;
   pingIntervalMs: number;
+  bufferLimit: number;
 }
 
 /**
@@ -74,7 +77,14 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
   const raw = reply.raw;
   const id = newMessageId();
   const write = (frame: string) => {
-    if (!raw.destroyed && !raw.writableEnded) raw.write(frame);
+    if (raw.destroyed || raw.writableEnded) return;
+    raw.write(frame);
+    // A client that stops reading would grow this queue without bound: past the limit the
+    // connection is dropped, which cancels the generation (abortOnDisconnect).
+    if (raw.writableLength > options.bufferLimit) {
+      request.log.warn({ queued: raw.writableLength }, 'stream dropped: the client does not read');
+      raw.destroy();
+    }
   };
   let started = false;
   let inputTokens = 0;
@@ -87,10 +97,10 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
           started = true;
           inputTokens = event.inputTokens;
           reply.hijack();
+          // No Connection header of our own: Node answers keep-alive, or close when the client asked for it.
           raw.writeHead(200, {
             'content-type': 'text/event-stream; charset=utf-8',
             'cache-control': 'no-cache',
-            connection: 'keep-alive',
             'x-accel-buffering': 'no',
             'request-id': request.id,
           });

@@ -3,6 +3,7 @@
  */
 import type { EmbedInput, EmbedRequest, EmbedResult } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
+import { describeValue } from '../shared/validation.js';
 import { MAX_INPUTS, type EmbeddingsBody } from './schema.js';
 
 export type EncodingFormat = 'float' | 'base64';
@@ -23,7 +24,7 @@ export function toEmbedRequest(body: EmbeddingsBody, pathModel: string | undefin
   if (model === undefined) throw invalidRequest('model: Field required', 'model');
   const format = body.encoding_format ?? 'float';
   if (format !== 'float' && format !== 'base64') {
-    throw invalidRequest(`encoding_format: ${JSON.stringify(format)} is not supported; use "float" or "base64".`, 'encoding_format');
+    throw invalidRequest(`encoding_format: expected "float" or "base64", got ${describeValue(format)}.`, 'encoding_format');
   }
   return { request: { model, inputs: toInputs(body.input), dimensions: body.dimensions }, encodingFormat: format };
 }
@@ -35,7 +36,7 @@ function toInputs(input: unknown): EmbedInput[] {
     if (input === '') throw invalidRequest('input: must not be an empty string', 'input');
     return [input];
   }
-  if (!Array.isArray(input)) throw invalidRequest('input: must be a string, an array of strings, an array of token ids, or an array of token-id arrays', 'input');
+  if (!Array.isArray(input)) throw invalidRequest(`input: expected a string, an array of strings, an array of token ids, or an array of token-id arrays; got ${describeValue(input)}`, 'input');
   if (input.length === 0) throw invalidRequest('input: must not be empty', 'input');
   if (isTokenArray(input)) return [input];
   if (input.length > MAX_INPUTS) throw invalidRequest(`input: at most ${MAX_INPUTS} items per request, got ${input.length}`, 'input');
@@ -45,7 +46,7 @@ function toInputs(input: unknown): EmbedInput[] {
       return item;
     }
     if (isTokenArray(item)) return item;
-    throw invalidRequest(`input[${i}]: must be a non-empty string or a non-empty array of non-negative integer token ids`, 'input');
+    throw invalidRequest(`input[${i}]: expected a non-empty string or a non-empty array of non-negative integer token ids, got ${describeValue(item)}`, 'input');
   });
 }
 

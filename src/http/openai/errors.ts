@@ -78,6 +78,7 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   internal: { ...server(500), code: 'internal_error' },
   worker_failed: server(500),
   model_unavailable: server(503),
+  shutting_down: server(503),
   timeout: { ...server(504), code: 'request_timeout' },
 };
 

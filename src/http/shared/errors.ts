@@ -20,6 +20,8 @@ export const HTTP_ERROR_CODES = [
   'route_not_found',
   'unsupported_media_type',
   'body_too_large',
+  /** A request that arrived on an open connection after shutdown began. */
+  'shutting_down',
 ] as const;
 
 export type HttpErrorCode = (typeof HTTP_ERROR_CODES)[number];
@@ -54,6 +56,9 @@ const FRAMEWORK_ERRORS: Record<string, (message: string) => HttpError> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => invalidRequest('Content-Length does not match the body.'),
   FST_ERR_CTP_EMPTY_JSON_BODY: () => invalidRequest('The request body is empty; send a JSON object.'),
   FST_ERR_CTP_INVALID_JSON_BODY: (message) => new HttpError('invalid_json', `The request body is not valid JSON: ${message}`.trim()),
+  FST_ERR_BAD_URL: () => invalidRequest('The request path is not valid percent-encoding.'),
+  FST_ERR_MAX_PARAM_LENGTH: () => invalidRequest('A path segment is longer than the server accepts (100 characters).'),
+  FST_ERR_ASYNC_CONSTRAINT: () => invalidRequest('The request does not match any route constraint.'),
 };
 
 /**
@@ -84,6 +89,8 @@ export interface ErrorDialect {
 export function sendError(dialect: ErrorDialect, error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const known = classify(error);
   const { status, body } = dialect.render(known, request.id);
+  // Errors Fastify raises before any hook (frameworkErrors) would otherwise go out without it.
+  reply.header('request-id', request.id);
   if (status >= 500) request.log.error({ err: error, code: known.code }, 'request failed');
   else request.log.info({ code: known.code, status }, known.message);
   if (known.code === 'overloaded') reply.header('retry-after', '1');

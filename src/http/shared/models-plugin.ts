@@ -45,16 +45,26 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
     const parsed = listQuery.safeParse(request.query);
     if (!parsed.success) throw invalidRequest(`query: ${parsed.error.issues[0]!.message}`);
     const { limit, after_id, before_id } = parsed.data;
-    let models = inference.listModels();
-    if (after_id) models = models.slice(models.findIndex((m) => m.id === after_id) + 1);
-    if (before_id) models = models.slice(0, Math.max(0, models.findIndex((m) => m.id === before_id)));
-    const page = models.slice(0, limit);
+    const models = inference.listModels();
+    const at = (id: string, field: string) => {
+      const index = models.findIndex((m) => m.id === id);
+      if (index === -1) throw invalidRequest(`${field}: no model \`${id}\` in the list; use an id from a previous page.`, field);
+      return index;
+    };
+    // Anthropic's paging: after_id gives the `limit` models after it; before_id the `limit` just before it.
+    let start = 0;
+    let end = models.length;
+    if (after_id !== undefined) start = at(after_id, 'after_id') + 1;
+    if (before_id !== undefined) end = at(before_id, 'before_id');
+    if (before_id !== undefined && after_id === undefined) start = Math.max(0, end - limit);
+    const page = models.slice(start, Math.min(end, start + limit));
+    const hasMore = before_id !== undefined && after_id === undefined ? start > 0 : start + page.length < end;
     return {
       object: 'list',
       data: page.map(renderModel),
       first_id: page[0]?.id ?? null,
       last_id: page.at(-1)?.id ?? null,
-      has_more: models.length > page.length,
+      has_more: hasMore,
     };
   });
 

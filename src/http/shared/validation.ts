@@ -1,6 +1,9 @@
 /**
  * Body validation shared by both dialects: a zod schema either yields the typed body or a 400 that
- * names the field at fault, the way the real APIs word it ("messages.0.content: ...").
+ * names the field at fault and says what was expected and what came ("model: expected a string,
+ * got a number"), the way the real APIs word it. Nothing here recurses over the client's value:
+ * nesting depth is checked first, iteratively, and values echoed in messages are described with a
+ * bounded length.
  */
 import type { z } from 'zod';
 import { invalidRequest } from './errors.js';
@@ -10,13 +13,19 @@ export interface ParseOptions {
   unknownKeys?: (keys: string[]) => string;
 }
 
+/** Deepest nesting of objects and arrays a body may have (a tool's JSON Schema rarely passes 20). */
+export const MAX_BODY_DEPTH = 64;
+
 const defaultUnknownKeys = (keys: string[]) => `${keys.join(', ')}: Extra inputs are not permitted`;
 
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown, options: ParseOptions = {}): z.infer<S> {
   if (body === undefined || body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw invalidRequest('The request body must be a JSON object.');
+    throw invalidRequest(`The request body must be a JSON object, not ${describeValue(body)}.`);
   }
-  const result = schema.safeParse(body);
+  if (depthExceeds(body, MAX_BODY_DEPTH)) {
+    throw invalidRequest(`The request body is nested more than ${MAX_BODY_DEPTH} levels deep; the server accepts at most ${MAX_BODY_DEPTH}.`);
+  }
+  const result = schema.safeParse(body, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   const where = issue.path.map(String).join('.');
@@ -26,7 +35,47 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown, options
   throw invalidRequest(message, where || undefined);
 }
 
+/** True when objects/arrays nest deeper than `limit` (iterative: a hostile body cannot overflow the stack). */
+export function depthExceeds(value: unknown, limit: number): boolean {
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== 'object') continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(current) ? current : Object.values(current)) {
+      if (child !== null && typeof child === 'object') stack.push([child, depth + 1]);
+    }
+  }
+  return false;
+}
+
 function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'invalid_type' && issue.input === undefined) return 'Field required';
+  if (issue.code === 'invalid_type') {
+    if (issue.input === undefined) return 'Field required';
+    return `expected ${article(issue.expected)}, got ${describeValue(issue.input)}`;
+  }
+  if (issue.code === 'invalid_value') return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${describeValue(issue.input)}`;
+  if (issue.code === 'invalid_union') return `got ${describeValue(issue.input)}, which matches none of the accepted forms`;
   return issue.message;
+}
+
+const article = (type: string) => (/^[aeiou]/.test(type) ? `an ${type}` : `a ${type}`);
+
+/** A short, safe description of any JSON value for an error message: its type, and small scalars themselves. */
+export function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (value === undefined) return 'nothing';
+  if (Array.isArray(value)) return `an array of ${value.length} item${value.length === 1 ? '' : 's'}`;
+  switch (typeof value) {
+    case 'string':
+      return value.length <= 40 ? `the string ${JSON.stringify(value)}` : `a string of ${value.length} characters`;
+    case 'number':
+      return Number.isInteger(value) ? `the integer ${value}` : `the number ${value}`;
+    case 'boolean':
+      return `the boolean ${value}`;
+    case 'object':
+      return 'an object';
+    default:
+      return `a ${typeof value}`;
+  }
 }

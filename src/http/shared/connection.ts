@@ -1,0 +1,68 @@
+/**
+ * What the server answers below the routes, where no dialect can be known: malformed HTTP, a slow
+ * client, an `Expect` it cannot meet, one connection too many. Each gets one documented neutral
+ * envelope that both SDKs parse —
+ *   {"type":"error","error":{"type":T,"message":M,"param":null,"code":C},"request_id":R}
+ * (Anthropic reads error.type/message, OpenAI error.message/type/code) — and `Connection: close`,
+ * since the socket is dropped after it.
+ */
+import { randomBytes } from 'node:crypto';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+
+export function neutralErrorBody(type: string, message: string, code: string): string {
+  const requestId = `req_${randomBytes(12).toString('hex')}`;
+  return JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId });
+}
+
+/** A complete HTTP/1.1 response as raw bytes, for a socket with no request object. */
+function rawResponse(status: number, reason: string, body: string, extraHeaders = ''): string {
+  return `HTTP/1.1 ${status} ${reason}\r\n${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+}
+
+/** Node's parser errors and timeouts, by their code: status, reason, error type, message. */
+function describeClientError(code: string | undefined): [number, string, string, string] {
+  switch (code) {
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return [408, 'Request Timeout', 'timeout_error', 'The request was not received in time (headers or body too slow); the connection is closed.'];
+    case 'HPE_HEADER_OVERFLOW':
+      return [431, 'Request Header Fields Too Large', 'invalid_request_error', 'The request headers are larger than the server accepts.'];
+    case 'HPE_INVALID_METHOD':
+      return [400, 'Bad Request', 'invalid_request_error', 'The request method is not valid HTTP.'];
+    default:
+      return [400, 'Bad Request', 'invalid_request_error', 'The request is not valid HTTP/1.1.'];
+  }
+}
+
+/** Fastify's clientErrorHandler: answers malformed or too-slow requests in the neutral envelope, then drops the socket. */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, type, message] = describeClientError(error.code);
+  // As Node's own handler does: answer unless this request's response has already sent its headers.
+  const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && !current?.headersSent) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request')));
+  else socket.destroy();
+}
+
+/** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */
+export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
+  const body = neutralErrorBody('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed');
+  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  response.end(body);
+}
+
+/**
+ * Caps open connections: one past `max` is answered 503 at once and closed, never queued. Node's
+ * own `server.maxConnections` drops such sockets without a word.
+ */
+export function capConnections(server: Server, max: number): void {
+  let open = 0;
+  server.prependListener('connection', (socket: Socket) => {
+    open++;
+    socket.once('close', () => open--);
+    if (open <= max) return;
+    const body = neutralErrorBody('overloaded_error', `The server holds ${max} connections already; retry shortly.`, 'too_many_connections');
+    // Whatever the client sends on it is never served: the socket is destroyed once the answer is out.
+    socket.end(rawResponse(503, 'Service Unavailable', body, 'Retry-After: 1\r\n'), () => socket.destroy());
+  });
+}
