@@ -152,7 +152,7 @@ function finish(loaded: LoadedModel, pooled: Float32Array, dimensions: number | 
       code: 'nothing_to_embed',
       kind: 'invalid_request',
       param: 'input',
-      message: `input[${index}] contains no token this model knows, so it has no embedding; check the text (the bundled GloVe model knows lower-case English words).`,
+      message: `input[${index}] contains no token this model knows, so it has no embedding; check the text.`,
     });
   }
   for (let i = 0; i < vector.length; i++) vector[i]! /= norm;

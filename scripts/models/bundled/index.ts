@@ -22,7 +22,8 @@ export interface BundledModel {
 export const BUNDLED_MODELS: BundledModel[] = [
   {
     manifest: { id: 'glove-sif-100d', task: 'embedding', dtype: 'fp32', pooling: 'mean', normalize: true },
-    version: 1,
+    // 2: single letters and numbers have rows; [UNK] has a fixed placeholder row instead of zeros.
+    version: 2,
     build: buildGloveEmbedder,
   },
   {
