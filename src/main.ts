@@ -8,7 +8,7 @@ import { buildApp, closeApp } from './app.js';
 import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
 import { LocalInferenceService } from './inference/service.js';
 import { createMetrics } from './metrics.js';
-import { ensureBundledModels } from './models/bundled/index.js';
+import { buildBundledModels } from './models/build-bundled.js';
 import { scanModels } from './models/registry.js';
 
 async function main(): Promise<void> {
@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   }
   const say = (line: string) => process.stderr.write(`${line}\n`);
   const modelsDir = path.resolve(config.modelsDir);
-  if (config.buildBundledModels) ensureBundledModels({ modelsDir, log: say });
+  if (config.buildBundledModels) buildBundledModels(modelsDir);
 
   const scan = scanModels({ modelsDir, defaultPoolSize: config.workersPerModel });
   for (const skipped of scan.skipped) say(`[models] skipped models/${skipped.folder}: ${skipped.reason}`);

@@ -10,7 +10,7 @@ import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@hugg
 import { useLocalModels } from '../../src/worker/local-models.js';
 import { buildApp, closeApp } from '../../src/app.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
-import { ensureBundledModels } from '../../src/models/bundled/index.js';
+import { ensureBundledModels } from '../models/bundled/index.js';
 import { scanModels } from '../../src/models/registry.js';
 import { median, writeResults } from './report.js';
 

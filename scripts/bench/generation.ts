@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/worker/local-models.js';
-import { BENCH_MODELS, ensureBundledModels } from '../../src/models/bundled/index.js';
+import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 

@@ -1,7 +1,8 @@
 /**
  * The bundled GloVe-SIF embedder through real workers: paraphrases must score clearly above
  * unrelated sentences, usage must be the tokenizer's count, and a vector must not depend on the
- * batch it was computed in.
+ * batch it was computed in. Every non-blank text gets a vector: single letters and numbers are
+ * known words, and unknown words have a tiny fixed row.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
@@ -22,6 +23,12 @@ const TRIPLES: Array<[string, string, string]> = [
 ];
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * b[i]!, 0);
 const BATCH_TOLERANCE = 1e-5;
+const UNIT_TOLERANCE = 1e-5;
+/** A text of unknown words alone embeds as (1, ..., 1) / sqrt(100): the [UNK] row (scripts/models/bundled/glove-embedder.ts). */
+const UNKNOWN_ONLY_COMPONENT = 0.1;
+/** How far one unknown word may turn a sentence's vector (1 - cosine); measured at float32 rounding, about 1e-8. */
+const UNKNOWN_WORD_MAX_TURN = 1e-6;
+const isUnit = (v: Float32Array) => Math.abs(Math.hypot(...v) - 1) < UNIT_TOLERANCE;
 
 let service: LocalInferenceService;
 let tokenizer: PreTrainedTokenizer;
@@ -80,5 +87,58 @@ describe('GloVe-SIF embeddings (real workers)', () => {
 
   it('refuses token ids outside the vocabulary', async () => {
     await expect(service.embed({ model: EMBED_MODEL, inputs: [[1, 10_000_000]] })).rejects.toMatchObject({ code: 'token_out_of_vocabulary', details: { item: 0 } });
+  });
+});
+
+describe('GloVe-SIF vocabulary: every non-blank text gets a vector (real workers)', () => {
+  const UNK_ID = 1;
+
+  it('tokenizes single letters and numbers to known ids', () => {
+    for (const text of ['a', 'I', '2020', 'A 2020 model', 'the 1990s', '21st century', '12345']) {
+      const ids = tokenizer.encode(text);
+      expect(ids.length, text).toBeGreaterThan(0);
+      expect(ids, text).not.toContain(UNK_ID);
+    }
+    expect(tokenizer.encode('A 2020 model')).toHaveLength(3);
+  });
+
+  it.each(['a', 'I', '2020'])('%s gets a unit vector', async (text) => {
+    const { vectors, promptTokens } = await service.embed({ model: EMBED_MODEL, inputs: [text] });
+    expect(promptTokens).toBe(1);
+    expect(vectors[0]!.every(Number.isFinite)).toBe(true);
+    expect(isUnit(vectors[0]!)).toBe(true);
+  });
+
+  it('a request mixing such inputs with ordinary ones, and concurrent requests beside it, all succeed', async () => {
+    const mixed = ['The cat is sleeping on the sofa.', 'a', 'I', '2020', '🎉🎉', 'Stock prices fell sharply.'];
+    const results = await Promise.all([
+      service.embed({ model: EMBED_MODEL, inputs: mixed }),
+      service.embed({ model: EMBED_MODEL, inputs: ['I'] }),
+      service.embed({ model: EMBED_MODEL, inputs: ['a guitar on stage'] }),
+      service.embed({ model: EMBED_MODEL, inputs: ['zzxqv'] }),
+    ]);
+    expect(results[0]!.vectors).toHaveLength(mixed.length);
+    for (const { vectors } of results) for (const v of vectors) expect(isUnit(v)).toBe(true);
+  });
+
+  it('a text of unknown words alone gets the documented fixed vector, whatever the words', async () => {
+    const { vectors } = await service.embed({ model: EMBED_MODEL, inputs: ['🎉🎉', 'zzxqv', '🙂 qqzzxv 🎉'] });
+    for (const v of vectors) v.forEach((x) => expect(Math.abs(x - UNKNOWN_ONLY_COMPONENT)).toBeLessThan(UNIT_TOLERANCE));
+    expect(Array.from(vectors[1]!)).toEqual(Array.from(vectors[0]!));
+  });
+
+  it('an unknown word inside a sentence barely turns its vector', async () => {
+    for (const sentence of ['The cat is sleeping on the sofa', 'he', 'Stock prices fell sharply after the announcement']) {
+      const [plain, withUnknown, withLetter] = (await service.embed({ model: EMBED_MODEL, inputs: [sentence, `${sentence} 🎉`, `${sentence} b`] })).vectors;
+      expect(1 - cosine(plain!, withUnknown!), sentence).toBeLessThan(UNKNOWN_WORD_MAX_TURN);
+      expect(1 - cosine(plain!, withLetter!), sentence).toBeLessThan(UNKNOWN_WORD_MAX_TURN);
+    }
+  });
+
+  it('embeds a digit string like its English reading, and "a" and "I" like "an" and "me"', async () => {
+    const [digits, words, a, an, i, me] = (await service.embed({ model: EMBED_MODEL, inputs: ['2 cats', 'two cats', 'a', 'an', 'I', 'me'] })).vectors;
+    expect(1 - cosine(digits!, words!)).toBeLessThan(UNIT_TOLERANCE);
+    expect(1 - cosine(a!, an!)).toBeLessThan(UNIT_TOLERANCE);
+    expect(1 - cosine(i!, me!)).toBeLessThan(UNIT_TOLERANCE);
   });
 });

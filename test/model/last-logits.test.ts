@@ -10,9 +10,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
-import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../src/models/onnx/causal-lm.js';
-import { GraphBuilder } from '../../src/models/onnx/graph-builder.js';
-import { isDerivedFile, lastPositionLogits, prepareLastLogits } from '../../src/models/onnx/last-logits.js';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
+import { GraphBuilder } from '../../scripts/models/onnx/graph-builder.js';
+import { isDerivedFile } from '../../src/models/derived-files.js';
+import { lastPositionLogits, prepareLastLogits } from '../../src/models/onnx/last-logits.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 const shape: CausalLmShape = {

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { isDerivedFile } from '../onnx/last-logits.js';
+import { isDerivedFile } from '../derived-files.js';
 
 export interface FileSum {
   size: number;

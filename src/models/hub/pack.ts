@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
 import { MODEL_ID_PATTERN } from '../manifest.js';
-import { isDerivedFile } from '../onnx/last-logits.js';
+import { isDerivedFile } from '../derived-files.js';
 import { checksumFolder, verifyFolder, type FileSums } from './checksums.js';
 
 export const CHECKSUMS_FILE = 'CHECKSUMS.json';

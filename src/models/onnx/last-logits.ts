@@ -21,7 +21,8 @@ import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import onnxProto from 'onnx-proto';
 import { DTYPE_SUFFIX } from '../manifest.js';
-import { pointToExternalData } from './graph-builder.js';
+import { LAST_LOGITS_BASE } from '../derived-files.js';
+import { pointToExternalData } from './external-data.js';
 import type { ModelInfo } from '../registry.js';
 
 const { onnx } = onnxProto;
@@ -48,16 +49,9 @@ const EXTERNAL_MIN_BYTES = 1024;
 
 export type LastLogitsResult = { graph: Uint8Array; activation: string } | { skipped: string };
 
-/** Base name of the rewritten graph (transformers.js `model_file_name`): onnx/model.last-logits{dtype suffix}.onnx. */
-export const LAST_LOGITS_BASE = 'model.last-logits';
 /** Bump when the rewrite changes, so files written by an older version are rebuilt. */
 const REWRITE_VERSION = 1;
 const STAMP_KEY = 'local-inference.source';
-
-/** True for a file this module writes (not part of the model as published; never packed or checksummed). */
-export function isDerivedFile(name: string): boolean {
-  return path.basename(name).startsWith(LAST_LOGITS_BASE);
-}
 
 /** Tensors that depend on initializers and Constant nodes only. */
 function constantTensors(nodes: Node[], initializers: Iterable<string>): Set<string> {

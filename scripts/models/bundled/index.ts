@@ -10,7 +10,7 @@ import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
 import { buildBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
-import type { ModelManifest } from '../manifest.js';
+import type { ModelManifest } from '../../../src/models/manifest.js';
 
 export interface BundledModel {
   manifest: ModelManifest & { id: string };
@@ -22,7 +22,8 @@ export interface BundledModel {
 export const BUNDLED_MODELS: BundledModel[] = [
   {
     manifest: { id: 'glove-sif-100d', task: 'embedding', dtype: 'fp32', pooling: 'mean', normalize: true },
-    version: 1,
+    // 2: single letters and numbers have rows; [UNK] has a fixed placeholder row instead of zeros.
+    version: 2,
     build: buildGloveEmbedder,
   },
   {

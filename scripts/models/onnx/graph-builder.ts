@@ -5,6 +5,7 @@
  * (default domain, opset 17) only, so the graphs run on every onnxruntime build.
  */
 import onnxProto from 'onnx-proto';
+import { pointToExternalData } from '../../../src/models/onnx/external-data.js';
 
 const { onnx } = onnxProto;
 
@@ -24,17 +25,6 @@ export const OPSET = 17;
 export type Dim = number | string;
 
 type AttrValue = number | number[] | string | { float: number };
-
-/** Makes an inline initializer refer to its bytes in an external data file instead (same length). */
-export function pointToExternalData(tensor: InstanceType<typeof onnx.TensorProto>, location: string, offset: number): void {
-  tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
-  tensor.externalData = [
-    { key: 'location', value: location },
-    { key: 'offset', value: String(offset) },
-    { key: 'length', value: String(tensor.rawData.byteLength) },
-  ];
-  tensor.rawData = new Uint8Array(0);
-}
 
 export class GraphBuilder {
   private readonly nodes: InstanceType<typeof onnx.NodeProto>[] = [];

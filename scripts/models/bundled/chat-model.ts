@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { buildCausalLm, buildCausalLmExternal, type CausalLmBuildOptions, type CausalLmShape } from '../onnx/causal-lm.js';
-import { DTYPE_SUFFIX, type Dtype } from '../manifest.js';
+import { DTYPE_SUFFIX, type Dtype } from '../../../src/models/manifest.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
 export const TINY_CHAT_SHAPE: Omit<CausalLmShape, 'vocabSize'> = {

@@ -1,0 +1,30 @@
+/**
+ * Builds missing or outdated bundled models at start by running scripts/build-models.ts as a child
+ * process: the builders (and the GloVe table they read) are build-time code that the runtime never
+ * imports. When every bundled model is up to date the child only reads each folder's manifest and
+ * exits (about 0.4 s on two cores, most of it starting node and tsx).
+ */
+import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+/** The build script, .ts under tsx, .js once compiled (dist/src/models -> dist/scripts). */
+function buildScript(): { filename: string; execArgv: string[] } {
+  const here = fileURLToPath(import.meta.url);
+  const ext = path.extname(here);
+  const filename = path.join(path.dirname(here), '..', '..', 'scripts', `build-models${ext}`);
+  if (ext !== '.ts') return { filename, execArgv: [] };
+  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+  return { filename, execArgv: ['--import', tsx] };
+}
+
+/** Runs the bundled-model build into `modelsDir` (its progress goes to this process's stderr); throws if it fails. */
+export function buildBundledModels(modelsDir: string): void {
+  const { filename, execArgv } = buildScript();
+  const result = spawnSync(process.execPath, [...execArgv, filename, '--models-dir', modelsDir, '--quiet'], { stdio: 'inherit' });
+  if (result.error) throw new Error(`could not run ${filename}: ${result.error.message}`);
+  if (result.status !== 0) {
+    throw new Error(`building the bundled models failed (${result.signal ?? `exit ${result.status}`}); run \`npm run build:models\` to see why, or set BUILD_BUNDLED_MODELS=false to start without building them`);
+  }
+}

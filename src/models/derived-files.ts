@@ -1,0 +1,13 @@
+/**
+ * Files the server writes into a model folder itself (not part of the model as published). The hub
+ * (pack, checksums) leaves them out; the modules that write them take their names from here.
+ */
+import path from 'node:path';
+
+/** Base name of the last-position-logits graph (transformers.js `model_file_name`): onnx/model.last-logits{dtype suffix}.onnx. */
+export const LAST_LOGITS_BASE = 'model.last-logits';
+
+/** True for a file the server derives (never packed or checksummed). */
+export function isDerivedFile(name: string): boolean {
+  return path.basename(name).startsWith(LAST_LOGITS_BASE);
+}
