@@ -12,7 +12,8 @@ import type { ChatRequest, ChatResult, StopReason } from '../inference/types.js'
 import { TaskControl, type GenerationTiming, type PortMessage } from '../pool/protocol.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
-import { BatchDecoder, supportsBatchDecoding, type SequenceSpec } from './batch-decoder.js';
+import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
+import { supportsBatchDecoding } from './decode/session.js';
 
 class FlagStoppingCriteria extends StoppingCriteria {
   constructor(private readonly shouldStop: () => boolean) {
