@@ -11,12 +11,12 @@
  *
  * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
  * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
- * called on this thread between forward passes.
+ * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
  */
 import type { LoadedModel } from '../load.js';
 import { KvBatch, extractRow, pastFeeds, presents } from './kv-batch.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
-import { sample, type SamplingPlan } from './sampler.js';
+import { sample, type LogitsMask, type SamplingPlan } from './sampler.js';
 import { cacheShape, i64, lastLogits, sessionOf, type CacheShape, type OrtSession, type OrtTensor } from './session.js';
 
 export interface SequenceSpec {
@@ -26,6 +26,11 @@ export interface SequenceSpec {
   /** Called with each generated token; returns true when the sequence must stop after it. */
   onToken: (id: number) => boolean;
   cancelled: () => boolean;
+  /**
+   * The tokens allowed next (./sampler.ts LogitsMask), asked before each token is chosen; undefined:
+   * every token. The chosen token then reaches `onToken`. The decoder only reads the mask.
+   */
+  logitsMask?: () => LogitsMask | undefined;
 }
 
 export interface BatchDecoderOptions {
@@ -172,7 +177,7 @@ export class BatchDecoder {
 
   /** Samples row `row` of the logits for `seq` and hands it the token; true when the sequence is over. */
   private next(seq: Sequence, logits: OrtTensor, row: number): boolean {
-    const token = sample(lastLogits(logits, row), seq.spec.sampling);
+    const token = sample(lastLogits(logits, row), seq.spec.sampling, seq.spec.logitsMask?.());
     seq.generated++;
     seq.tokens.push(token);
     return seq.spec.onToken(token) || seq.generated >= seq.spec.maxTokens || seq.spec.cancelled();
