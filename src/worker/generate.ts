@@ -13,7 +13,8 @@ import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
 import { TextStream } from './text-stream.js';
 import type { LoadedModel } from './load.js';
 import { renderPrompt } from './prompt.js';
-import { BatchDecoder, supportsBatchDecoding, type SequenceSpec } from './batch-decoder.js';
+import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
+import { supportsBatchDecoding } from './decode/session.js';
 
 class FlagStoppingCriteria extends StoppingCriteria {
   constructor(private readonly shouldStop: () => boolean) {

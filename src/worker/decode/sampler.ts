@@ -1,0 +1,173 @@
+/**
+ * Choosing the next token from one row of logits: greedy (argmax), or temperature / top-k / top-p
+ * sampling, under an optional per-sequence logits mask.
+ *
+ * The mask is the seam for grammar-constrained decoding: a packed bitset over the vocabulary in
+ * XGrammar's layout (token i is allowed when bit i & 31 of word i >> 5 is set). Disallowed tokens
+ * are never chosen: top-k and top-p apply to the allowed tokens only, as after XGrammar's
+ * apply_token_bitmask (disallowed logits set to -inf). Tokens beyond the mask's last word are
+ * disallowed (a tokenizer's vocabulary may be shorter than the logits row); bits beyond the row are
+ * ignored. A mask that allows no token of the row throws a ServiceError `logits_mask_empty`.
+ *
+ * Candidates are ordered as a stable sort by descending logit orders them (ties: lower id first),
+ * as before; the selection avoids that sort (./top-tokens.ts).
+ *
+ * Contract: worker thread, synchronous. `logits` and `mask` are only read. The scratch buffers are
+ * module state reused by every call (safe: nothing here awaits).
+ */
+import { ServiceError } from '../../errors.js';
+import { heapTop, orderKeys, radixCut, shorter, type Cut } from './top-tokens.js';
+
+export interface SamplingPlan {
+  doSample: boolean;
+  temperature: number;
+  /** 0: no top-k limit. */
+  topK: number;
+  /** 1: no nucleus limit. */
+  topP: number;
+  /** Uniform numbers in [0, 1) for sampling; Math.random when absent (a seam for seeded sampling). */
+  random?: () => number;
+}
+
+/** Packed bitset over the vocabulary: token i allowed when (mask[i >>> 5] >>> (i & 31)) & 1. */
+export type LogitsMask = Uint32Array;
+
+/**
+ * Up to this k, top-k is a bounded heap (about 1 ms at k 1024 on a 152k row); above it, and for
+ * top-p without k, radix selection (about 4 ms, whatever k; scripts/bench/sampler.ts).
+ */
+export const HEAP_TOP_K = 1024;
+
+let ids = new Int32Array(0);
+let keys = new Uint32Array(0);
+let weights = new Float64Array(0);
+
+function scratchFor(vocab: number): void {
+  if (ids.length >= vocab) return;
+  ids = new Int32Array(vocab);
+  keys = new Uint32Array(vocab);
+  weights = new Float64Array(vocab);
+}
+
+const emptyMask = () =>
+  new ServiceError({ code: 'logits_mask_empty', kind: 'internal', message: 'the logits mask allows no token of the vocabulary' });
+
+/** Fills ids with the tokens the mask allows, in increasing order; their count (never 0). */
+function allowedIds(vocab: number, mask: LogitsMask): number {
+  scratchFor(vocab);
+  let n = 0;
+  const words = Math.min(mask.length, Math.ceil(vocab / 32));
+  for (let w = 0; w < words; w++) {
+    for (let bits = mask[w]! | 0; bits !== 0; bits &= bits - 1) {
+      const id = w * 32 + 31 - Math.clz32(bits & -bits);
+      if (id >= vocab) break;
+      ids[n++] = id;
+    }
+  }
+  if (n === 0) throw emptyMask();
+  return n;
+}
+
+function argmax(logits: Float32Array, mask: LogitsMask | undefined): number {
+  if (!mask) {
+    let best = 0;
+    for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
+    return best;
+  }
+  const n = allowedIds(logits.length, mask);
+  let best = ids[0]!;
+  for (let j = 1; j < n; j++) if (logits[ids[j]!]! > logits[best]!) best = ids[j]!;
+  return best;
+}
+
+/** The tokens sampling chooses from, with unnormalised weights; views of scratch, valid until the next call. */
+export interface Candidates {
+  ids: Int32Array;
+  weights: Float64Array;
+  count: number;
+}
+
+/** Small k: the top k sorted, then the nucleus cut along them (the former sampler's arithmetic). */
+function sortedCandidates(logits: Float32Array, order: Int32Array, plan: SamplingPlan): Candidates {
+  const max = logits[order[0]!]!;
+  let total = 0;
+  for (let i = 0; i < order.length; i++) total += weights[i] = Math.exp((logits[order[i]!]! - max) / plan.temperature);
+  let count = order.length;
+  if (plan.topP < 1) {
+    let cumulative = 0;
+    for (let i = 0; i < order.length; i++) {
+      cumulative += weights[i]! / total;
+      if (cumulative >= plan.topP) {
+        count = i + 1;
+        break;
+      }
+    }
+  }
+  return { ids: order, weights, count };
+}
+
+/** Large k or none: weights for every allowed token, prefixes found by radix selection, kept in id order. */
+function selectedCandidates(logits: Float32Array, n: number, k: number, plan: SamplingPlan): Candidates {
+  let max = logits[ids[0]!]!;
+  for (let j = 1; j < n; j++) if (logits[ids[j]!]! > max) max = logits[ids[j]!]!;
+  let total = 0;
+  for (let j = 0; j < n; j++) total += weights[j] = Math.exp((logits[ids[j]!]! - max) / plan.temperature);
+  if (k === n && plan.topP >= 1) return { ids, weights, count: n };
+  orderKeys(logits, ids, n, keys);
+  let cut: Cut | undefined;
+  if (k < n) {
+    cut = radixCut(keys, weights, n, { count: k });
+    total = 0;
+    forEachIn(cut!, n, (j) => (total += weights[j]!));
+  }
+  if (plan.topP < 1) {
+    const nucleus = radixCut(keys, weights, n, { mass: plan.topP * total });
+    if (nucleus && (!cut || shorter(nucleus, cut))) cut = nucleus;
+  }
+  if (!cut) return { ids, weights, count: n };
+  // Compact the prefix's members to the front, in id order (the write index never passes the read one).
+  let count = 0;
+  forEachIn(cut, n, (j) => {
+    ids[count] = ids[j]!;
+    weights[count++] = weights[j]!;
+  });
+  return { ids, weights, count };
+}
+
+/** Calls `visit` with each j < n whose candidate is in the prefix, in increasing j. */
+function forEachIn(cut: Cut, n: number, visit: (j: number) => void): void {
+  let ties = 0;
+  for (let j = 0; j < n; j++) if (keys[j]! > cut.key || (keys[j] === cut.key && ties++ < cut.ties)) visit(j);
+}
+
+/** The candidates of a sampling step (for sample, and for tests against the former sampler). */
+export function candidates(logits: Float32Array, plan: SamplingPlan, mask?: LogitsMask): Candidates {
+  const vocab = logits.length;
+  scratchFor(vocab);
+  const n = mask ? allowedIds(vocab, mask) : vocab;
+  const k = plan.topK > 0 ? Math.min(plan.topK, n) : n;
+  if (k < n && k <= HEAP_TOP_K) return sortedCandidates(logits, heapTop(logits, mask ? ids : undefined, n, k), plan);
+  if (!mask) for (let i = 0; i < vocab; i++) ids[i] = i;
+  return selectedCandidates(logits, n, k, plan);
+}
+
+/** Inverse CDF over the candidates in their order; `u` uniform in [0, 1). */
+function draw(pool: Candidates, u: number): number {
+  let total = 0;
+  for (let i = 0; i < pool.count; i++) total += pool.weights[i]!;
+  let x = u * total;
+  let lastPositive = 0;
+  for (let i = 0; i < pool.count; i++) {
+    const w = pool.weights[i]!;
+    x -= w;
+    if (x <= 0) return pool.ids[i]!;
+    if (w > 0) lastPositive = i;
+  }
+  return pool.ids[lastPositive]!; // rounding left x a hair above 0
+}
+
+/** Greedy (exactly the first argmax of the allowed tokens), or temperature / top-k / top-p sampling. */
+export function sample(logits: Float32Array, plan: SamplingPlan, mask?: LogitsMask): number {
+  if (!plan.doSample) return argmax(logits, mask);
+  return draw(candidates(logits, plan, mask), (plan.random ?? Math.random)());
+}

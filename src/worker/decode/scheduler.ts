@@ -1,0 +1,203 @@
+/**
+ * Batched decoding in a worker: every generation running in this worker advances by one token in
+ * the same forward pass (continuous batching). A new request is prefilled on its own (after the KV
+ * store's cached prefix, when it has one), then joins the batch (./kv-batch.ts); a finished, stopped
+ * or cancelled one leaves it at once, and a finished one hands its KV to the store.
+ *
+ * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
+ * (lookup, forward pass, sampling, its onToken) or in its sampling / onToken during a step fails that
+ * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
+ * shared cache is then unusable), not the pending ones.
+ *
+ * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
+ * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
+ * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
+ */
+import type { LoadedModel } from '../load.js';
+import { KvBatch, extractRow, pastFeeds, presents } from './kv-batch.js';
+import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
+import { sample, type LogitsMask, type SamplingPlan } from './sampler.js';
+import { cacheShape, i64, lastLogits, sessionOf, type CacheShape, type OrtSession, type OrtTensor } from './session.js';
+
+export interface SequenceSpec {
+  promptIds: number[];
+  maxTokens: number;
+  sampling: SamplingPlan;
+  /** Called with each generated token; returns true when the sequence must stop after it. */
+  onToken: (id: number) => boolean;
+  cancelled: () => boolean;
+  /**
+   * The tokens allowed next (./sampler.ts LogitsMask), asked before each token is chosen; undefined:
+   * every token. The chosen token then reaches `onToken`. The decoder only reads the mask.
+   */
+  logitsMask?: () => LogitsMask | undefined;
+}
+
+export interface BatchDecoderOptions {
+  /** Where prompts find cached prefixes and finished sequences leave their KV (default: none). */
+  kvStore?: KvStore;
+}
+
+interface Sequence {
+  spec: SequenceSpec;
+  /** Prompt and generated tokens; all but the last are in the cache. */
+  tokens: number[];
+  generated: number;
+  /** Largest batch this sequence was decoded in. */
+  peakBatch: number;
+  /** Settles the caller's promise; only the first call counts. */
+  settle: (error?: unknown) => void;
+}
+
+export class BatchDecoder {
+  private readonly session: OrtSession;
+  private readonly shape: CacheShape;
+  private readonly kvStore: KvStore;
+  private readonly pending: Sequence[] = [];
+  /** Row r of the batch cache is active[r]. */
+  private active: Sequence[] = [];
+  private readonly batch: KvBatch;
+  private running = false;
+
+  constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
+    this.session = sessionOf(loaded)!;
+    this.shape = cacheShape(loaded)!;
+    this.kvStore = options.kvStore ?? noKvStore;
+    this.batch = new KvBatch(this.shape);
+  }
+
+  /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
+  run(spec: SequenceSpec): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const seq: Sequence = {
+        spec, tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
+        settle: (error?: unknown) => {
+          if (settled) return;
+          settled = true;
+          if (error === undefined) resolve(seq.peakBatch);
+          else reject(error);
+        },
+      };
+      this.pending.push(seq);
+      if (!this.running) void this.loop();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending.length > 0 || this.active.length > 0) {
+        const next = this.pending.shift();
+        if (next) await this.admit(next);
+        else await this.stepOrFail();
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async stepOrFail(): Promise<void> {
+    try {
+      await this.step();
+    } catch (error) {
+      // The batched forward pass threw (per-row errors are caught in step): the shared cache is not
+      // trustworthy, so the batch ends; pending sequences start afresh.
+      for (const seq of this.active) seq.settle(error);
+      this.active = [];
+      this.batch.clear();
+    }
+  }
+
+  /** Prefills a new sequence alone, takes its first token, and joins it to the batch; a throw fails it alone. */
+  private async admit(seq: Sequence): Promise<void> {
+    if (seq.spec.cancelled()) return seq.settle();
+    try {
+      const prompt = seq.spec.promptIds;
+      const n = prompt.length;
+      const prefix = this.cachedPrefix(prompt);
+      const start = prefix?.length ?? 0;
+      const out = await this.session.run({
+        input_ids: i64(prompt.slice(start), [1, n - start]),
+        attention_mask: i64(new Array<number>(n).fill(1), [1, n]),
+        position_ids: i64(Array.from({ length: n - start }, (_, i) => start + i), [1, n - start]),
+        ...pastFeeds(this.shape, { rows: 1, length: start, kv: prefix?.kv ?? [] }),
+      });
+      const kv = presents(this.shape, out);
+      if (this.next(seq, out.logits!, 0)) {
+        return this.finish(seq, (from) => extractRow(this.shape, { kv, columns: n }, { index: 0, length: n, from, to: n }));
+      }
+      this.batch.join(kv, n);
+      this.active.push(seq);
+    } catch (error) {
+      seq.settle(error);
+    }
+  }
+
+  /** The store's prefix for a prompt, checked against the store's contract. */
+  private cachedPrefix(prompt: readonly number[]): KvPrefix | undefined {
+    const prefix = this.kvStore.lookup(prompt);
+    if (!prefix || prefix.length === 0) return undefined;
+    const { layers, kvHeads, headDim } = this.shape;
+    const size = kvHeads * prefix.length * headDim;
+    if (!Number.isInteger(prefix.length) || prefix.length < 0 || prefix.length >= prompt.length || prefix.kv.length !== 2 * layers || prefix.kv.some((a) => a.length !== size)) {
+      throw new Error(`KvStore.lookup broke its contract: length ${prefix.length} for a prompt of ${prompt.length} tokens, ${prefix.kv.length} arrays`);
+    }
+    return prefix;
+  }
+
+  /** Feeds each sequence's last token; one forward pass for the whole batch. */
+  private async step(): Promise<void> {
+    const B = this.active.length;
+    const out = await this.session.run({
+      input_ids: i64(this.active.map((s) => s.tokens.at(-1)!), [B, 1]),
+      attention_mask: this.batch.stepMask(),
+      position_ids: i64(this.batch.rowLengths, [B, 1]),
+      ...this.batch.pastFeeds(),
+    });
+    this.batch.advance(presents(this.shape, out));
+    const leaving: number[] = [];
+    this.active.forEach((seq, r) => {
+      seq.peakBatch = Math.max(seq.peakBatch, B);
+      try {
+        if (this.next(seq, out.logits!, r)) {
+          leaving.push(r);
+          this.finish(seq, (from) => this.batch.extract(r, from));
+        }
+      } catch (error) {
+        leaving.push(r);
+        seq.settle(error);
+      }
+    });
+    if (leaving.length === 0) return;
+    this.batch.remove(leaving);
+    const gone = new Set(leaving);
+    this.active = this.active.filter((_, r) => !gone.has(r));
+  }
+
+  /** Samples row `row` of the logits for `seq` and hands it the token; true when the sequence is over. */
+  private next(seq: Sequence, logits: OrtTensor, row: number): boolean {
+    const token = sample(lastLogits(logits, row), seq.spec.sampling, seq.spec.logitsMask?.());
+    seq.generated++;
+    seq.tokens.push(token);
+    return seq.spec.onToken(token) || seq.generated >= seq.spec.maxTokens || seq.spec.cancelled();
+  }
+
+  /** A sequence that ended: its KV goes to the store unless it was cancelled; then its promise resolves. */
+  private finish(seq: Sequence, readKv: (from: number) => Float32Array[]): void {
+    if (!seq.spec.cancelled() && this.kvStore !== noKvStore) {
+      const fed = seq.tokens.slice(0, -1);
+      let open = true;
+      try {
+        this.kvStore.store(fed, (from = 0) => {
+          if (!open) throw new Error('KvStore: readKv called after store() returned');
+          if (!Number.isInteger(from) || from < 0 || from > fed.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${fed.length}`);
+          return readKv(from);
+        });
+      } finally {
+        open = false;
+      }
+    }
+    seq.settle();
+  }
+}
