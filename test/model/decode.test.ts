@@ -21,7 +21,7 @@ let vocab: number;
 
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, faultInjection: false });
+  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, logChannel: 'unused' });
   shape = cacheShape(loaded)!;
   vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 });
@@ -149,7 +149,7 @@ describe('failures stay with their sequence', () => {
       generate(decoder, b, 10, { logitsMask: () => (++steps > 3 ? new Uint32Array(Math.ceil(vocab / 32)) : undefined) }),
     ]);
     expect(resultA).toEqual({ status: 'fulfilled', value: soloA });
-    expect(resultB).toMatchObject({ status: 'rejected', reason: { code: 'logits_mask_empty' } });
+    expect(resultB).toMatchObject({ status: 'rejected', reason: { code: 'internal', details: { reason: 'logits_mask_empty' } } });
     expect(steps).toBe(4);
   });
 });

@@ -1,11 +1,11 @@
 /**
  * The sampler (src/worker/decode/sampler.ts): the logits mask is obeyed by greedy and by sampling,
  * and the selection without a full sort keeps exactly the candidates (and weights) of the former
- * sampler (test/helpers/former-sampler.ts), ties included, for every kind of plan.
+ * sampler (scripts/bench/former-sampler.ts), ties included, for every kind of plan.
  */
 import { describe, expect, it } from 'vitest';
 import { HEAP_TOP_K, candidates, sample, type LogitsMask, type SamplingPlan } from '../../src/worker/decode/sampler.js';
-import { allowed, formerCandidates, formerSample, seededRandom } from '../helpers/former-sampler.js';
+import { allowed, formerCandidates, formerSample, seededRandom } from '../../scripts/bench/former-sampler.js';
 
 function randomLogits(vocab: number, seed: number, kind: 'normal' | 'ties'): Float32Array {
   const random = seededRandom(seed);
@@ -84,7 +84,7 @@ describe('the logits mask', () => {
     const logits = randomLogits(100, 1, 'normal');
     for (const mask of [new Uint32Array(4), new Uint32Array(0), maskOf(160, [120, 150])]) {
       for (const p of [plan({ doSample: false }), plan({}), plan({ topK: 5, topP: 0.5 })]) {
-        expect(() => sample(logits, p, mask)).toThrow(expect.objectContaining({ code: 'logits_mask_empty', kind: 'internal' }));
+        expect(() => sample(logits, p, mask)).toThrow(expect.objectContaining({ code: 'internal', details: { reason: 'logits_mask_empty' } }));
       }
     }
   });

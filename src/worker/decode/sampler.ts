@@ -7,7 +7,7 @@
  * are never chosen: top-k and top-p apply to the allowed tokens only, as after XGrammar's
  * apply_token_bitmask (disallowed logits set to -inf). Tokens beyond the mask's last word are
  * disallowed (a tokenizer's vocabulary may be shorter than the logits row); bits beyond the row are
- * ignored. A mask that allows no token of the row throws a ServiceError `logits_mask_empty`.
+ * ignored. A mask that allows no token of the row throws an internal CoreError (reason `logits_mask_empty`): a grammar that allows nothing is a bug, not a request error.
  *
  * Candidates are ordered as a stable sort by descending logit orders them (ties: lower id first),
  * as before; the selection avoids that sort (./top-tokens.ts).
@@ -15,7 +15,7 @@
  * Contract: worker thread, synchronous. `logits` and `mask` are only read. The scratch buffers are
  * module state reused by every call (safe: nothing here awaits).
  */
-import { ServiceError } from '../../errors.js';
+import { CoreError } from '../../core/errors.js';
 import { heapTop, orderKeys, radixCut, shorter, type Cut } from './top-tokens.js';
 
 export interface SamplingPlan {
@@ -50,7 +50,7 @@ function scratchFor(vocab: number): void {
 }
 
 const emptyMask = () =>
-  new ServiceError({ code: 'logits_mask_empty', kind: 'internal', message: 'the logits mask allows no token of the vocabulary' });
+  new CoreError('internal', 'the logits mask allows no token of the vocabulary', { reason: 'logits_mask_empty' });
 
 /** Fills ids with the tokens the mask allows, in increasing order; their count (never 0). */
 function allowedIds(vocab: number, mask: LogitsMask): number {
