@@ -44,8 +44,11 @@ export interface InferenceObserver {
   workerLost?(model: string, reason: WorkerLoss): void;
 }
 
-/** What a test can make a worker do in the middle of a generation. */
-export type Fault = 'crash' | 'hang' | 'throw';
+/**
+ * What a test can make a worker do in a generation: crash the worker, hang in it, throw, or hold
+ * the worker thread inside this request's prefill for a while (as a very long prompt would).
+ */
+export type Fault = 'crash' | 'hang' | 'throw' | { slowPrefillMs: number };
 
 export interface InferenceHooks {
   observers?: InferenceObserver[];

@@ -10,8 +10,8 @@ import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { CoreError, overloaded } from '../core/errors.js';
-import { notify, type GenerationEvent, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
+import { CoreError, isCoreError, overloaded } from '../core/errors.js';
+import { notify, type Fault, type GenerationEvent, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
 import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
@@ -44,6 +44,19 @@ export interface PoolContext {
  */
 export const HANG_GRACE_MS = 2_000;
 
+/** Times a generation lost with its worker before it began is run again. */
+const MAX_RERUNS = 1;
+
+const newControl = () => new Int32Array(new SharedArrayBuffer(TaskControl.BYTES));
+
+interface GenerateAttempt {
+  request: ChatRequest;
+  control: Int32Array;
+  fault: Fault | undefined;
+  onEvent: ((event: ChatEvent) => void) | undefined;
+  onReply: (reply: ReplyOf<'generate'>) => void;
+}
+
 interface Watchdog<K extends TaskType> {
   /** Asks the task to stop (the cancel flag). */
   cancel?: () => void;
@@ -70,6 +83,8 @@ export class ModelPool {
   private readonly perWorker: number;
   /** Workers replaced after a crash or a hang. */
   workerRestarts = 0;
+  /** Thread ids of workers already counted as lost. */
+  private readonly lostThreads = new Set<number>();
   /** Every worker has the model loaded (false from a worker loss until its replacement has loaded). */
   ready = false;
   private reloading: Promise<void> | undefined;
@@ -117,35 +132,59 @@ export class ModelPool {
     return replies[0]?.notes ?? [];
   }
 
+  /**
+   * Generates for one request. A worker lost before this request's own work began there (it was
+   * queued inside the worker, or waited for admission to its batch) is not this request's failure:
+   * it runs again, once, on the replacement; the batch the worker was decoding fails with it.
+   */
   async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
-    const control = new SharedArrayBuffer(TaskControl.BYTES);
-    const flag = new Int32Array(control);
-    const stop = () => Atomics.store(flag, TaskControl.CANCEL, 1);
+    let control = newControl();
+    const stop = () => Atomics.store(control, TaskControl.CANCEL, 1);
     if (options.signal?.aborted) stop();
     options.signal?.addEventListener('abort', stop, { once: true });
     let finished: GenerationEvent | undefined;
-    const watchdog: Watchdog<'generate'> = { cancel: stop, control: flag, onReply: (reply) => (finished = { model: this.model.id, ...reply }) };
+    const onReply = (reply: ReplyOf<'generate'>) => (finished = { model: this.model.id, ...reply });
+    // A run again repeats the prompt's `start` event: the caller sees it once.
+    let started = false;
+    const onEvent = options.onEvent && ((event: ChatEvent) => (event.type === 'start' && started ? undefined : ((started = true), options.onEvent!(event))));
     const fault = this.context.hooks.fault?.(request);
     notify(this.context.hooks, 'generationStarted', this.model.id);
     try {
-      if (!options.onEvent) return (await this.run({ type: 'generate', request, control, fault }, undefined, watchdog)).result;
-      const onEvent = options.onEvent;
-      const { port1, port2 } = new MessageChannel();
-      // Port messages and piscina's reply travel on different channels: wait for the worker's
-      // explicit end marker so no event is delivered after the result.
-      let ended!: () => void;
-      const drained = new Promise<void>((resolve) => (ended = resolve));
-      port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
-      try {
-        const reply = await this.run({ type: 'generate', request, control, port: port2, fault }, [port2], watchdog);
-        await drained;
-        return reply.result;
-      } finally {
-        port1.close();
+      for (let attempt = 0; ; attempt++) {
+        try {
+          return await this.generateOnce({ request, control, fault, onEvent, onReply });
+        } catch (error) {
+          const lostBeforeStart = isCoreError(error) && error.code === 'worker_failed' && Atomics.load(control, TaskControl.STARTED) === 0;
+          if (!lostBeforeStart || attempt >= MAX_RERUNS) throw error;
+          this.context.logger.warn({ model: this.model.id }, 'worker lost before the generation began; running it again');
+          const cancelled = Atomics.load(control, TaskControl.CANCEL);
+          control = newControl();
+          if (cancelled) stop();
+        }
       }
     } finally {
       options.signal?.removeEventListener('abort', stop);
       notify(this.context.hooks, 'generationEnded', this.model.id, finished);
+    }
+  }
+
+  private async generateOnce(attempt: GenerateAttempt): Promise<ChatResult> {
+    const { request, control, fault, onEvent, onReply } = attempt;
+    const watchdog: Watchdog<'generate'> = { cancel: () => Atomics.store(control, TaskControl.CANCEL, 1), control, onReply };
+    const shared = control.buffer as SharedArrayBuffer;
+    if (!onEvent) return (await this.run({ type: 'generate', request, control: shared, fault }, undefined, watchdog)).result;
+    const { port1, port2 } = new MessageChannel();
+    // Port messages and piscina's reply travel on different channels: wait for the worker's
+    // explicit end marker so no event is delivered after the result.
+    let ended!: () => void;
+    const drained = new Promise<void>((resolve) => (ended = resolve));
+    port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
+    try {
+      const reply = await this.run({ type: 'generate', request, control: shared, port: port2, fault }, [port2], watchdog);
+      await drained;
+      return reply.result;
+    } finally {
+      port1.close();
     }
   }
 
@@ -155,8 +194,8 @@ export class ModelPool {
 
   /** Embeds several requests in one worker task; each result stands alone. */
   async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
-    const control = new SharedArrayBuffer(TaskControl.BYTES);
-    const reply = await this.run({ type: 'embed', items, ...options, control }, undefined, { control: new Int32Array(control) });
+    const control = newControl();
+    const reply = await this.run({ type: 'embed', items, ...options, control: control.buffer as SharedArrayBuffer }, undefined, { control });
     const tokens = reply.results.reduce((sum, r) => sum + (r.ok ? r.promptTokens : 0), 0);
     notify(this.context.hooks, 'embedBatch', { model: this.model.id, requests: items.length, tokens, threadId: reply.threadId });
     return reply.results;
@@ -219,14 +258,22 @@ export class ModelPool {
       ? setTimeout(() => {
           timedOut = true;
           watchdog.cancel?.();
-          graceTimer = setTimeout(() => {
+          // Still no answer a grace period after the cancel: stuck, if a forward pass it takes part
+          // in is what runs (it never reached a step that reads the flag). Waiting behind another
+          // request's long prefill is not stuck: look again after another grace period.
+          const check = () => {
+            if (Atomics.load(watchdog.control, TaskControl.BUSY) === 0) {
+              graceTimer = setTimeout(check, HANG_GRACE_MS);
+              return;
+            }
             const stuck = Atomics.load(watchdog.control, TaskControl.THREAD);
             const worker = this.piscina.threads.find((w) => w.threadId === stuck);
             if (worker) {
               killed = true;
               void worker.terminate();
             }
-          }, HANG_GRACE_MS);
+          };
+          graceTimer = setTimeout(check, HANG_GRACE_MS);
         }, this.options.requestTimeoutMs)
       : undefined;
     let outcome: WorkerOutcome<K>;
@@ -234,12 +281,15 @@ export class ModelPool {
       // The protocol's task map types the worker's answer to a task of type K (src/worker/entry.ts).
       outcome = (await this.piscina.run(task, { transferList: transferList as never })) as WorkerOutcome<K>;
     } catch (error) {
+      const thread = watchdog ? Atomics.load(watchdog.control, TaskControl.THREAD) : undefined;
       if (killed) {
-        this.workerLost('hung');
+        this.workerLost('hung', thread);
         throw this.timeoutError(true);
       }
       this.context.logger.error({ model: this.model.id, err: error }, 'worker failure');
-      this.workerLost('crashed');
+      this.workerLost('crashed', thread);
+      // Past its deadline already: the answer is the timeout, not a run again.
+      if (timedOut) throw this.timeoutError(false);
       throw new CoreError('worker_failed', 'The model worker failed while handling the request; it is being restarted.', { model: this.model.id });
     } finally {
       clearTimeout(deadline);
@@ -256,8 +306,14 @@ export class ModelPool {
     return new CoreError('timeout', `The request did not finish within ${limit} ms${restarted ? '; its worker was stuck and has been restarted' : ''}.`, { limit, restarted });
   }
 
-  /** A worker died or was killed: mark the model not ready until the replacement has loaded. */
-  private workerLost(reason: WorkerLoss): void {
+  /**
+   * A worker died or was killed: mark the model not ready until the replacement has loaded. Every
+   * task it held fails at once; the worker is counted once, by its thread id (0: the task never
+   * reached a worker's handler, so another task of that worker counts it).
+   */
+  private workerLost(reason: WorkerLoss, thread: number | undefined): void {
+    if (thread === 0 || (thread !== undefined && this.lostThreads.has(thread))) return;
+    if (thread !== undefined) this.lostThreads.add(thread);
     this.workerRestarts++;
     this.ready = false;
     notify(this.context.hooks, 'workerLost', this.model.id, reason);

@@ -41,6 +41,10 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
     }
   },
   async embed(task) {
+    // The whole batch is this task's own work (one embedding task per worker at a time).
+    const control = new Int32Array(task.control);
+    Atomics.store(control, TaskControl.STARTED, 1);
+    Atomics.store(control, TaskControl.BUSY, 1);
     const results = await embedBatch(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
     return { results, threadId };

@@ -45,10 +45,13 @@ class TokenSink extends BaseStreamer {
 
 export type GenerateOutcome = Omit<ReplyOf<'generate'>, 'threadId'>;
 
-/** Test-only faults (InferenceHooks.fault): a crash, a stuck operation, an exception. */
-function commitFault(fault: Fault): void {
+/** Holds this thread, as one long synchronous operation does. */
+const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
+/** Test-only faults (InferenceHooks.fault) committed once the prompt is accepted: a crash, a stuck operation, an exception. */
+function commitFault(fault: 'crash' | 'hang' | 'throw'): void {
   if (fault === 'crash') process.exit(70);
-  if (fault === 'hang') Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10 * 60_000);
+  if (fault === 'hang') block(10 * 60_000);
   throw new Error('injected fault');
 }
 
@@ -64,6 +67,8 @@ function batchDecoderFor(loaded: LoadedModel): BatchDecoder | null {
 async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec, eosTokenIds: number[]): Promise<void> {
   const ids = BigInt64Array.from(spec.promptIds.map(BigInt));
   let stop = false;
+  // One request at a time: the whole generation is this request's own work.
+  spec.busy?.(true);
   await loaded.model.generate({
     input_ids: new Tensor('int64', ids, [1, ids.length]),
     attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
@@ -75,7 +80,7 @@ async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec,
     eos_token_id: eosTokenIds,
     streamer: new TokenSink((id) => (stop = spec.onToken(id) || stop)),
     stopping_criteria: [new FlagStoppingCriteria(() => stop || spec.cancelled())],
-  } as Record<string, unknown>);
+  } as Record<string, unknown>).finally(() => spec.busy?.(false));
 }
 
 export interface GenerateOptions {
@@ -100,7 +105,13 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   }
   const send = (message: PortMessage) => port?.postMessage(message);
   send({ type: 'start', inputTokens });
-  if (options.fault) commitFault(options.fault);
+  const slowPrefillMs = typeof options.fault === 'object' ? options.fault.slowPrefillMs : 0;
+  if (typeof options.fault === 'string') {
+    // A fault is this task's own work: a worker it kills must not run it again.
+    Atomics.store(cancel, TaskControl.STARTED, 1);
+    Atomics.store(cancel, TaskControl.BUSY, 1);
+    commitFault(options.fault);
+  }
 
   const eos = new Set(loaded.eosTokenIds);
   const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
@@ -137,7 +148,15 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   };
   const shouldStop = (id: number) => eos.has(id) || stopString !== null;
   const decoder = batchDecoderFor(loaded);
-  const spec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id: number) => (onToken(id), shouldStop(id)), cancelled };
+  let prefilled = false;
+  const busy = (on: boolean) => {
+    Atomics.store(cancel, TaskControl.STARTED, 1);
+    Atomics.store(cancel, TaskControl.BUSY, on ? 1 : 0);
+    // Test fault: this request's prefill takes long, inside the decoder as a long prompt's would.
+    if (on && !prefilled && slowPrefillMs > 0) block(slowPrefillMs);
+    prefilled ||= on;
+  };
+  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   const last = generated.at(-1);

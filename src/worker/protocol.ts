@@ -31,9 +31,12 @@ export interface WorkerInit {
 /**
  * Int32Array over a SharedArrayBuffer, one per watched task. CANCEL: set to 1 by the main thread,
  * read by the worker at every decoding step. THREAD: the worker writes its threadId when it starts
- * the task, so the main thread can terminate exactly that worker if it hangs.
+ * the task, so the main thread can terminate exactly that worker if it hangs. STARTED: the worker
+ * sets it to 1 once the task's own model work has begun (its prefill, or a test fault): a task lost
+ * with its worker before that may be run again. BUSY: 1 while a forward pass the task takes part in
+ * runs; a task past its deadline is stuck only if it is busy, not while it waits behind another's.
  */
-export const TaskControl = { CANCEL: 0, THREAD: 1, BYTES: 8 } as const;
+export const TaskControl = { CANCEL: 0, THREAD: 1, STARTED: 2, BUSY: 3, BYTES: 16 } as const;
 
 export interface EmbedBatchItem {
   inputs: EmbedInput[];

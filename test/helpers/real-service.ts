@@ -10,12 +10,15 @@ import { MODELS_DIR } from './paths.js';
 /** Starts real worker pools on the bundled models (or on `modelsDir`). */
 export const TEST_BATCHING = { enabled: true, maxBatchTokens: 16_384, maxWaitMs: 0, truncate: false };
 
-/** A prompt that starts with this marker makes the worker commit the named fault (see `faultByMarker`). */
-export const FAULT_MARKER = '[fault:';
 
-/** Fault injection for tests: a user message starting with "[fault:crash]" (or hang, throw) commits that fault. */
+/**
+ * Fault injection for tests: a user message starting with "[fault:crash]" (or hang, throw) commits
+ * that fault; "[fault:slow-prefill:MS]" holds the worker inside this request's prefill for MS ms.
+ */
 export function faultByMarker(request: ChatRequest): Fault | undefined {
   const text = request.messages.at(-1)?.content ?? '';
+  const slow = /^\[fault:slow-prefill:(\d+)\]/.exec(text);
+  if (slow) return { slowPrefillMs: Number(slow[1]) };
   const match = /^\[fault:(crash|hang|throw)\]/.exec(text);
   return match ? (match[1] as Fault) : undefined;
 }

@@ -31,6 +31,13 @@ export interface SequenceSpec {
    * every token. The chosen token then reaches `onToken`. The decoder only reads the mask.
    */
   logitsMask?: () => LogitsMask | undefined;
+  /**
+   * Told when a forward pass this sequence takes part in starts (true) and ends (false): its own
+   * prefill, or a batched step it is in. The pool's watchdog uses it to tell a sequence stuck in a
+   * forward pass from one waiting behind another's long prefill; the first call also marks that its
+   * work has begun (a worker lost before that may run it again elsewhere).
+   */
+  busy?: (on: boolean) => void;
 }
 
 export interface BatchDecoderOptions {
@@ -117,7 +124,7 @@ export class BatchDecoder {
       const n = prompt.length;
       const prefix = this.cachedPrefix(prompt);
       const start = prefix?.length ?? 0;
-      const out = await this.session.run({
+      const out = await this.forward([seq], {
         input_ids: i64(prompt.slice(start), [1, n - start]),
         attention_mask: i64(new Array<number>(n).fill(1), [1, n]),
         position_ids: i64(Array.from({ length: n - start }, (_, i) => start + i), [1, n - start]),
@@ -149,7 +156,7 @@ export class BatchDecoder {
   /** Feeds each sequence's last token; one forward pass for the whole batch. */
   private async step(): Promise<void> {
     const B = this.active.length;
-    const out = await this.session.run({
+    const out = await this.forward(this.active, {
       input_ids: i64(this.active.map((s) => s.tokens.at(-1)!), [B, 1]),
       attention_mask: this.batch.stepMask(),
       position_ids: i64(this.batch.rowLengths, [B, 1]),
@@ -173,6 +180,16 @@ export class BatchDecoder {
     this.batch.remove(leaving);
     const gone = new Set(leaving);
     this.active = this.active.filter((_, r) => !gone.has(r));
+  }
+
+  /** One forward pass, with the sequences taking part in it marked busy meanwhile. */
+  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>): Promise<Record<string, OrtTensor>> {
+    for (const seq of taking) seq.spec.busy?.(true);
+    try {
+      return await this.session.run(feeds);
+    } finally {
+      for (const seq of taking) seq.spec.busy?.(false);
+    }
   }
 
   /** Samples row `row` of the logits for `seq` and hands it the token; true when the sequence is over. */
