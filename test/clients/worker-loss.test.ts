@@ -25,19 +25,24 @@ const post = (body: Record<string, unknown>, signal?: AbortSignal) =>
   });
 const say = (content: string) => ({ messages: [{ role: 'user', content }] });
 
-/** Starts a long stream and resolves once it is decoding (its first delta arrived), with the rest of its transcript. */
-async function decodingStream(maxTokens: number): Promise<Promise<string>> {
-  const res = await post({ ...say('Tell me a long story'), max_tokens: maxTokens, stream: true });
+/**
+ * Starts a stream and resolves once `until` shows in its transcript, with the promise of the rest.
+ * `message_start` goes out when the worker has accepted the prompt, before its prefill.
+ */
+async function streamUntil(content: string, until: string): Promise<{ rest: Promise<string> }> {
+  const res = await post({ ...say(content), max_tokens: 3000, stream: true });
   const reader = res.body!.getReader();
   let seen = '';
-  while (!seen.includes('content_block_delta')) seen += new TextDecoder().decode((await reader.read()).value);
-  return (async () => {
+  while (!seen.includes(until)) seen += new TextDecoder().decode((await reader.read()).value);
+  // Wrapped: an async function returning a promise would wait for it.
+  const rest = (async () => {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return seen;
       seen += new TextDecoder().decode(value);
     }
   })();
+  return { rest };
 }
 
 const restarts = async () => {
@@ -46,14 +51,17 @@ const restarts = async () => {
 };
 
 describe('a worker lost under a batch', () => {
+  /** Holds the first request in its prefill while the others reach the worker. */
+  const SLOW_PREFILL_MS = 1_500;
+
   it('fails the batch it was decoding, runs again what never began, and counts the worker once', async () => {
     server = await startRealServer({ faults: true, generationBatchSize: 8, only: [CHAT_MODEL] });
-    const decoding = await decodingStream(3000);
-    // Sent together: the crash is committed before the worker reads the next two tasks.
+    // In flight in the worker (its prefill under way) when the crash comes.
+    const inFlight = await streamUntil(`[fault:slow-prefill:${SLOW_PREFILL_MS}] Tell me a long story`, 'message_start');
+    // These reach the worker during that prefill; the crash is committed before it reads the last two.
     const [crashed, queuedA, queuedB] = await Promise.all([post(say('[fault:crash] Hello')), post(say('first queued')), post(say('second queued'))]);
     expect(crashed.status).toBe(500);
-    const events = parseSse(await decoding);
-    console.log(crashed.status, queuedA.status, queuedB.status, events.length, events.filter((e) => e.event === 'message_start').length, server.service.status().models[0]!.workerRestarts, events.filter((e) => e.event === 'content_block_delta').map((e) => e.data.delta.text).join('').length);
+    const events = parseSse(await inFlight.rest);
     expect(events.at(-1)).toMatchObject({ event: 'error', data: { error: { type: 'api_error' } } });
     for (const queued of [queuedA, queuedB]) {
       expect(queued.status).toBe(200);
@@ -73,11 +81,11 @@ describe('a deadline behind another request’s long prefill', () => {
 
   it('answers the waiting request 504 without killing the worker that runs the long prefill', async () => {
     server = await startRealServer({ faults: true, generationBatchSize: 8, requestTimeoutMs: TIMEOUT_MS, only: [CHAT_MODEL] });
-    const waiting = await decodingStream(3000);
+    const waiting = await streamUntil('Tell me a long story', 'content_block_delta');
     await new Promise((r) => setTimeout(r, HEAD_START_MS));
     const slow = await post({ ...say(`[fault:slow-prefill:${SLOW_PREFILL_MS}] Hello`), max_tokens: 3000 });
     expect(slow.status).toBe(504);
-    expect(parseSse(await waiting).at(-1)).toMatchObject({ event: 'error', data: { error: { type: 'timeout_error' } } });
+    expect(parseSse(await waiting.rest).at(-1)).toMatchObject({ event: 'error', data: { error: { type: 'timeout_error' } } });
     expect(server.service.status().models[0]!.workerRestarts).toBe(0);
     expect((await post({})).status).toBe(200);
   });
