@@ -11,8 +11,10 @@ export const CORE_ERROR_CODES = [
   'model_not_found',
   /** A chat model asked for embeddings, or the other way round. details.task: the model's task. */
   'wrong_model_task',
-  /** The prompt plus the output asked for does not fit the context window. details: limit, promptTokens, requested (output tokens). */
-  'context_overflow',
+  /** The prompt alone leaves no room for output in the context window. details: limit (context), promptTokens. */
+  'prompt_too_long',
+  /** More output tokens asked for than the model's output limit. details: model, limit, requested. */
+  'output_limit_exceeded',
   /** One embedding input is longer than the context. details: item, limit, requested. */
   'input_too_long',
   /** A token id outside the vocabulary. details: item, limit (vocabulary size). */

@@ -98,16 +98,25 @@ export class LocalInferenceService implements InferenceService {
     return this.names.get(name);
   }
 
-  chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
-    return this.pool(request.model, 'chat').generate(request, options);
+  async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
+    const pool = this.pool(request.model, 'chat');
+    const { id, maxOutputTokens } = pool.model;
+    if (request.maxTokens > maxOutputTokens) {
+      throw new CoreError('output_limit_exceeded', `${request.maxTokens} output tokens asked for; the model \`${id}\` gives at most ${maxOutputTokens}.`, {
+        model: request.model,
+        limit: maxOutputTokens,
+        requested: request.maxTokens,
+      });
+    }
+    return pool.generate(request, options);
   }
 
-  countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
+  async countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
     const pool = this.pool(prompt.model, 'chat');
     return (this.tokenizerPools.get(pool.model.id) ?? pool).countTokens(prompt);
   }
 
-  embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
+  async embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
     const pool = this.pool(request.model, 'embedding');
     return this.batchers.get(pool.model.id)!.embed({ inputs: request.inputs, dimensions: request.dimensions });
   }

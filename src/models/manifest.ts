@@ -28,6 +28,8 @@ export const manifestSchema = z
     task: z.enum(['chat', 'embedding']).optional(),
     dtype: z.enum(DTYPES as [Dtype, ...Dtype[]]).optional(),
     contextLength: z.number().int().positive().optional(),
+    /** Most output tokens one request may ask for (Anthropic's per-model max_tokens limit); default: the context length. */
+    maxOutputTokens: z.number().int().positive().optional(),
     /** Worker threads for this model; each holds its own copy of the weights. */
     poolSize: z.number().int().positive().max(64).optional(),
     /** Embedding models: how token vectors become one vector. */

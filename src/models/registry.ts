@@ -21,6 +21,10 @@ export interface ModelInfo {
   /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */
   externalDataChunks: number;
   contextLength: number;
+  /** Most output tokens one request may ask for; at most the context length. */
+  maxOutputTokens: number;
+  /** Chat models: the chat template has a thinking switch (`enable_thinking`, as Qwen3's). */
+  thinking: boolean;
   poolSize: number;
   pooling: 'mean' | 'cls';
   normalize: boolean;
@@ -113,7 +117,8 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
 
   const architectures: string[] = Array.isArray(config.architectures) ? config.architectures : [];
   const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : 'embedding');
-  if (task === 'chat' && !hasChatTemplate(dir, tokenizerConfig)) {
+  const template = task === 'chat' ? chatTemplate(dir, tokenizerConfig) : undefined;
+  if (task === 'chat' && !template) {
     throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
   }
 
@@ -128,6 +133,8 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
     onnxFile,
     externalDataChunks: countExternalData(path.join(dir, onnxFile)),
     contextLength,
+    maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
+    thinking: template !== undefined && /\benable_thinking\b/.test(template),
     poolSize: manifest.poolSize ?? defaultPoolSize,
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,
@@ -139,8 +146,15 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
   };
 }
 
-function hasChatTemplate(dir: string, tokenizerConfig: Record<string, any>): boolean {
-  return Boolean(tokenizerConfig.chat_template) || fs.existsSync(path.join(dir, 'chat_template.jinja'));
+/** The chat template's source: chat_template.jinja wins over tokenizer_config.json, as in Python transformers. */
+function chatTemplate(dir: string, tokenizerConfig: Record<string, any>): string | undefined {
+  const jinja = path.join(dir, 'chat_template.jinja');
+  if (fs.existsSync(jinja)) return fs.readFileSync(jinja, 'utf8');
+  const value = tokenizerConfig.chat_template;
+  if (typeof value === 'string') return value;
+  // A list of named templates (some exports): the default one.
+  if (Array.isArray(value)) return value.find((t: { name?: string }) => t?.name === 'default')?.template ?? value[0]?.template;
+  return undefined;
 }
 
 function configDtype(config: Record<string, any>): Dtype | undefined {

@@ -95,14 +95,16 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const prompt = renderPrompt(loaded, request);
   const inputTokens = prompt.ids.length;
   const context = loaded.info.contextLength;
-  if (inputTokens + request.maxTokens > context) {
-    throw new CoreError(
-      'context_overflow',
-      `The prompt is ${inputTokens} tokens and ${request.maxTokens} output tokens were asked for: ${inputTokens + request.maxTokens} in all, ` +
-        `more than the model's context window of ${context} tokens.`,
-      { limit: context, promptTokens: inputTokens, requested: request.maxTokens },
-    );
+  if (inputTokens >= context) {
+    throw new CoreError('prompt_too_long', `The prompt is ${inputTokens} tokens; the context window of ${context} leaves no room for output.`, {
+      limit: context,
+      promptTokens: inputTokens,
+    });
   }
+  // As Anthropic's API does: output the prompt leaves no room for is not refused; the generation
+  // stops where the window is full (finish context_full) instead of at the request's own limit.
+  const room = context - inputTokens;
+  const maxTokens = Math.min(request.maxTokens, room);
   const send = (message: PortMessage) => port?.postMessage(message);
   send({ type: 'start', inputTokens });
   const slowPrefillMs = typeof options.fault === 'object' ? options.fault.slowPrefillMs : 0;
@@ -156,13 +158,14 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     if (on && !prefilled && slowPrefillMs > 0) block(slowPrefillMs);
     prefilled ||= on;
   };
-  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy };
+  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   const last = generated.at(-1);
   let finish: FinishReason;
   if (stopString !== null) finish = 'stop_string';
   else if (last !== undefined && eos.has(last)) finish = 'eos';
+  else if (generated.length >= room && room < request.maxTokens) finish = 'context_full';
   else finish = 'length';
   const tail = stream.finish();
   if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });

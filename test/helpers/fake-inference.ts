@@ -9,7 +9,7 @@ import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
   id: 'fake-chat', task: 'chat', dir: '/nonexistent/fake-chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', externalDataChunks: 0,
-  contextLength: 64, poolSize: 1, pooling: 'mean', normalize: true, matryoshka: false, prefix: '', aliases: ['fake-alias'], displayName: 'Fake chat', created: 1_700_000_000,
+  contextLength: 64, maxOutputTokens: 64, thinking: false, poolSize: 1, pooling: 'mean', normalize: true, matryoshka: false, prefix: '', aliases: ['fake-alias'], displayName: 'Fake chat', created: 1_700_000_000,
 };
 export const FAKE_EMBED: ModelInfo = { ...FAKE_CHAT, id: 'fake-embed', task: 'embedding', aliases: [], displayName: 'Fake embed' };
 
@@ -54,9 +54,10 @@ export class FakeInference implements InferenceService {
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
     this.calls.chat.push(request);
     const inputTokens = await this.countTokens(request);
-    if (inputTokens + request.maxTokens > FAKE_CHAT.contextLength) {
-      throw new CoreError('context_overflow', 'too long', { limit: FAKE_CHAT.contextLength, promptTokens: inputTokens, requested: request.maxTokens });
+    if (request.maxTokens > FAKE_CHAT.maxOutputTokens) {
+      throw new CoreError('output_limit_exceeded', 'too many', { model: request.model, limit: FAKE_CHAT.maxOutputTokens, requested: request.maxTokens });
     }
+    if (inputTokens >= FAKE_CHAT.contextLength) throw new CoreError('prompt_too_long', 'too long', { limit: FAKE_CHAT.contextLength, promptTokens: inputTokens });
     options.onEvent?.({ type: 'start', inputTokens });
     const reply = words(request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
     const out: string[] = [];

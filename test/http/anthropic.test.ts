@@ -106,7 +106,8 @@ describe('POST /v1/messages (fake inference)', () => {
     ['tools', { ...valid, tools: [{ name: 't', input_schema: { type: 'object' } }] }, /does not support tool use/],
     ['thinking', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /extended thinking/],
     ['structured output', { ...valid, output_config: { format: { type: 'json_schema', schema: {} } } }, /structured output/],
-    ['a context overflow reported by the service', { ...valid, max_tokens: 1000 }, /prompt is 3 tokens and max_tokens is 1000: together 1003, more than the model's context window of 64 tokens/],
+    ['max_tokens above the model’s output limit', { ...valid, max_tokens: 1000 }, /^max_tokens: 1000 > 64, which is the maximum allowed number of output tokens for fake-chat$/],
+    ['a prompt that fills the context', { ...valid, messages: [{ role: 'user', content: 'word '.repeat(64) }] }, /^prompt is too long: 64 tokens > 63 maximum$/],
   ])('400 invalid_request_error for %s', async (_name, body, message) => {
     expectAnthropicError(await post(body), 400, 'invalid_request_error', message);
   });

@@ -12,10 +12,15 @@ describe('model list and service routes', () => {
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(body).toMatchObject({ object: 'list', first_id: 'fake-chat', last_id: 'fake-embed', has_more: false });
-    expect(body.data[0]).toEqual({
+    expect(body.data[0]).toMatchObject({
       id: 'fake-chat', object: 'model', type: 'model', created: 1_700_000_000, created_at: '2023-11-14T22:13:20.000Z',
       owned_by: 'local', display_name: 'Fake chat', task: 'chat', context_length: 64,
+      max_input_tokens: 64, max_tokens: 64, lifecycle: 'active',
     });
+    // What Anthropic's Models API carries, true for this model: no thinking switch in its template
+    // (a thinking request is still accepted, and answered without thinking), no images.
+    expect(body.data[0].capabilities).toMatchObject({ thinking: { supported: false, types: { enabled: { supported: true }, disabled: { supported: true } } }, image_input: { supported: false } });
+    expect(body.data[1]).toMatchObject({ id: 'fake-embed', max_tokens: null, capabilities: null });
   });
 
   it('pages with limit and after_id', async () => {

@@ -76,12 +76,15 @@ describe('chat on the bundled model (real workers)', () => {
     expect(deltas.length).toBeGreaterThan(1);
   });
 
-  it('refuses a prompt plus output limit beyond the context window, with both numbers in the details', async () => {
-    await expect(service.chat(request({ maxTokens: 4096 }))).rejects.toMatchObject({
-      code: 'context_overflow',
-      details: { limit: 4096, promptTokens: promptIds.length, requested: 4096 },
-      message: expect.stringMatching(new RegExp(`prompt is ${promptIds.length} tokens and 4096 output tokens.*context window of 4096`)),
-    });
+  it('an output limit past the room the prompt leaves is capped by the window: finish context_full', async () => {
+    const result = await service.chat(request({ maxTokens: 4096, sampling: { temperature: 0 }, stopStrings: [] }));
+    expect(result).toMatchObject({ finish: 'context_full', outputTokens: 4096 - promptIds.length });
+  });
+
+  it('refuses a prompt that leaves no room for output, and an output limit above the model’s', async () => {
+    const long = request({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] });
+    await expect(service.chat(long)).rejects.toMatchObject({ code: 'prompt_too_long', details: { limit: 4096, promptTokens: expect.any(Number) } });
+    await expect(service.chat(request({ maxTokens: 5000 }))).rejects.toMatchObject({ code: 'output_limit_exceeded', details: { limit: 4096, requested: 5000 } });
   });
 
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {

@@ -29,9 +29,10 @@ describe('the Anthropic error table', () => {
     expect(body.error.message).not.toMatch(/undefined|NaN/);
   });
 
-  it('words a context overflow with both numbers, in this dialect’s terms', () => {
-    const { body } = anthropicErrors.render(classify(sample('context_overflow')), 'r') as { body: any };
-    expect(body.error.message).toBe("prompt is 5 tokens and max_tokens is 7: together 12, more than the model's context window of 10 tokens. Shorten the prompt or lower max_tokens.");
+  it('words the context errors as Anthropic does', () => {
+    const words = (code: 'prompt_too_long' | 'output_limit_exceeded') => (anthropicErrors.render(classify(sample(code)), 'r') as { body: any }).body.error.message;
+    expect(words('prompt_too_long')).toBe('prompt is too long: 5 tokens > 9 maximum');
+    expect(words('output_limit_exceeded')).toBe('max_tokens: 7 > 10, which is the maximum allowed number of output tokens for m');
   });
 });
 

@@ -21,11 +21,11 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: invalid,
   wrong_model_task: invalid,
   template_rejected: invalid,
-  context_overflow: {
+  // Anthropic's own wording for both: clients (Claude Code among them) match "prompt is too long".
+  prompt_too_long: { ...invalid, message: ({ details: d }) => `prompt is too long: ${d.promptTokens} tokens > ${d.limit! - 1} maximum` },
+  output_limit_exceeded: {
     ...invalid,
-    message: ({ details: d }) =>
-      `prompt is ${d.promptTokens} tokens and max_tokens is ${d.requested}: together ${d.promptTokens! + d.requested!}, ` +
-      `more than the model's context window of ${d.limit} tokens. Shorten the prompt or lower max_tokens.`,
+    message: ({ details: d }) => `max_tokens: ${d.requested} > ${d.limit}, which is the maximum allowed number of output tokens for ${d.model}`,
   },
   // Embedding errors never reach this dialect's routes; they still have a row.
   input_too_long: invalid,

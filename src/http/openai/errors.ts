@@ -27,13 +27,17 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: { ...invalid, param: 'model' },
   wrong_model_task: { ...invalid, param: 'model' },
   template_rejected: { ...invalid, param: 'messages' },
-  context_overflow: {
+  prompt_too_long: {
     ...invalid,
     code: 'context_length_exceeded',
     param: 'messages',
     message: ({ details: d }) =>
-      `This model's maximum context length is ${d.limit} tokens. However, you requested ${d.promptTokens! + d.requested!} tokens ` +
-      `(${d.promptTokens} in the messages, ${d.requested} in the completion). Please reduce the length of the messages or completion.`,
+      `This model's maximum context length is ${d.limit} tokens. However, your messages resulted in ${d.promptTokens} tokens, which leaves no room for a reply. Please reduce the length of the messages.`,
+  },
+  output_limit_exceeded: {
+    ...invalid,
+    param: 'max_tokens',
+    message: ({ details: d }) => `max_tokens is too large: ${d.requested}. This model supports at most ${d.limit} completion tokens.`,
   },
   input_too_long: {
     ...invalid,

@@ -22,6 +22,33 @@ const listQuery = z.object({
   before_id: z.string().optional(),
 });
 
+const no = { supported: false } as const;
+const yes = { supported: true } as const;
+const support = (supported: boolean) => (supported ? yes : no);
+
+/**
+ * What Anthropic's Models API says of a model, true for this local one: its window, its output
+ * limit, and what it can do (thinking only where its chat template has a switch; no images, PDFs,
+ * server tools, batches or context management here).
+ */
+function capabilities(model: ModelInfo) {
+  const chat = model.task === 'chat';
+  return {
+    batch: no,
+    citations: no,
+    code_execution: no,
+    context_management: { supported: false, clear_thinking_20251015: no, clear_tool_uses_20250919: no, compact_20260112: no },
+    effort: { supported: false, low: no, medium: no, high: no, max: no, xhigh: no },
+    image_input: no,
+    pdf_input: no,
+    server_tools: { supported: false, code_execution: no, web_search: no },
+    structured_outputs: no,
+    // `supported`: the model really thinks. `types`: what a request may send without a 400 — every
+    // type, on every chat model (one without a switch answers without thinking).
+    thinking: { supported: chat && model.thinking, types: { enabled: support(chat), adaptive: support(chat), disabled: support(chat), between_tools: no } },
+  };
+}
+
 export function renderModel(model: ModelInfo) {
   return {
     id: model.id,
@@ -31,7 +58,14 @@ export function renderModel(model: ModelInfo) {
     created_at: new Date(model.created * 1000).toISOString(),
     owned_by: 'local',
     display_name: model.displayName,
-    // Not in either dialect; clients ignore it and people find it useful.
+    max_input_tokens: model.contextLength,
+    max_tokens: model.task === 'chat' ? model.maxOutputTokens : null,
+    capabilities: model.task === 'chat' ? capabilities(model) : null,
+    lifecycle: 'active' as const,
+    deprecated_at: null,
+    retires_at: null,
+    line: null,
+    // Not in either dialect; clients ignore them and people find them useful.
     task: model.task,
     context_length: model.contextLength,
   };
