@@ -13,7 +13,10 @@ import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
 export interface LocalServiceOptions extends ModelPoolOptions {
   models: ModelInfo[];
   embedBatching: Omit<EmbedBatchingOptions, 'maxQueue'>;
-  /** Extra names for models, from configuration: alias -> model id. */
+  /**
+   * Extra names for models, from configuration: alias -> model id. An alias with `*` is a pattern
+   * (`claude-haiku-*`), so the model names a client has hard-wired land on a local model.
+   */
   aliases?: Record<string, string>;
   /** The server's logger; worker lines reach it too, with the model id. */
   logger?: Logger;
@@ -27,6 +30,8 @@ export class LocalInferenceService implements InferenceService {
   private readonly tokenizerPools = new Map<string, ModelPool>();
   private readonly batchers = new Map<string, EmbedBatcher>();
   private readonly names = new Map<string, ModelInfo>();
+  /** Alias patterns, in configuration order; an exact name always wins over a pattern. */
+  private readonly patterns: Array<{ pattern: RegExp; model: ModelInfo }> = [];
   private readonly workerLogs: WorkerLogs;
   private readonly context: PoolContext;
 
@@ -40,7 +45,8 @@ export class LocalInferenceService implements InferenceService {
     for (const [alias, target] of Object.entries(options.aliases ?? {})) {
       const model = this.names.get(target);
       if (!model) throw new Error(`alias ${alias} points to unknown model ${target}`);
-      this.names.set(alias, model);
+      if (alias.includes('*')) this.patterns.push({ pattern: globPattern(alias), model });
+      else this.names.set(alias, model);
     }
   }
 
@@ -95,7 +101,7 @@ export class LocalInferenceService implements InferenceService {
   }
 
   findModel(name: string): ModelInfo | undefined {
-    return this.names.get(name);
+    return this.names.get(name) ?? this.patterns.find((p) => p.pattern.test(name))?.model;
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
@@ -129,11 +135,16 @@ export class LocalInferenceService implements InferenceService {
   }
 
   private pool(name: string, task: ModelInfo['task']): ModelPool {
-    const model = this.names.get(name);
+    const model = this.findModel(name);
     if (!model) throw modelNotFound(name);
     if (model.task !== task) throw wrongModelTask(name, model.task);
     const pool = this.pools.get(model.id);
     if (!pool) throw new CoreError('model_unavailable', `The model \`${name}\` is not loaded.`, { model: name });
     return pool;
   }
+}
+
+/** `claude-haiku-*` -> /^claude-haiku-.*$/: `*` matches any run of characters, everything else itself. */
+function globPattern(glob: string): RegExp {
+  return new RegExp(`^${glob.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
 }

@@ -11,7 +11,7 @@ import { startRealServer, type RealServer } from '../helpers/real-server.js';
 const KEY = 'sk-local-test';
 let server: RealServer;
 beforeAll(async () => {
-  server = await startRealServer({ apiKeys: [KEY], aliases: { 'claude-sonnet-4-5': CHAT_MODEL } });
+  server = await startRealServer({ apiKeys: [KEY], aliases: { 'claude-sonnet-4-5': CHAT_MODEL, 'claude-haiku-*': CHAT_MODEL } });
 });
 afterAll(() => server?.close());
 
@@ -54,6 +54,12 @@ describe('@anthropic-ai/sdk', () => {
     const message = await anthropic().messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
     expect(message.model).toBe('claude-sonnet-4-5');
     expect(message.usage.output_tokens).toBe(2);
+  });
+
+  it('an alias pattern catches the dated names a client has hard-wired; a name nothing matches stays a 404', async () => {
+    const message = await anthropic().messages.create({ model: 'claude-haiku-4-5-20251001', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
+    expect(message.usage.output_tokens).toBe(2);
+    await expect(anthropic().messages.create({ model: 'claude-opus-4-1', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
 
   it('models.list sees both bundled models', async () => {
