@@ -46,6 +46,12 @@ export const configSchema = z.object({
    * (written once beside the model's ONNX file as onnx/model.last-logits*.onnx). Off: the export as it is.
    */
   lastPositionLogits: bool.default(true),
+  /**
+   * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
+   * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,
+   * a little more time per prompt.
+   */
+  prefillChunkTokens: z.coerce.number().int().min(16).max(1_000_000).default(512),
   /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
   maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
   /** Deadline of one generation or embedding batch in ms (0: none); past it: 504 timeout_error and the worker is freed. */
@@ -119,7 +125,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--max-queue N]
+  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--prefill-chunk-tokens N] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]

@@ -57,6 +57,7 @@ async function main(): Promise<void> {
     generationBatchSize: config.generationBatchSize,
     allowSpinning: config.ortAllowSpinning,
     lastPositionLogits: config.lastPositionLogits,
+    prefillChunkTokens: config.prefillChunkTokens,
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },

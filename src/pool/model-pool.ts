@@ -22,6 +22,8 @@ export interface ModelPoolOptions {
   allowSpinning: boolean;
   /** Chat models compute logits for the last position only (default on). */
   lastPositionLogits?: boolean;
+  /** Prompt tokens per prefill forward pass (chunked prefill). */
+  prefillChunkTokens?: number;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
@@ -102,6 +104,7 @@ export class ModelPool {
       intraOpThreads: options.intraOpThreads,
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
+      prefillChunkTokens: options.prefillChunkTokens ?? 512,
       logChannel: context.logChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.

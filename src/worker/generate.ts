@@ -59,7 +59,7 @@ const decoders = new WeakMap<LoadedModel, BatchDecoder | null>();
 
 /** One batch decoder per loaded model, or null when the export's signature needs transformers.js generate. */
 function batchDecoderFor(loaded: LoadedModel): BatchDecoder | null {
-  if (!decoders.has(loaded)) decoders.set(loaded, supportsBatchDecoding(loaded) ? new BatchDecoder(loaded) : null);
+  if (!decoders.has(loaded)) decoders.set(loaded, supportsBatchDecoding(loaded) ? new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens }) : null);
   return decoders.get(loaded)!;
 }
 

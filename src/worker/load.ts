@@ -32,6 +32,8 @@ export interface LoadedModel extends LoadedTokenizer {
   inputNames: string[];
   /** What the load did beyond the plain model (for the server log). */
   notes: string[];
+  /** Prompt tokens per prefill forward pass. */
+  prefillChunkTokens: number;
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -97,6 +99,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     },
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
     notes,
+    prefillChunkTokens: init.prefillChunkTokens,
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
 }

@@ -24,6 +24,8 @@ export interface WorkerInit {
   allowSpinning: boolean;
   /** Rewrite a chat model's graph to compute logits for the last position only (src/models/onnx/last-logits.ts). */
   lastPositionLogits: boolean;
+  /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
+  prefillChunkTokens: number;
   /** BroadcastChannel the worker posts its log records on (see WorkerLogRecord). */
   logChannel: string;
 }

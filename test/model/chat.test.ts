@@ -76,15 +76,8 @@ describe('chat on the bundled model (real workers)', () => {
     expect(deltas.length).toBeGreaterThan(1);
   });
 
-  it('an output limit past the room the prompt leaves is capped by the window: finish context_full', async () => {
-    const result = await service.chat(request({ maxTokens: 4096, sampling: { temperature: 0 }, stopStrings: [] }));
-    expect(result).toMatchObject({ finish: 'context_full', outputTokens: 4096 - promptIds.length });
-  });
-
-  it('refuses a prompt that leaves no room for output, and an output limit above the model’s', async () => {
-    const long = request({ messages: [{ role: 'user', content: 'word '.repeat(5000) }] });
-    await expect(service.chat(long)).rejects.toMatchObject({ code: 'prompt_too_long', details: { limit: 4096, promptTokens: expect.any(Number) } });
-    await expect(service.chat(request({ maxTokens: 5000 }))).rejects.toMatchObject({ code: 'output_limit_exceeded', details: { limit: 4096, requested: 5000 } });
+  it('refuses an output limit above the model’s', async () => {
+    await expect(service.chat(request({ maxTokens: 40_000 }))).rejects.toMatchObject({ code: 'output_limit_exceeded', details: { limit: 32_768, requested: 40_000 } });
   });
 
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
@@ -106,6 +99,30 @@ describe('chat on the bundled model (real workers)', () => {
     const after = service.counters.of(CHAT_MODEL).tasksByThread;
     const threadsUsed = [...after].filter(([id, n]) => n > (before.get(id) ?? 0));
     expect(threadsUsed.length).toBe(2);
+  });
+});
+
+describe('a full context window (a copy of the bundled model with a 256-token window)', () => {
+  let dir: string;
+  let small: RealService;
+  const WINDOW = 256;
+  beforeAll(async () => {
+    dir = modelVariant(CHAT_MODEL, 'small-window', { 'manifest.json': { contextLength: WINDOW } });
+    small = await startRealService({ modelsDir: dir });
+  });
+  afterAll(async () => {
+    await small?.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('an output limit past the room the prompt leaves is capped by the window: finish context_full', async () => {
+    const result = await small.chat(request({ model: 'small-window', maxTokens: WINDOW }));
+    expect(result).toMatchObject({ finish: 'context_full', outputTokens: WINDOW - promptIds.length });
+  });
+
+  it('refuses a prompt that leaves no room for output', async () => {
+    const long = request({ model: 'small-window', messages: [{ role: 'user', content: 'word '.repeat(WINDOW) }] });
+    await expect(small.chat(long)).rejects.toMatchObject({ code: 'prompt_too_long', details: { limit: WINDOW, promptTokens: expect.any(Number) } });
   });
 });
 

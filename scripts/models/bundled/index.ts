@@ -28,7 +28,8 @@ export const BUNDLED_MODELS: BundledModel[] = [
   },
   {
     manifest: { id: 'tiny-qwen3-random', task: 'chat', dtype: 'fp32' },
-    version: 2,
+    // 3: 32,768 positions (was 4096).
+    version: 3,
     build: buildTinyChatModel,
   },
 ];

@@ -43,6 +43,8 @@ export interface SequenceSpec {
 export interface BatchDecoderOptions {
   /** Where prompts find cached prefixes and finished sequences leave their KV (default: none). */
   kvStore?: KvStore;
+  /** Prompt tokens one prefill forward pass takes at most (default: the whole prompt at once). */
+  prefillChunkTokens?: number;
 }
 
 interface Sequence {
@@ -60,6 +62,7 @@ export class BatchDecoder {
   private readonly session: OrtSession;
   private readonly shape: CacheShape;
   private readonly kvStore: KvStore;
+  private readonly chunk: number;
   private readonly pending: Sequence[] = [];
   /** Row r of the batch cache is active[r]. */
   private active: Sequence[] = [];
@@ -70,6 +73,7 @@ export class BatchDecoder {
     this.session = sessionOf(loaded)!;
     this.shape = cacheShape(loaded)!;
     this.kvStore = options.kvStore ?? noKvStore;
+    this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
     this.batch = new KvBatch(this.shape);
   }
 
@@ -123,14 +127,23 @@ export class BatchDecoder {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
       const prefix = this.cachedPrefix(prompt);
-      const start = prefix?.length ?? 0;
-      const out = await this.forward([seq], {
-        input_ids: i64(prompt.slice(start), [1, n - start]),
-        attention_mask: i64(new Array<number>(n).fill(1), [1, n]),
-        position_ids: i64(Array.from({ length: n - start }, (_, i) => start + i), [1, n - start]),
-        ...pastFeeds(this.shape, { rows: 1, length: start, kv: prefix?.kv ?? [] }),
-      });
-      const kv = presents(this.shape, out);
+      let done = prefix?.length ?? 0;
+      let kv: Float32Array[] = prefix ? [...prefix.kv] : [];
+      let out: Record<string, OrtTensor>;
+      // Chunked prefill: at most `chunk` new tokens per pass, each attending to the KV of the ones
+      // before, so activations stay bounded whatever the prompt's length.
+      do {
+        const end = Math.min(n, done + this.chunk);
+        out = await this.forward([seq], {
+          input_ids: i64(prompt.slice(done, end), [1, end - done]),
+          attention_mask: i64(new Array<number>(end).fill(1), [1, end]),
+          position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
+          ...pastFeeds(this.shape, { rows: 1, length: done, kv }),
+        });
+        kv = presents(this.shape, out);
+        done = end;
+        if (done < n && seq.spec.cancelled()) return seq.settle();
+      } while (done < n);
       if (this.next(seq, out.logits!, 0)) {
         return this.finish(seq, (from) => extractRow(this.shape, { kv, columns: n }, { index: 0, length: n, from, to: n }));
       }
