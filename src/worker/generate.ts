@@ -139,13 +139,15 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const spec = { promptIds: prompt.ids, maxTokens: request.maxTokens, sampling: plan, onToken: (id: number) => (onToken(id), shouldStop(id)), cancelled };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
+  // The reason is decided after the final flush, which is the last chance for a stop string to show.
+  const tail = stream.finish();
+  stopString ??= tail.stopString;
+  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
   const last = generated.at(-1);
   let finish: FinishReason;
   if (stopString !== null) finish = 'stop_string';
   else if (last !== undefined && eos.has(last)) finish = 'eos';
   else finish = 'length';
-  const tail = stream.finish();
-  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
   return {
     result: { text: stream.shownText, finish, stopString, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),

@@ -84,6 +84,22 @@ describe('chat on the bundled model (real workers)', () => {
     });
   });
 
+  it('a stop string completed by a token that ends inside a character stops at that token', async () => {
+    // Greedy continuation of SPLIT_PROMPT, pinned like GOLDEN_IDS: its 13th token is "space + 0xE2 0x81",
+    // the first two bytes of a three-byte character, so "量 " is complete at that token.
+    const ids = [80527, 124804, 64627, 16392, 13649, 28054, 133557, 102575, 107497, 123421, 131821, 100722, 77137];
+    const splitRequest = (overrides: Partial<ChatRequest>) =>
+      request({ system: undefined, messages: [{ role: 'user', content: 'Prompt number 38: tell me something' }], ...overrides });
+    const upTo12 = tokenizer.decode(ids.slice(0, 12));
+    expect(upTo12.endsWith('大量')).toBe(true);
+    // Cut at the 13th token: the text ends with its whole characters, the cut bytes are dropped.
+    expect(await service.chat(splitRequest({ maxTokens: ids.length }))).toMatchObject({ text: `${upTo12} `, finish: 'length', outputTokens: ids.length });
+    for (const maxTokens of [ids.length, ids.length + 7]) {
+      const result = await service.chat(splitRequest({ maxTokens, stopStrings: ['量 '] }));
+      expect(result).toMatchObject({ text: upTo12.slice(0, -1), finish: 'stop_string', stopString: '量 ', outputTokens: ids.length });
+    }
+  });
+
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
     const requests = ['Hi', 'Tell me about rivers and the sea, please.', 'One two three four five six seven eight nine ten eleven twelve.', 'Why?', 'Name a colour.']
       .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopStrings: i === 2 ? ['zzz-never'] : [] }));
