@@ -11,7 +11,10 @@ export const CORE_ERROR_CODES = [
   'model_not_found',
   /** A chat model asked for embeddings, or the other way round. details.task: the model's task. */
   'wrong_model_task',
-  /** The prompt plus the output asked for does not fit the context window. details: limit, promptTokens, requested (output tokens). */
+  /**
+   * The prompt plus the output asked for does not fit the context window. details: limit, promptTokens
+   * (a lower bound when promptTokensAtLeast), requested (output tokens; absent when only counting).
+   */
   'context_overflow',
   /** One embedding input is longer than the context. details: item, limit, requested. */
   'input_too_long',
@@ -46,6 +49,8 @@ export interface ErrorDetails {
   requested?: number;
   /** Prompt tokens, where the request also asked for output tokens. */
   promptTokens?: number;
+  /** promptTokens is a lower bound: tokenization stopped once the prompt could not fit. */
+  promptTokensAtLeast?: boolean;
   /** Index of the input at fault in a request with several. */
   item?: number;
   reason?: string;

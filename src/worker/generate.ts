@@ -6,7 +6,6 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
-import { CoreError } from '../core/errors.js';
 import type { Fault } from '../core/hooks.js';
 import type { ChatRequest, FinishReason } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
@@ -86,17 +85,9 @@ export interface GenerateOptions {
 export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
   const started = performance.now();
   const { cancel, port } = options;
-  const prompt = renderPrompt(loaded, request);
+  // Refuses (context_overflow) a prompt that does not fit with the output asked for.
+  const prompt = renderPrompt(loaded, request, { outputTokens: request.maxTokens });
   const inputTokens = prompt.ids.length;
-  const context = loaded.info.contextLength;
-  if (inputTokens + request.maxTokens > context) {
-    throw new CoreError(
-      'context_overflow',
-      `The prompt is ${inputTokens} tokens and ${request.maxTokens} output tokens were asked for: ${inputTokens + request.maxTokens} in all, ` +
-        `more than the model's context window of ${context} tokens.`,
-      { limit: context, promptTokens: inputTokens, requested: request.maxTokens },
-    );
-  }
   const send = (message: PortMessage) => port?.postMessage(message);
   send({ type: 'start', inputTokens });
   if (options.fault) commitFault(options.fault);

@@ -13,7 +13,17 @@ export interface RenderedPrompt {
   ids: number[];
 }
 
-export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): RenderedPrompt {
+export interface RenderOptions {
+  /** Output tokens the caller will ask for: prompt plus output must fit the context. Absent when only counting. */
+  outputTokens?: number;
+}
+
+/**
+ * The prompt's text and token ids. Throws context_overflow when the prompt (plus `outputTokens`) does
+ * not fit the model's context; tokenization stops as soon as the prompt alone cannot fit, so this
+ * takes bounded time whatever the prompt's length and content.
+ */
+export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt, options: RenderOptions = {}): RenderedPrompt {
   const encoder = PromptEncoder.for(loaded.tokenizer);
   const conversation: { role: string; content: string }[] = [];
   if (prompt.system !== undefined && prompt.system !== '') conversation.push({ role: 'system', content: prompt.system });
@@ -39,8 +49,26 @@ export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): Rende
     throw new CoreError('template_rejected', `The model's chat template rejected the conversation: ${reason}`, { reason });
   }
   text += prefill;
-  const ids = encoder.encode(text, literals?.placeholders);
-  return { text: literals ? literals.show(text) : text, ids };
+  const context = loaded.info.contextLength;
+  const encoded = encoder.encode(text, { literals: literals?.placeholders, budget: context });
+  const { outputTokens } = options;
+  if ('tooLong' in encoded) throw contextOverflow({ context, promptTokens: encoded.tooLong.tokens, atLeast: !encoded.tooLong.exact, outputTokens });
+  if (encoded.ids.length + (outputTokens ?? 0) > context) throw contextOverflow({ context, promptTokens: encoded.ids.length, atLeast: false, outputTokens });
+  return { text: literals ? literals.show(text) : text, ids: encoded.ids };
+}
+
+function contextOverflow(o: { context: number; promptTokens: number; atLeast: boolean; outputTokens?: number }): CoreError {
+  const prompt = `${o.atLeast ? 'at least ' : ''}${o.promptTokens}`;
+  const asked =
+    o.outputTokens === undefined
+      ? `The prompt is ${prompt} tokens`
+      : `The prompt is ${prompt} tokens and ${o.outputTokens} output tokens were asked for: ${o.atLeast ? 'at least ' : ''}${o.promptTokens + o.outputTokens} in all`;
+  return new CoreError('context_overflow', `${asked}, more than the model's context window of ${o.context} tokens.`, {
+    limit: o.context,
+    promptTokens: o.promptTokens,
+    ...(o.atLeast ? { promptTokensAtLeast: true } : {}),
+    ...(o.outputTokens === undefined ? {} : { requested: o.outputTokens }),
+  });
 }
 
 interface HiddenSpecials {

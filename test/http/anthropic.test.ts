@@ -223,6 +223,12 @@ describe('POST /v1/messages/count_tokens (fake inference)', () => {
   it('rejects max_tokens like the real API', async () => {
     expectAnthropicError(await post(valid, ANTHROPIC_HEADERS, '/v1/messages/count_tokens'), 400, 'invalid_request_error', /max_tokens/);
   });
+
+  it('400 for a prompt longer than the context: refused, not counted', async () => {
+    const long = { model: 'fake-chat', messages: [{ role: 'user', content: 'word '.repeat(65) }] };
+    expectAnthropicError(await post(long, ANTHROPIC_HEADERS, '/v1/messages/count_tokens'), 400, 'invalid_request_error',
+      /^prompt is 65 tokens, more than the model's context window of 64 tokens\. Shorten the prompt\.$/);
+  });
 });
 
 describe('authentication', () => {

@@ -110,6 +110,22 @@ describe('chat on the bundled model (real workers)', () => {
     }
   });
 
+  it('a 1 MB prompt of one repeated character is refused as too long, by count_tokens and by generation', async () => {
+    const messages = [{ role: 'user' as const, content: 'a'.repeat(1_000_000) }];
+    const calls = {
+      count: () => service.countTokens({ model: CHAT_MODEL, messages }),
+      generate: () => service.chat(request({ system: undefined, messages, maxTokens: 10 })),
+    };
+    for (const [what, call] of Object.entries(calls)) {
+      const started = performance.now();
+      const error = await call().then(() => null, (e: unknown) => e);
+      // Speed is measured by scripts/bench/tokenize.ts; printed here for the record only.
+      console.log(`1 MB of "a", ${what}: ${error ? 'refused' : 'answered'} in ${Math.round(performance.now() - started)} ms`);
+      expect(error).toMatchObject({ code: 'context_overflow', details: { limit: 4096, promptTokensAtLeast: true } });
+      expect((error as { details: { promptTokens: number } }).details.promptTokens).toBeGreaterThan(4096);
+    }
+  });
+
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
     const requests = ['Hi', 'Tell me about rivers and the sea, please.', 'One two three four five six seven eight nine ten eleven twelve.', 'Why?', 'Name a colour.']
       .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopStrings: i === 2 ? ['zzz-never'] : [] }));

@@ -75,4 +75,40 @@ describe('prompt tokenization (Qwen3 tokenizer and template)', () => {
     const { ids } = renderPrompt(loaded, prompt([{ role: 'user', content }]));
     expect(loaded.tokenizer.decode(ids.slice(3, -5))).toBe(content);
   });
+
+  it('long words and long runs (one pre-tokenized piece each) tokenize exactly as the tokenizer does', () => {
+    const contents = [
+      `${'x'.repeat(3000)} ${' '.repeat(5000)}${'='.repeat(2500)}`,
+      'ACGTTGCA'.repeat(600),
+      `${'量'.repeat(1500)}\n${'ab'.repeat(700)}`,
+    ];
+    for (const content of contents) {
+      const p = prompt([{ role: 'user', content }]);
+      const expected = reference(p);
+      expect(expected.length).toBeLessThan(4096);
+      expect(renderPrompt(loaded, p).ids).toEqual(expected);
+    }
+  });
+
+  it('a prompt of more than the context is refused, with its length or a lower bound of it', () => {
+    const words = 'the quick brown fox jumps over a lazy dog and then some ordinary words follow here '.repeat(400); // ~6800 tokens
+    const refusal = (content: string, outputTokens?: number) => {
+      try {
+        renderPrompt(loaded, prompt([{ role: 'user', content }]), { outputTokens });
+      } catch (error) {
+        return error as { code: string; details: { promptTokens: number; promptTokensAtLeast?: boolean; requested?: number; limit: number } };
+      }
+      throw new Error('not refused');
+    };
+    const counting = refusal(words);
+    expect(counting).toMatchObject({ code: 'context_overflow', details: { limit: 4096, promptTokensAtLeast: true } });
+    expect(counting.details.promptTokens).toBeGreaterThan(4096);
+    expect(counting.details.promptTokens).toBeLessThanOrEqual(reference(prompt([{ role: 'user', content: words }])).length);
+    expect(counting.details).not.toHaveProperty('requested');
+    // A prompt that fits alone but not with the output asked for: its exact length.
+    const fits = 'word '.repeat(3000);
+    const exact = reference(prompt([{ role: 'user', content: fits }])).length;
+    expect(renderPrompt(loaded, prompt([{ role: 'user', content: fits }])).ids).toHaveLength(exact);
+    expect(refusal(fits, 4096 - exact + 1).details).toEqual({ limit: 4096, promptTokens: exact, requested: 4096 - exact + 1 });
+  });
 });

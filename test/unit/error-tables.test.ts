@@ -33,6 +33,15 @@ describe('the Anthropic error table', () => {
     const { body } = anthropicErrors.render(classify(sample('context_overflow')), 'r') as { body: any };
     expect(body.error.message).toBe("prompt is 5 tokens and max_tokens is 7: together 12, more than the model's context window of 10 tokens. Shorten the prompt or lower max_tokens.");
   });
+
+  it('words a prompt too long to count, and a lower bound of its length', () => {
+    const render = (details: object) =>
+      (anthropicErrors.render(classify(new CoreError('context_overflow', 'neutral', { limit: 10, ...details })), 'r') as { body: any }).body.error.message;
+    expect(render({ promptTokens: 12 })).toBe("prompt is 12 tokens, more than the model's context window of 10 tokens. Shorten the prompt.");
+    expect(render({ promptTokens: 12, promptTokensAtLeast: true, requested: 7 })).toBe(
+      "prompt is at least 12 tokens and max_tokens is 7: together at least 19, more than the model's context window of 10 tokens. Shorten the prompt or lower max_tokens.",
+    );
+  });
 });
 
 describe('the OpenAI error table', () => {
@@ -46,6 +55,15 @@ describe('the OpenAI error table', () => {
     expect(['invalid_request_error', 'server_error']).toContain(body.error.type);
     expect(Object.keys(body.error).sort()).toEqual(['code', 'message', 'param', 'type']);
     expect(body.error.message).not.toMatch(/undefined|NaN/);
+  });
+
+  it('words a context overflow with a lower bound, or without output tokens', () => {
+    const render = (details: object) =>
+      (openAiErrors.render(classify(new CoreError('context_overflow', 'neutral', { limit: 10, ...details })), 'r') as { body: any }).body.error.message;
+    expect(render({ promptTokens: 12, promptTokensAtLeast: true, requested: 7 })).toBe(
+      "This model's maximum context length is 10 tokens. However, you requested at least 19 tokens (at least 12 in the messages, 7 in the completion). Please reduce the length of the messages or completion.",
+    );
+    expect(render({ promptTokens: 12 })).toBe("This model's maximum context length is 10 tokens. However, your messages resulted in 12 tokens. Please reduce the length of the messages.");
   });
 
   it('names the input at fault the way OpenAI does', () => {

@@ -23,9 +23,15 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   template_rejected: invalid,
   context_overflow: {
     ...invalid,
-    message: ({ details: d }) =>
-      `prompt is ${d.promptTokens} tokens and max_tokens is ${d.requested}: together ${d.promptTokens! + d.requested!}, ` +
-      `more than the model's context window of ${d.limit} tokens. Shorten the prompt or lower max_tokens.`,
+    message: ({ details: d }) => {
+      const atLeast = d.promptTokensAtLeast ? 'at least ' : '';
+      // Without `requested` the prompt alone was too long (count_tokens).
+      if (d.requested === undefined) return `prompt is ${atLeast}${d.promptTokens} tokens, more than the model's context window of ${d.limit} tokens. Shorten the prompt.`;
+      return (
+        `prompt is ${atLeast}${d.promptTokens} tokens and max_tokens is ${d.requested}: together ${atLeast}${d.promptTokens! + d.requested}, ` +
+        `more than the model's context window of ${d.limit} tokens. Shorten the prompt or lower max_tokens.`
+      );
+    },
   },
   // Embedding errors never reach this dialect's routes; they still have a row.
   input_too_long: invalid,

@@ -31,9 +31,17 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
     ...invalid,
     code: 'context_length_exceeded',
     param: 'messages',
-    message: ({ details: d }) =>
-      `This model's maximum context length is ${d.limit} tokens. However, you requested ${d.promptTokens! + d.requested!} tokens ` +
-      `(${d.promptTokens} in the messages, ${d.requested} in the completion). Please reduce the length of the messages or completion.`,
+    message: ({ details: d }) => {
+      const atLeast = d.promptTokensAtLeast ? 'at least ' : '';
+      // Without `requested` the prompt alone was too long (a count).
+      if (d.requested === undefined) {
+        return `This model's maximum context length is ${d.limit} tokens. However, your messages resulted in ${atLeast}${d.promptTokens} tokens. Please reduce the length of the messages.`;
+      }
+      return (
+        `This model's maximum context length is ${d.limit} tokens. However, you requested ${atLeast}${d.promptTokens! + d.requested} tokens ` +
+        `(${atLeast}${d.promptTokens} in the messages, ${d.requested} in the completion). Please reduce the length of the messages or completion.`
+      );
+    },
   },
   input_too_long: {
     ...invalid,
