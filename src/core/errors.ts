@@ -11,7 +11,10 @@ export const CORE_ERROR_CODES = [
   'model_not_found',
   /** A chat model asked for embeddings, or the other way round. details.task: the model's task. */
   'wrong_model_task',
-  /** The prompt alone leaves no room for output in the context window. details: limit (context), promptTokens. */
+  /**
+   * The prompt alone leaves no room for output in the context window. details: limit (context),
+   * promptTokens (a lower bound when promptTokensAtLeast: counting stops once the prompt cannot fit).
+   */
   'prompt_too_long',
   /** More output tokens asked for than the model's output limit. details: model, limit, requested. */
   'output_limit_exceeded',
@@ -48,6 +51,8 @@ export interface ErrorDetails {
   requested?: number;
   /** Prompt tokens, where the request also asked for output tokens. */
   promptTokens?: number;
+  /** promptTokens is a lower bound: tokenization stopped once the prompt could not fit. */
+  promptTokensAtLeast?: boolean;
   /** Index of the input at fault in a request with several. */
   item?: number;
   reason?: string;

@@ -6,7 +6,6 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
-import { CoreError } from '../core/errors.js';
 import type { Fault } from '../core/hooks.js';
 import type { ChatRequest, FinishReason } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
@@ -92,15 +91,10 @@ export interface GenerateOptions {
 export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
   const started = performance.now();
   const { cancel, port } = options;
+  // Refuses (prompt_too_long) a prompt that leaves no room for output.
   const prompt = renderPrompt(loaded, request);
   const inputTokens = prompt.ids.length;
   const context = loaded.info.contextLength;
-  if (inputTokens >= context) {
-    throw new CoreError('prompt_too_long', `The prompt is ${inputTokens} tokens; the context window of ${context} leaves no room for output.`, {
-      limit: context,
-      promptTokens: inputTokens,
-    });
-  }
   // As Anthropic's API does: output the prompt leaves no room for is not refused; the generation
   // stops where the window is full (finish context_full) instead of at the request's own limit.
   const room = context - inputTokens;
@@ -161,14 +155,16 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
+  // The reason is decided after the final flush, which is the last chance for a stop string to show.
+  const tail = stream.finish();
+  stopString ??= tail.stopString;
+  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
   const last = generated.at(-1);
   let finish: FinishReason;
   if (stopString !== null) finish = 'stop_string';
   else if (last !== undefined && eos.has(last)) finish = 'eos';
   else if (generated.length >= room && room < request.maxTokens) finish = 'context_full';
   else finish = 'length';
-  const tail = stream.finish();
-  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
   return {
     result: { text: stream.shownText, finish, stopString, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),

@@ -6,6 +6,16 @@
 
 export type Decode = (ids: number[]) => string;
 
+/** What a decoder makes of bytes that do not (yet) form a character. */
+const REPLACEMENT = '\uFFFD';
+
+/** The text without its trailing run of U+FFFD (an incomplete character, or invalid bytes before it). */
+function wholeCharacters(text: string): string {
+  let end = text.length;
+  while (end > 0 && text[end - 1] === REPLACEMENT) end--;
+  return text.slice(0, end);
+}
+
 export interface StreamStep {
   /** Text that may now be shown; empty when everything new is held back. */
   delta: string;
@@ -19,6 +29,8 @@ export class TextStream {
   private readOffset = 0;
   /** All decoded text so far (may end with held-back text). */
   private text = '';
+  /** How much of the open window's text (tokens from `readOffset` on) is already in `text`. */
+  private pendingShown = 0;
   /** How much of `text` has been handed out. */
   private emitted = 0;
   private stopped: string | null = null;
@@ -35,23 +47,32 @@ export class TextStream {
     // Decode a window that starts a few tokens back so that byte-level pieces combine correctly
     // (the prefix/read offset scheme of text-generation-inference).
     const prev = this.decode(this.ids.slice(this.prefixOffset, this.readOffset));
-    const current = this.decode(this.ids.slice(this.prefixOffset));
-    if (current.length > prev.length && !current.endsWith('\uFFFD')) {
-      this.text += current.slice(prev.length);
+    const fresh = this.decode(this.ids.slice(this.prefixOffset)).slice(prev.length);
+    if (!fresh.endsWith(REPLACEMENT)) {
+      this.text += fresh.slice(this.pendingShown);
+      this.pendingShown = 0;
       this.prefixOffset = this.readOffset;
       this.readOffset = this.ids.length;
+    } else {
+      // The new tokens end inside a character (a token such as "space + first byte of a CJK
+      // character"). The whole characters in front of it are final: a UTF-8 decoder never revises
+      // what it emitted before the incomplete tail. Take them now, so that a stop string they
+      // complete is found at this token; the window stays open until the character completes.
+      const whole = wholeCharacters(fresh);
+      if (whole.length > this.pendingShown) {
+        this.text += whole.slice(this.pendingShown);
+        this.pendingShown = whole.length;
+      }
     }
     return this.release(false);
   }
 
-  /** Generation ended: everything not part of a stop string may be shown. */
+  /**
+   * Generation ended: everything not part of a stop string may be shown. Bytes of a character the
+   * output limit cut off are dropped: the text holds whole characters only (the tokens still count).
+   * (So is a U+FFFD at the very end that stands for invalid bytes: it cannot be told from a cut one.)
+   */
   finish(): StreamStep {
-    if (this.stopped === null && this.readOffset < this.ids.length) {
-      // Trailing incomplete bytes: show what the decoder makes of them rather than dropping them.
-      const prev = this.decode(this.ids.slice(this.prefixOffset, this.readOffset));
-      this.text += this.decode(this.ids.slice(this.prefixOffset)).slice(prev.length);
-      this.readOffset = this.ids.length;
-    }
     return this.release(true);
   }
 

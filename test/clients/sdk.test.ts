@@ -50,6 +50,17 @@ describe('@anthropic-ai/sdk', () => {
     expect(final.stop_reason).toBe('max_tokens');
   });
 
+  it('an empty final assistant message means no prefill: the same tokens and reply as without it', async () => {
+    const user = { role: 'user' as const, content: 'Say hello.' };
+    const params = { model: CHAT_MODEL, max_tokens: 4, ...{ temperature: 0 } };
+    const without = await anthropic().messages.create({ ...params, messages: [user] });
+    const withEmpty = await anthropic().messages.create({ ...params, messages: [user, { role: 'assistant', content: '' }] });
+    expect(withEmpty.usage.input_tokens).toBe(without.usage.input_tokens);
+    expect(withEmpty.content).toEqual(without.content);
+    const count = await anthropic().messages.countTokens({ model: CHAT_MODEL, messages: [user, { role: 'assistant', content: '' }] });
+    expect(count.input_tokens).toBe(without.usage.input_tokens);
+  });
+
   it('serves a configured alias under the name the client asked for', async () => {
     const message = await anthropic().messages.create({ model: 'claude-sonnet-4-5', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] });
     expect(message.model).toBe('claude-sonnet-4-5');

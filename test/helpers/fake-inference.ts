@@ -46,14 +46,21 @@ export class FakeInference implements InferenceService {
     return model;
   }
 
+  /** As the real service: a prompt longer than the context is refused rather than counted. */
   async countTokens(prompt: ChatPrompt): Promise<number> {
+    const count = this.count(prompt);
+    if (count >= FAKE_CHAT.contextLength) throw new CoreError('prompt_too_long', 'too long', { limit: FAKE_CHAT.contextLength, promptTokens: count });
+    return count;
+  }
+
+  private count(prompt: ChatPrompt): number {
     this.require(prompt.model, 'chat');
     return words([prompt.system ?? '', ...prompt.messages.map((m) => m.content)].join(' ')).length;
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
     this.calls.chat.push(request);
-    const inputTokens = await this.countTokens(request);
+    const inputTokens = this.count(request);
     if (request.maxTokens > FAKE_CHAT.maxOutputTokens) {
       throw new CoreError('output_limit_exceeded', 'too many', { model: request.model, limit: FAKE_CHAT.maxOutputTokens, requested: request.maxTokens });
     }

@@ -62,6 +62,33 @@ describe('POST /v1/messages (fake inference)', () => {
     ]);
   });
 
+  it('an empty final assistant message means no prefill: it is dropped, alone or after another assistant turn', async () => {
+    for (const content of ['', [], [{ type: 'text', text: '' }]]) {
+      const res = await post({ ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content }] });
+      expect(res.statusCode).toBe(200);
+      expect(fake.calls.chat.at(-1)!.messages).toEqual([{ role: 'user', content: 'x' }]);
+    }
+    const res = await post({ ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Hi' }, { role: 'assistant', content: '' }] });
+    expect(res.statusCode).toBe(200);
+    expect(fake.calls.chat.at(-1)!.messages).toEqual([{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Hi' }]);
+    const count = await post({ model: 'fake-chat', messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: '' }] }, ANTHROPIC_HEADERS, '/v1/messages/count_tokens');
+    expect(count.json()).toEqual({ input_tokens: 1 });
+  });
+
+  it.each([
+    ['a merged prefill ending in whitespace', [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Hi' }, { role: 'assistant', content: ' ' }]],
+    ['a prefill ending in whitespace before an empty final turn', [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Hi ' }, { role: 'assistant', content: '' }]],
+  ])('400 for %s, as when sent as one message', async (_name, messages) => {
+    expectAnthropicError(await post({ ...valid, messages }), 400, 'invalid_request_error', /final assistant content cannot end with trailing whitespace/);
+  });
+
+  it('400 for an empty assistant message that is not the last one', async () => {
+    const messages = [{ role: 'user', content: 'x' }, { role: 'assistant', content: '' }, { role: 'user', content: 'y' }];
+    expectAnthropicError(await post({ ...valid, messages }), 400, 'invalid_request_error', /messages\.1: assistant messages must have non-empty content/);
+    const merged = [{ role: 'user', content: 'x' }, { role: 'assistant', content: '' }, { role: 'assistant', content: 'Hi' }];
+    expectAnthropicError(await post({ ...valid, messages: merged }), 400, 'invalid_request_error', /messages\.1: assistant messages must have non-empty content/);
+  });
+
   it('ignores unknown anthropic-beta values', async () => {
     expect((await post(valid, { ...ANTHROPIC_HEADERS, 'anthropic-beta': 'made-up-2099-01-01,other' })).statusCode).toBe(200);
   });
@@ -200,6 +227,12 @@ describe('POST /v1/messages/count_tokens (fake inference)', () => {
 
   it('rejects max_tokens like the real API', async () => {
     expectAnthropicError(await post(valid, ANTHROPIC_HEADERS, '/v1/messages/count_tokens'), 400, 'invalid_request_error', /max_tokens/);
+  });
+
+  it('400 for a prompt longer than the context: refused, not counted', async () => {
+    const long = { model: 'fake-chat', messages: [{ role: 'user', content: 'word '.repeat(65) }] };
+    expectAnthropicError(await post(long, ANTHROPIC_HEADERS, '/v1/messages/count_tokens'), 400, 'invalid_request_error',
+      /^prompt is too long: 65 tokens > 63 maximum$/);
   });
 });
 

@@ -49,6 +49,13 @@ describe('the OpenAI error table', () => {
     expect(body.error.message).not.toMatch(/undefined|NaN/);
   });
 
+  it('words a prompt too long, with a lower bound of its length when counting stopped early', () => {
+    const render = (details: object) =>
+      (openAiErrors.render(classify(new CoreError('prompt_too_long', 'neutral', { limit: 10, ...details })), 'r') as { body: any }).body.error.message;
+    expect(render({ promptTokens: 12, promptTokensAtLeast: true })).toMatch(/resulted in at least 12 tokens/);
+    expect(render({ promptTokens: 12 })).toMatch(/resulted in 12 tokens/);
+  });
+
   it('names the input at fault the way OpenAI does', () => {
     const { body } = openAiErrors.render(classify(sample('input_too_long')), 'r') as { body: any };
     expect(body.error).toEqual({

@@ -27,15 +27,16 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
   if (body.messages[0]!.role !== 'user') throw invalidRequest('messages: first message must use the "user" role', 'messages.0.role');
   const texts = body.messages.map((message, i) => ({ role: message.role, content: textOf(message.content, `messages.${i}.content`, body.model) }));
+  const last = texts.length - 1;
   texts.forEach((message, i) => {
-    const isFinalAssistant = i === texts.length - 1 && message.role === 'assistant';
+    const isFinalAssistant = i === last && message.role === 'assistant';
     if (message.content.trim() === '' && !isFinalAssistant) {
       throw invalidRequest(`messages.${i}: ${message.role} messages must have non-empty content`, `messages.${i}.content`);
     }
-    if (isFinalAssistant && /\s$/.test(message.content)) {
-      throw invalidRequest('messages: final assistant content cannot end with trailing whitespace', `messages.${i}.content`);
-    }
   });
+  // An empty final assistant message, which the API allows, means no prefill: it is dropped rather
+  // than rendered as a finished empty turn (or merged into the turn before it as "\n\n").
+  if (texts[last]!.role === 'assistant' && texts[last]!.content === '') texts.pop();
   // As in the Anthropic API, consecutive turns of one role are combined into a single turn, so
   // templates that require strict alternation accept every valid conversation.
   const messages: ChatMessage[] = [];
@@ -43,6 +44,11 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
     const previous = messages.at(-1);
     if (previous?.role === message.role) previous.content = `${previous.content}\n\n${message.content}`;
     else messages.push({ ...message });
+  }
+  // The prefill is the merged final assistant turn: checked as a whole, whatever it was sent as.
+  const prefill = messages.at(-1)!;
+  if (prefill.role === 'assistant' && /\s$/.test(prefill.content)) {
+    throw invalidRequest('messages: final assistant content cannot end with trailing whitespace', `messages.${last}.content`);
   }
   const system = body.system === undefined ? undefined : textOf(body.system, 'system', body.model);
   return { model: body.model, system, messages };

@@ -22,6 +22,7 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   wrong_model_task: invalid,
   template_rejected: invalid,
   // Anthropic's own wording for both: clients (Claude Code among them) match "prompt is too long".
+  // When counting stopped early, N is a lower bound of the prompt's length (the format stays the same).
   prompt_too_long: { ...invalid, message: ({ details: d }) => `prompt is too long: ${d.promptTokens} tokens > ${d.limit! - 1} maximum` },
   output_limit_exceeded: {
     ...invalid,

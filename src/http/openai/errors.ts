@@ -32,7 +32,7 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
     code: 'context_length_exceeded',
     param: 'messages',
     message: ({ details: d }) =>
-      `This model's maximum context length is ${d.limit} tokens. However, your messages resulted in ${d.promptTokens} tokens, which leaves no room for a reply. Please reduce the length of the messages.`,
+      `This model's maximum context length is ${d.limit} tokens. However, your messages resulted in ${d.promptTokensAtLeast ? 'at least ' : ''}${d.promptTokens} tokens, which leaves no room for a reply. Please reduce the length of the messages.`,
   },
   output_limit_exceeded: {
     ...invalid,

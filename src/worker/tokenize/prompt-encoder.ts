@@ -1,0 +1,275 @@
+/**
+ * Encodes a rendered chat prompt with the model's tokenizer (transformers.js), with two things the
+ * library's `encode` does not do. Runs in a worker thread; one encoder per tokenizer.
+ *
+ * Message text stands in for itself. A special-token string inside a message (`<|im_end|>` typed by
+ * an end user) must become ordinary text tokens, never the control token, or a user could forge turn
+ * and system boundaries. The library has no option for that (Python's `split_special_tokens`): its
+ * added-token splitter matches special tokens anywhere. So the caller replaces each special-token
+ * string in the messages by a placeholder before rendering the template, and this encoder puts the
+ * literal text back after the splitter has run, just before pre-tokenization: the splitter sees only
+ * the template's special tokens, the pre-tokenizer and the model see the text as written.
+ *
+ * Bounded time. A prompt is encoded only as far as it can fit: encoding stops once the tokens so far
+ * plus a lower bound for what comes next pass the budget. Every token is a vocabulary entry, at most
+ * `longestToken` characters long, so (1) for byte-level BPE a text of n UTF-8 bytes is at least
+ * n / longestToken tokens, checked before pre-tokenizing it (a megabyte of digits is a million
+ * pieces: ~2 s to pre-tokenize); (2) pieces go to the model in chunks, each checked first with the
+ * same bound over its characters (a megabyte of one letter is one piece for the Qwen and GPT-2
+ * pre-tokenizers: ~13 s in the library's BPE) and counted after. So a text of more than
+ * budget x longestToken bytes is never pre-tokenized, and no more than about that is ever encoded.
+ * Words longer than LONG_WORD go to long-word-bpe.ts instead of the library's BPE (same result, ~30x
+ * faster on long words). Ids are exact for whatever is encoded.
+ *
+ * It reaches into the tokenizer object of transformers.js 4.x (`_tokenizer`, its `pre_tokenizer`
+ * and `model`); the constructor checks that shape and fails loudly if a release changes it. No
+ * library object is changed: the encoder works through views (Object.create) of them.
+ */
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { bpeWord, buildMergeTable, type MergeTable } from './long-word-bpe.js';
+
+type PreTokenize = (text: string, options?: { section_index?: number }) => string[];
+
+/** The part of @huggingface/tokenizers' TokenizerModel (BPE for the fast path) this module relies on. */
+interface InnerModel {
+  (pieces: string[]): string[];
+  vocab: string[];
+  tokens_to_ids: Map<string, number>;
+  fuse_unk?: boolean;
+  // BPE only:
+  bpe?: (word: string) => string[];
+  encode?: (pieces: string[]) => string[];
+  merges?: Array<[string, string]>;
+  end_of_word_suffix?: string;
+  continuing_subword_suffix?: string | null;
+}
+
+/** A pre-tokenizer's entry in tokenizer.json. */
+interface PreTokenizerConfig {
+  type: string;
+  pretokenizers?: PreTokenizerConfig[];
+  behavior?: string;
+  invert?: boolean;
+}
+
+/** The part of @huggingface/tokenizers' Tokenizer this module relies on. */
+interface InnerTokenizer {
+  /** tokenizer.json as loaded. */
+  tokenizer: { pre_tokenizer?: PreTokenizerConfig | null };
+  pre_tokenizer: PreTokenize | null;
+  model: InnerModel;
+  encode(text: string, options: { add_special_tokens: boolean }): { ids: number[] };
+}
+
+/** Placeholder -> the literal text it stands for. */
+export type Literals = ReadonlyMap<string, string>;
+
+/** The ids, or for a text of more than the budget its length in tokens: exact, or a lower bound when encoding stopped early. */
+export type Encoded = { ids: number[] } | { tooLong: { tokens: number; exact: boolean } };
+
+/** Pieces per model call when a budget applies: small enough to stop soon after the budget is passed. */
+const CHUNK = 256;
+/** Pieces at the end of a pre-tokenized prefix that the rest of the text may still change. */
+const PROBE_SLACK = 4;
+/** Words from this length on use long-word-bpe.ts (its table costs ~0.2 s to build, once). */
+const LONG_WORD = 1024;
+
+class OverBudget {
+  constructor(readonly atLeast: number) {}
+}
+
+export class PromptEncoder {
+  private static readonly encoders = new WeakMap<PreTrainedTokenizer, PromptEncoder>();
+
+  /** Special-token strings of the tokenizer (the ones a message must not produce). */
+  readonly specialTokens: readonly string[];
+  /** The tokenizer with this encoder's pre-tokenizer and model in front of its own. */
+  private readonly view: InnerTokenizer;
+  private readonly model: InnerModel;
+  /** The model with long words sent to long-word-bpe.ts; null for models that are not plain BPE. */
+  private readonly longWordModel: InnerModel | null;
+  /** Built on the first long word; null when the merges do not fit the vocabulary (then the library's BPE serves). */
+  private mergeTable: MergeTable | null | undefined;
+  /** Longest vocabulary entry, in code points. */
+  private readonly longestToken: number;
+  /** Single characters that are vocabulary entries. */
+  private readonly knownChars: Set<string>;
+  /**
+   * Byte-level BPE whose pieces keep every byte of the text as one known character: then a text of
+   * n UTF-8 bytes is at least n / longestToken tokens, which refuses a huge text before pre-tokenizing it.
+   */
+  private readonly byteLevel: boolean;
+
+  // The state of the one encode under way (workers are single-threaded and encode is synchronous).
+  private literals: Literals | null = null;
+  private budget = Infinity;
+  private counted = 0;
+
+  static for(tokenizer: PreTrainedTokenizer): PromptEncoder {
+    let encoder = PromptEncoder.encoders.get(tokenizer);
+    if (!encoder) PromptEncoder.encoders.set(tokenizer, (encoder = new PromptEncoder(tokenizer)));
+    return encoder;
+  }
+
+  private constructor(tokenizer: PreTrainedTokenizer) {
+    const inner = (tokenizer as unknown as { _tokenizer?: InnerTokenizer })._tokenizer;
+    const model = inner?.model;
+    if (!inner || typeof inner.encode !== 'function' || !('pre_tokenizer' in inner) || typeof model !== 'function' || !Array.isArray(model.vocab)) {
+      throw new Error('PromptEncoder: this transformers.js release does not have the tokenizer shape it was written for');
+    }
+    this.specialTokens = [...new Set(tokenizer.all_special_tokens)].filter((t) => t.length > 0);
+    this.model = model;
+    let longest = 1;
+    this.knownChars = new Set();
+    for (const token of model.vocab) {
+      if (typeof token !== 'string') continue;
+      const length = codePoints(token);
+      if (length > longest) longest = length;
+      if (length === 1) this.knownChars.add(token);
+    }
+    this.longestToken = longest;
+    this.byteLevel = keepsEveryByte(inner.tokenizer?.pre_tokenizer) && BYTE_LEVEL_ALPHABET.every((char) => this.knownChars.has(char));
+    const plainBpe =
+      typeof model.bpe === 'function' && typeof model.encode === 'function' && Array.isArray(model.merges) &&
+      !model.fuse_unk && !model.end_of_word_suffix && !model.continuing_subword_suffix;
+    if (plainBpe) {
+      const libraryBpe = model.bpe!.bind(model);
+      const longWordModel = Object.create(model) as InnerModel;
+      longWordModel.bpe = (word) => {
+        const table = word.length >= LONG_WORD ? this.table() : null;
+        return table ? bpeWord(table, word) : libraryBpe(word);
+      };
+      this.longWordModel = longWordModel;
+    } else {
+      this.longWordModel = null;
+    }
+    const preTokenize = inner.pre_tokenizer;
+    const view = Object.create(inner) as InnerTokenizer;
+    view.pre_tokenizer = (text, options) => {
+      const restored = this.literals ? restore(text, this.literals) : text;
+      if (this.byteLevel && this.budget !== Infinity) {
+        const atLeast = this.counted + Math.ceil(Buffer.byteLength(restored, 'utf8') / this.longestToken);
+        if (atLeast > this.budget) throw new OverBudget(atLeast);
+        if (preTokenize) this.probe(preTokenize, restored, options);
+      }
+      return preTokenize ? preTokenize(restored, options) : [restored];
+    };
+    // Callable like the model, and its properties (tokens_to_ids, unk_token_id) read through to it.
+    view.model = Object.setPrototypeOf((pieces: string[]) => this.encodePieces(pieces), model) as InnerModel;
+    this.view = view;
+  }
+
+  /**
+   * Token ids of `text`, each placeholder of `literals` tokenized as the literal text it stands for;
+   * or, once the text is known to be more than `budget` tokens, a lower bound of its length.
+   */
+  encode(text: string, options: { literals?: Literals; budget?: number } = {}): Encoded {
+    this.literals = options.literals && options.literals.size > 0 ? options.literals : null;
+    this.budget = options.budget ?? Infinity;
+    this.counted = 0;
+    try {
+      const { ids } = this.view.encode(text, { add_special_tokens: false });
+      return ids.length > this.budget ? { tooLong: { tokens: ids.length, exact: true } } : { ids };
+    } catch (error) {
+      if (error instanceof OverBudget) return { tooLong: { tokens: error.atLeast, exact: false } };
+      throw error;
+    } finally {
+      this.literals = null;
+      this.budget = Infinity;
+    }
+  }
+
+  /**
+   * A long text whose pieces are short (a megabyte of digits: a million one-digit pieces, ~2 s to
+   * pre-tokenize) may be over the budget long before the byte bound can tell. Its prefix is
+   * pre-tokenized first: every piece is at least one token, and pieces are found by a left-to-right
+   * regular expression looking a few characters ahead, so all but the last PROBE_SLACK pieces of the
+   * prefix are pieces of the whole text. Throws OverBudget when those alone pass it.
+   */
+  private probe(preTokenize: PreTokenize, text: string, options?: { section_index?: number }): void {
+    const room = this.budget - this.counted;
+    const length = room + PROBE_SLACK * this.longestToken;
+    if (text.length < 2 * length) return;
+    const certain = preTokenize(text.slice(0, length), options).length - PROBE_SLACK;
+    if (certain > room) throw new OverBudget(this.counted + certain);
+  }
+
+  /** The model step: the pre-tokenized pieces of one section of text -> token strings. */
+  private encodePieces(pieces: string[]): string[] {
+    const encodeChunk = (chunk: string[]) => (this.longWordModel ? this.longWordModel.encode!(chunk) : this.model(chunk));
+    // Without a budget, or for a model that fuses unknown tokens across pieces: one call, as the library does.
+    if (this.budget === Infinity || this.model.fuse_unk) return this.count(encodeChunk(pieces));
+    const out: string[] = [];
+    for (let start = 0; start < pieces.length; start += CHUNK) {
+      const chunk = pieces.slice(start, start + CHUNK);
+      const atLeast = this.counted + this.lowerBound(chunk);
+      if (atLeast > this.budget) throw new OverBudget(atLeast);
+      for (const token of this.count(encodeChunk(chunk))) out.push(token);
+    }
+    return out;
+  }
+
+  private count(tokens: string[]): string[] {
+    this.counted += tokens.length;
+    if (this.counted > this.budget) throw new OverBudget(this.counted);
+    return tokens;
+  }
+
+  /**
+   * Fewest tokens the pieces can encode to: every token is a vocabulary entry of at most
+   * `longestToken` characters and covers characters of one piece, so a run of known characters of
+   * length n needs at least ceil(n / longestToken) of them. (Unknown characters may yield nothing.)
+   */
+  private lowerBound(pieces: string[]): number {
+    let bound = 0;
+    for (const piece of pieces) {
+      let run = 0;
+      for (const char of piece) {
+        if (this.knownChars.has(char)) run++;
+        else {
+          bound += Math.ceil(run / this.longestToken);
+          run = 0;
+        }
+      }
+      bound += Math.ceil(run / this.longestToken);
+    }
+    return bound;
+  }
+
+  private table(): MergeTable | null {
+    if (this.mergeTable === undefined) this.mergeTable = buildMergeTable(this.model.merges!, this.model.tokens_to_ids);
+    return this.mergeTable;
+  }
+}
+
+/**
+ * Whether the pre-tokenizer maps every byte of its input to one character of its pieces: a byte-level
+ * step, and no step that drops text (Split with invert or behavior "Removed", Whitespace...).
+ */
+function keepsEveryByte(config: PreTokenizerConfig | null | undefined): boolean {
+  if (!config) return false;
+  const steps = config.type === 'Sequence' ? (config.pretokenizers ?? []) : [config];
+  const keepsText = (step: PreTokenizerConfig) =>
+    step.type === 'ByteLevel' || step.type === 'Digits' ||
+    ((step.type === 'Split' || step.type === 'Punctuation') && !step.invert && step.behavior?.toLowerCase() !== 'removed');
+  return steps.some((step) => step.type === 'ByteLevel') && steps.every(keepsText);
+}
+
+/** The 256 characters GPT-2's byte-level encoding writes bytes as (bytes_to_unicode). */
+const BYTE_LEVEL_ALPHABET: string[] = (() => {
+  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  let shifted = 0;
+  return Array.from({ length: 256 }, (_, b) => String.fromCharCode(printable(b) ? b : 256 + shifted++));
+})();
+
+function codePoints(text: string): number {
+  let n = 0;
+  for (const _ of text) n++;
+  return n;
+}
+
+function restore(text: string, literals: Literals): string {
+  let out = text;
+  for (const [placeholder, literal] of literals) if (out.includes(placeholder)) out = out.split(placeholder).join(literal);
+  return out;
+}
