@@ -4,9 +4,45 @@
  */
 import type { ModelInfo } from '../models/registry.js';
 
-export interface ChatMessage {
-  role: 'user' | 'assistant';
-  content: string;
+/** A call of a tool, made by the model (an answer's part, or an assistant turn of the history). */
+export interface ToolCall {
+  id: string;
+  name: string;
+  input: Record<string, unknown>;
+}
+
+/**
+ * One turn of a conversation, as chat templates take them: user text; the assistant's text with the
+ * tools it called and what it thought; a tool's result for one call.
+ */
+export type ChatMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[]; reasoning?: string }
+  | { role: 'tool'; content: string; callId: string; name: string; isError?: boolean };
+
+/** A tool the model may call: its name, what it is for, and the JSON Schema of its input. */
+export interface ToolSpec {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+  /** The caller wants inputs that always validate against the schema. */
+  strict?: boolean;
+}
+
+/**
+ * Whether the model may, must, or must not call a tool: `auto` (its choice), `any` (one of the
+ * tools), `tool` (the one named), `none`. `parallel`: more than one call in one answer.
+ */
+export interface ToolChoice {
+  mode: 'auto' | 'any' | 'tool' | 'none';
+  name?: string;
+  parallel: boolean;
+}
+
+/** The model's thinking: on (with an optional budget of thinking tokens) or off. */
+export interface ThinkingOptions {
+  enabled: boolean;
+  budgetTokens?: number;
 }
 
 export interface SamplingOptions {
@@ -20,6 +56,9 @@ export interface ChatPrompt {
   model: string;
   system?: string;
   messages: ChatMessage[];
+  tools?: ToolSpec[];
+  toolChoice?: ToolChoice;
+  thinking?: ThinkingOptions;
 }
 
 export interface ChatRequest extends ChatPrompt {
@@ -41,7 +80,13 @@ export interface ChatRequest extends ChatPrompt {
 export const FINISH_REASONS = ['eos', 'length', 'stop_string', 'tool_call', 'context_full'] as const;
 export type FinishReason = (typeof FINISH_REASONS)[number];
 
+/** A part of an answer, in the order the model produced them. */
+export type AnswerPart = { kind: 'text'; text: string } | { kind: 'thinking'; text: string } | { kind: 'tool_call'; call: ToolCall };
+
 export interface ChatResult {
+  /** Every part of the answer, in order. */
+  parts: AnswerPart[];
+  /** The text parts joined. */
   text: string;
   finish: FinishReason;
   /** The stop string that matched, when finish is stop_string. */
@@ -50,10 +95,16 @@ export interface ChatResult {
   outputTokens: number;
 }
 
-/** Events a streaming chat call delivers before its result. */
+/**
+ * Events a streaming chat call delivers before its result: the prompt accepted, then each part of the
+ * answer opened, grown (text or thinking text; for a tool call, fragments of its input's JSON whose
+ * concatenation is that JSON), and closed, in order; parts never overlap.
+ */
 export type ChatEvent =
   | { type: 'start'; inputTokens: number }
-  | { type: 'delta'; text: string; outputTokens: number };
+  | { type: 'part_start'; index: number; part: { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool_call'; id: string; name: string } }
+  | { type: 'part_delta'; index: number; text: string; outputTokens: number }
+  | { type: 'part_stop'; index: number };
 
 export type EmbedInput = string | number[];
 

@@ -4,8 +4,10 @@
  * template (see tokenize/prompt-encoder.ts). Runs in a worker thread.
  */
 import { CoreError } from '../core/errors.js';
-import type { ChatPrompt } from '../core/types.js';
+import type { ChatMessage, ChatPrompt } from '../core/types.js';
+import { templateFeatures, type TemplateFeatures } from '../models/template-features.js';
 import type { LoadedTokenizer } from './load.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
 import { PromptEncoder, type Literals } from './tokenize/prompt-encoder.js';
 
 export interface RenderedPrompt {
@@ -20,14 +22,18 @@ export interface RenderedPrompt {
  */
 export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): RenderedPrompt {
   const encoder = PromptEncoder.for(loaded.tokenizer);
-  const conversation: { role: string; content: string }[] = [];
-  if (prompt.system !== undefined && prompt.system !== '') conversation.push({ role: 'system', content: prompt.system });
+  const features = featuresOf(loaded);
+  const tools = prompt.tools && prompt.tools.length > 0 && prompt.toolChoice?.mode !== 'none' ? prompt.tools : undefined;
+  const generic = tools !== undefined && features.toolFormat === 'generic';
+  const conversation: TemplateMessage[] = [];
+  const system = [prompt.system ?? '', generic ? genericToolPrompt(tools) : ''].filter((part) => part !== '').join('\n\n');
+  if (system !== '') conversation.push({ role: 'system', content: system });
   const last = prompt.messages.at(-1);
   // A final assistant message is a prefill: the reply continues it, so it is appended after the
   // generation prompt rather than rendered as a finished turn.
-  let prefill = last?.role === 'assistant' ? last.content : '';
+  let prefill = last?.role === 'assistant' && !last.toolCalls?.length ? last.content : '';
   const turns = prefill ? prompt.messages.slice(0, -1) : prompt.messages;
-  conversation.push(...turns.map((m) => ({ ...m })));
+  conversation.push(...turns.map((m) => templateMessage(m, generic)));
   // The common case, no special-token text in any message, renders and encodes the text as it is.
   const literals = hideSpecialTokens([...conversation.map((m) => m.content), prefill], encoder.specialTokens);
   if (literals) {
@@ -35,9 +41,13 @@ export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): Rende
     for (const message of conversation) message.content = hide(message.content);
     prefill = hide(prefill);
   }
+  const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
+  if (tools && !generic) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
+  // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
+  if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
   let text: string;
   try {
-    text = loaded.tokenizer.apply_chat_template(conversation, { tokenize: false, add_generation_prompt: true }) as string;
+    text = loaded.tokenizer.apply_chat_template(conversation as never, options) as string;
   } catch (error) {
     // Templates raise for conversations they do not accept (e.g. roles that do not alternate).
     const reason = (error as Error).message;
@@ -94,3 +104,48 @@ function hideSpecialTokens(texts: string[], specialTokens: readonly string[]): H
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A message as chat templates take it (the Hugging Face convention). */
+interface TemplateMessage {
+  role: string;
+  content: string;
+  tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
+  reasoning_content?: string;
+  tool_call_id?: string;
+  name?: string;
+}
+
+/**
+ * One message for the template. Native tool formats get the template's own fields (tool_calls on
+ * the assistant turn, a `tool` role per result); the generic format writes calls and results as
+ * text in its own form (tools/generic.ts), since such a template knows neither.
+ */
+function templateMessage(message: ChatMessage, generic: boolean): TemplateMessage {
+  if (message.role === 'user') return { role: 'user', content: message.content };
+  if (message.role === 'tool') {
+    const content = message.isError ? `Error: ${message.content}` : message.content;
+    return generic ? { role: 'user', content: genericToolResultText(content) } : { role: 'tool', content, tool_call_id: message.callId, name: message.name };
+  }
+  const calls = message.toolCalls ?? [];
+  if (generic) return { role: 'assistant', content: [message.content, ...calls.map(genericToolCallText)].filter((t) => t !== '').join('\n') };
+  return {
+    role: 'assistant',
+    // Qwen3's template needs a string, never null, beside tool calls.
+    content: message.content,
+    ...(calls.length ? { tool_calls: calls.map((c) => ({ type: 'function' as const, id: c.id, function: { name: c.name, arguments: c.input } })) } : {}),
+    ...(message.reasoning ? { reasoning_content: message.reasoning } : {}),
+  };
+}
+
+const features = new WeakMap<LoadedTokenizer, TemplateFeatures>();
+
+/** What the model's chat template can do (tool format, thinking switch), read once per tokenizer. */
+export function featuresOf(loaded: LoadedTokenizer): TemplateFeatures {
+  let found = features.get(loaded);
+  if (!found) {
+    const template = (loaded.tokenizer as unknown as { chat_template?: unknown }).chat_template;
+    found = templateFeatures(typeof template === 'string' ? template : '');
+    features.set(loaded, found);
+  }
+  return found;
+}

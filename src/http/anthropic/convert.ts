@@ -1,85 +1,212 @@
 /**
- * Anthropic wire body -> internal ChatRequest. Everything the bundled text-only models cannot do is
- * refused here with a 400 that names it; nothing is silently dropped.
+ * Anthropic wire body -> internal ChatPrompt / ChatRequest. What the server cannot do (images, PDFs,
+ * server tools, MCP servers, structured output until the grammar lands) is refused here with a 400
+ * that names it; nothing is silently dropped, except what Anthropic itself documents as hints.
+ *
+ * The conversation as the API defines it: `system` messages anywhere in `messages` join the system
+ * prompt in order; consecutive turns of one role are combined; an assistant turn's `tool_use` blocks
+ * become its tool calls and its `thinking` blocks its reasoning; a user turn's `tool_result` blocks
+ * become one tool message each (in order, before the turn's text); a final assistant turn without
+ * tool calls is a prefill. Claude Code's billing-header system block (a per-request value) is dropped.
  */
-import type { ChatMessage, ChatPrompt, ChatRequest } from '../../core/types.js';
+import type { ChatMessage, ChatPrompt, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import type { CountTokensBody, MessagesBody } from './schema.js';
 
 type PromptBody = CountTokensBody | MessagesBody;
+type Block = { type: string; [key: string]: unknown };
 
-const UNSUPPORTED_FEATURES: Array<[keyof PromptBody, string]> = [
-  ['tools', 'tool use'],
-  ['tool_choice', 'tool use'],
-  ['thinking', 'extended thinking'],
-  ['mcp_servers', 'MCP servers'],
-  ['context_management', 'context management'],
-];
+/** Claude Code's first system block: `x-anthropic-billing-header: cc_version=…; cc_entrypoint=…;` — never part of the prompt. */
+const BILLING_HEADER = /^\s*x-anthropic-billing-header:/;
 
 export function toChatPrompt(body: PromptBody): ChatPrompt {
-  for (const [field, feature] of UNSUPPORTED_FEATURES) {
-    const value = body[field];
-    if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) continue;
-    if (field === 'thinking' && (value as { type?: string }).type === 'disabled') continue;
-    throw unsupported(field, feature, body.model);
-  }
-  if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', body.model);
-  if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
-  if (body.messages[0]!.role !== 'user') throw invalidRequest('messages: first message must use the "user" role', 'messages.0.role');
-  const texts = body.messages.map((message, i) => ({ role: message.role, content: textOf(message.content, `messages.${i}.content`, body.model) }));
-  const last = texts.length - 1;
-  texts.forEach((message, i) => {
-    const isFinalAssistant = i === last && message.role === 'assistant';
-    if (message.content.trim() === '' && !isFinalAssistant) {
-      throw invalidRequest(`messages.${i}: ${message.role} messages must have non-empty content`, `messages.${i}.content`);
+  const model = body.model;
+  if (body.mcp_servers?.length) throw unsupported('mcp_servers', 'MCP servers', model);
+  if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', model);
+  const systemParts = body.system === undefined ? [] : [systemText(body.system)];
+  const turns: Array<{ index: number; message: ChatMessage }> = [];
+  body.messages.forEach((message, i) => {
+    const where = `messages.${i}`;
+    if (message.role === 'system') systemParts.push(textOf(message.content, `${where}.content`, model));
+    else for (const converted of convertTurn(message.role, message.content, where, model)) turns.push({ index: i, message: converted });
+  });
+  if (turns.length === 0) throw invalidRequest('messages: at least one user message is required', 'messages');
+  if (turns[0]!.message.role !== 'user' && turns[0]!.message.role !== 'tool') throw invalidRequest('messages: first message must use the "user" role', `messages.${turns[0]!.index}.role`);
+  const last = turns.at(-1)!;
+  turns.forEach(({ index, message }) => {
+    const isFinalAssistant = message === last.message && message.role === 'assistant';
+    const empty = message.content.trim() === '' && !(message.role === 'assistant' && message.toolCalls?.length);
+    if (empty && !isFinalAssistant && message.role !== 'tool') {
+      throw invalidRequest(`messages.${index}: ${message.role} messages must have non-empty content`, `messages.${index}.content`);
     }
   });
   // An empty final assistant message, which the API allows, means no prefill: it is dropped rather
-  // than rendered as a finished empty turn (or merged into the turn before it as "\n\n").
-  if (texts[last]!.role === 'assistant' && texts[last]!.content === '') texts.pop();
-  // As in the Anthropic API, consecutive turns of one role are combined into a single turn, so
-  // templates that require strict alternation accept every valid conversation.
-  const messages: ChatMessage[] = [];
-  for (const message of texts) {
-    const previous = messages.at(-1);
-    if (previous?.role === message.role) previous.content = `${previous.content}\n\n${message.content}`;
-    else messages.push({ ...message });
-  }
+  // than rendered as a finished empty turn (or merged into the turn before it).
+  if (last.message.role === 'assistant' && last.message.content === '' && !last.message.toolCalls?.length) turns.pop();
+  const messages = mergeTurns(turns.map((t) => t.message));
   // The prefill is the merged final assistant turn: checked as a whole, whatever it was sent as.
-  const prefill = messages.at(-1)!;
-  if (prefill.role === 'assistant' && /\s$/.test(prefill.content)) {
-    throw invalidRequest('messages: final assistant content cannot end with trailing whitespace', `messages.${last}.content`);
+  const final = messages.at(-1)!;
+  if (final.role === 'assistant' && !final.toolCalls?.length && /\s$/.test(final.content)) {
+    throw invalidRequest('messages: final assistant content cannot end with trailing whitespace', `messages.${last.index}.content`);
   }
-  const system = body.system === undefined ? undefined : textOf(body.system, 'system', body.model);
-  return { model: body.model, system, messages };
+  const system = systemParts.filter((part) => part !== '').join('\n\n');
+  return {
+    model,
+    ...(system !== '' || body.system !== undefined ? { system } : {}),
+    messages,
+    ...toolsOf(body),
+    ...(thinkingOf(body) ?? {}),
+  };
 }
 
-const unsupported = (field: string, feature: string, model: string) =>
-  new HttpError('unsupported_feature', `\`${field}\`: the model \`${model}\` does not support ${feature}; remove \`${field}\` from the request.`, field);
-
 export function toChatRequest(body: MessagesBody): ChatRequest {
+  const prompt = toChatPrompt(body);
+  if (body.thinking?.type === 'enabled' && body.thinking.budget_tokens >= body.max_tokens) {
+    throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${body.max_tokens}), got ${body.thinking.budget_tokens}`, 'thinking.budget_tokens');
+  }
   return {
-    ...toChatPrompt(body),
+    ...prompt,
     maxTokens: body.max_tokens,
     sampling: { temperature: body.temperature, topP: body.top_p, topK: body.top_k },
     stopStrings: body.stop_sequences ?? [],
   };
 }
 
-/** Joins text blocks in order; any other block type is refused with its position. */
-function textOf(content: string | Array<{ type: string; text?: unknown }>, where: string, model: string): string {
+const unsupported = (field: string, feature: string, model: string) =>
+  new HttpError('unsupported_feature', `\`${field}\`: the model \`${model}\` does not support ${feature}; remove \`${field}\` from the request.`, field);
+
+/** The system prompt's text; the billing-header block of Claude Code is left out. */
+function systemText(system: NonNullable<PromptBody['system']>): string {
+  if (typeof system === 'string') return BILLING_HEADER.test(system) ? '' : system;
+  return system.filter((block) => !BILLING_HEADER.test(block.text)).map((block) => block.text).join('');
+}
+
+/** One wire message as core turns: tool results come first (one tool message each), then the rest. */
+function convertTurn(role: 'user' | 'assistant', content: string | Block[], where: string, model: string): ChatMessage[] {
+  if (typeof content === 'string') return [{ role, content }];
+  const text: string[] = [];
+  const calls: ToolCall[] = [];
+  const reasoning: string[] = [];
+  const results: ChatMessage[] = [];
+  content.forEach((block, j) => {
+    const at = `${where}.content.${j}`;
+    switch (block.type) {
+      case 'text':
+        text.push(stringField(block, 'text', at));
+        return;
+      case 'document':
+        text.push(documentText(block, at, model));
+        return;
+      case 'tool_use':
+        if (role !== 'assistant') throw invalidRequest(`${at}: tool_use blocks belong to assistant messages`, `${at}.type`);
+        calls.push({ id: stringField(block, 'id', at), name: stringField(block, 'name', at), input: objectField(block, 'input', at) });
+        return;
+      case 'tool_result':
+        if (role !== 'user') throw invalidRequest(`${at}: tool_result blocks belong to user messages`, `${at}.type`);
+        results.push({
+          role: 'tool',
+          callId: stringField(block, 'tool_use_id', at),
+          name: '',
+          content: block.content === undefined ? '' : textOf(block.content as string | Block[], `${at}.content`, model),
+          isError: block.is_error === true,
+        });
+        return;
+      case 'thinking':
+        if (role === 'assistant') reasoning.push(stringField(block, 'thinking', at));
+        return;
+      case 'redacted_thinking':
+        // Encrypted reasoning of another model: nothing a local model can read.
+        return;
+      default:
+        throw unsupportedBlock(block.type, at, model);
+    }
+  });
+  if (role === 'user') return [...results, ...(text.length > 0 || results.length === 0 ? [{ role: 'user' as const, content: text.join('') }] : [])];
+  return [{ role: 'assistant', content: text.join(''), ...(calls.length ? { toolCalls: calls } : {}), ...(reasoning.length ? { reasoning: reasoning.join('\n\n') } : {}) }];
+}
+
+/** Consecutive turns of one role become one (tool results stay one message per call). */
+function mergeTurns(turns: ChatMessage[]): ChatMessage[] {
+  const merged: ChatMessage[] = [];
+  for (const turn of turns) {
+    const previous = merged.at(-1);
+    if (previous?.role === 'user' && turn.role === 'user') {
+      previous.content = `${previous.content}\n\n${turn.content}`;
+    } else if (previous?.role === 'assistant' && turn.role === 'assistant') {
+      previous.content = [previous.content, turn.content].filter((t) => t !== '').join('\n\n');
+      if (turn.toolCalls) previous.toolCalls = [...(previous.toolCalls ?? []), ...turn.toolCalls];
+      if (turn.reasoning) previous.reasoning = [previous.reasoning, turn.reasoning].filter(Boolean).join('\n\n');
+    } else {
+      merged.push({ ...turn });
+    }
+  }
+  // Tool results name the tool they answer (some templates print it).
+  const names = new Map(merged.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []).map((c) => [c.id, c.name] as const) : [])));
+  for (const m of merged) if (m.role === 'tool') m.name = names.get(m.callId) ?? '';
+  return merged;
+}
+
+function toolsOf(body: PromptBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {
+  const tools = (body.tools ?? []).map((tool, i): ToolSpec => {
+    if (tool.type !== undefined && tool.type !== 'custom') {
+      throw new HttpError('unsupported_feature', `tools.${i}: server tools of type \`${tool.type}\` are not available on this server; send client tools (name, description, input_schema).`, `tools.${i}.type`);
+    }
+    if (!tool.input_schema) throw invalidRequest(`tools.${i}.input_schema: Field required`, `tools.${i}.input_schema`);
+    return { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), inputSchema: tool.input_schema, ...(tool.strict ? { strict: true } : {}) };
+  });
+  const choice = body.tool_choice;
+  if (choice && tools.length === 0 && choice.type !== 'none') throw invalidRequest('tool_choice: requires `tools`', 'tool_choice');
+  if (choice?.type === 'tool' && !tools.some((t) => t.name === choice.name)) {
+    throw invalidRequest(`tool_choice.name: no tool named \`${choice.name}\` in \`tools\``, 'tool_choice.name');
+  }
+  if (tools.length === 0) return {};
+  const parallel = !(choice && 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use);
+  return { tools, toolChoice: { mode: choice?.type ?? 'auto', ...(choice?.type === 'tool' ? { name: choice.name } : {}), parallel } };
+}
+
+/** enabled (with its budget) and adaptive turn thinking on; disabled and between_tools turn it off. */
+function thinkingOf(body: PromptBody): { thinking: ThinkingOptions } | undefined {
+  const thinking = body.thinking;
+  if (!thinking) return undefined;
+  if (thinking.type === 'enabled') return { thinking: { enabled: true, budgetTokens: thinking.budget_tokens } };
+  return { thinking: { enabled: thinking.type === 'adaptive' } };
+}
+
+/** Text blocks (and text documents) joined in order; any other block is refused with its position. */
+function textOf(content: string | Block[], where: string, model: string): string {
   if (typeof content === 'string') return content;
   return content
     .map((block, j) => {
-      if (block.type !== 'text') {
-        throw new HttpError(
-          'unsupported_feature',
-          `${where}.${j}: content blocks of type \`${block.type}\` are not supported by the text-only model \`${model}\`; send text blocks only.`,
-          `${where}.${j}.type`,
-        );
-      }
-      if (typeof block.text !== 'string') throw invalidRequest(`${where}.${j}.text: Field required`, `${where}.${j}.text`);
-      return block.text;
+      if (block.type === 'text') return stringField(block, 'text', `${where}.${j}`);
+      if (block.type === 'document') return documentText(block, `${where}.${j}`, model);
+      throw unsupportedBlock(block.type, `${where}.${j}`, model);
     })
     .join('');
+}
+
+/** A document with a plain-text source is its text (titled when it has a title); a PDF or an image is refused. */
+function documentText(block: Block, at: string, model: string): string {
+  const source = block.source as { type?: string; data?: unknown; content?: unknown } | undefined;
+  let text: string | undefined;
+  if (source?.type === 'text' && typeof source.data === 'string') text = source.data;
+  if (source?.type === 'content') text = typeof source.content === 'string' ? source.content : textOf(source.content as Block[], `${at}.source.content`, model);
+  if (text === undefined) throw unsupportedBlock(`document (${source?.type ?? 'no'} source)`, at, model);
+  return typeof block.title === 'string' && block.title !== '' ? `${block.title}\n\n${text}` : text;
+}
+
+const unsupportedBlock = (type: string, at: string, model: string) =>
+  new HttpError('unsupported_feature', `${at}: content blocks of type \`${type}\` are not supported by the text-only model \`${model}\`.`, `${at}.type`);
+
+function stringField(block: Block, field: string, at: string): string {
+  const value = block[field];
+  if (typeof value !== 'string') throw invalidRequest(`${at}.${field}: ${value === undefined ? 'Field required' : 'expected a string'}`, `${at}.${field}`);
+  return value;
+}
+
+function objectField(block: Block, field: string, at: string): Record<string, unknown> {
+  const value = block[field];
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalidRequest(`${at}.${field}: ${value === undefined ? 'Field required' : 'expected an object'}`, `${at}.${field}`);
+  }
+  return value as Record<string, unknown>;
 }

@@ -20,18 +20,46 @@ export const textBlockSchema = z
 const contentBlockSchema = z.object({ type: z.string() }).passthrough();
 
 export const messageSchema = z.object({
-  role: z.enum(['user', 'assistant']),
+  // `system` messages inside `messages` (SDK 1.x, Claude Code 2.1+) are folded into the system prompt.
+  role: z.enum(['user', 'assistant', 'system']),
   content: z.union([z.string(), z.array(contentBlockSchema)]),
 });
+
+/** A client tool. A server tool (web search, code execution, ...) has a `type` and is refused by the converter. */
+const toolSchema = z
+  .object({
+    type: z.string().optional(),
+    name: z.string().min(1, 'must not be empty').max(128),
+    description: z.string().optional(),
+    input_schema: z.record(z.string(), z.unknown()).optional(),
+    strict: z.boolean().optional(),
+    cache_control: cacheControl,
+  })
+  .passthrough();
+
+const toolChoiceSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('auto'), disable_parallel_tool_use: z.boolean().optional() }).strict(),
+  z.object({ type: z.literal('any'), disable_parallel_tool_use: z.boolean().optional() }).strict(),
+  z.object({ type: z.literal('tool'), name: z.string().min(1), disable_parallel_tool_use: z.boolean().optional() }).strict(),
+  z.object({ type: z.literal('none') }).strict(),
+]);
+
+const thinkingSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('enabled'), budget_tokens: z.number().int('must be an integer').min(1024, 'must be at least 1024') }).passthrough(),
+  z.object({ type: z.literal('adaptive') }).passthrough(),
+  z.object({ type: z.literal('disabled') }).passthrough(),
+  z.object({ type: z.literal('between_tools') }).passthrough(),
+]);
 
 const promptFields = {
   model: z.string().min(1, 'must not be empty'),
   messages: z.array(messageSchema),
   system: z.union([z.string(), z.array(textBlockSchema)]).optional(),
-  tools: z.array(z.unknown()).optional(),
-  tool_choice: z.unknown().optional(),
-  thinking: z.unknown().optional(),
+  tools: z.array(toolSchema).optional(),
+  tool_choice: toolChoiceSchema.optional(),
+  thinking: thinkingSchema.optional(),
   mcp_servers: z.array(z.unknown()).optional(),
+  // Accepted with no effect: the server keeps no state to edit between requests.
   context_management: z.unknown().optional(),
   output_config: z.object({ effort: z.string().nullish(), format: z.unknown().optional() }).strict().optional(),
   cache_control: cacheControl,
