@@ -107,10 +107,10 @@ function templateCode(template: string): string {
  *   <tool_response></tool_response> tags. If no tool is needed, answer normally without any
  *   <tool_call> tag.
  *
- * The schema key is `parameters` and the call key `arguments` (the words of the OpenAI-style tool
- * lists models are trained on, and of the Qwen/Hermes prompt this follows), not Anthropic's
- * `input_schema`/`input`. Keys keep the client's order; JSON.stringify escapes nothing that would
- * break the tags.
+ * The schema key is `parameters` and the call key `arguments`: the words of the OpenAI-style tool
+ * lists models are trained on, and of the Qwen/Hermes prompt this follows, whatever the client's
+ * dialect calls them. Schema keys keep the client's order. Text inside a description is written as
+ * it is (JSON.stringify does not escape `<`); the parser only ever reads the model's reply.
  */
 export function genericToolPrompt(tools: readonly ToolSpec[]): string {
   const lines = tools.map((tool) =>

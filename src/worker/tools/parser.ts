@@ -8,8 +8,8 @@
  * - Text is released as soon as it cannot be the start of a call: only a possible partial opener
  *   at the end is held back (as a stop-string hold-back), plus a trailing run of whitespace, which
  *   is dropped if a call follows it. Whitespace right after a valid call is dropped too, so calls
- *   never leave whitespace-only text between them (a text block of only whitespace is something
- *   the Anthropic API itself rejects in history).
+ *   never leave whitespace-only text between them (a whitespace-only text block is something the
+ *   Messages API itself rejects in a conversation's history).
  * - Once an opener is seen the call is buffered until it closes (`</tool_call>`; the end of the
  *   JSON object for llama3-json; `</function>` for a Qwen3-Coder call that skipped `<tool_call>`),
  *   then validated against `tools`. A call that ends at finish() without its closing tag is
@@ -37,8 +37,8 @@ export function createToolCallParser(format: ToolFormat, tools: readonly ToolSpe
 }
 
 /**
- * Splits a call's input into a few pieces of its JSON text for streaming (Anthropic's
- * `input_json_delta.partial_json`): their concatenation is exactly `JSON.stringify(input)`. Pieces
+ * Splits a call's input into a few pieces of its JSON text, for a renderer that streams a call's
+ * input as partial JSON: their concatenation is exactly `JSON.stringify(input)`. Pieces
  * have near-equal length and never split a UTF-16 surrogate pair (a client that decodes each piece
  * on its own would mangle the character).
  */
@@ -380,7 +380,8 @@ function checkJsonCall(value: unknown, tools: Tools): ParsedCall | { reason: str
  * argument (a model writing about tool calls) does not end the call, while one outside any string
  * ends even a broken object (`<` cannot occur outside a string in JSON, so this cannot cut a valid
  * call short). vLLM cuts at the first `</tool_call>` with a regex; llama.cpp parses the JSON and
- * then expects the closing tag, as here. Several objects in one block are several calls.
+ * then expects the closing tag, as here. Several objects in one block, or an array of them, are
+ * several calls.
  */
 class JsonCallScanner extends CallScanner {
   private phase: 'pre' | 'json' | 'post' | 'skip' = 'pre';
@@ -388,7 +389,7 @@ class JsonCallScanner extends CallScanner {
   private inString = false;
   private escaped = false;
   private objectStart = 0;
-  /** [from, to) of each complete object, in markup offsets. */
+  /** [from, to) of each complete JSON value (an object, or an array of call objects), in markup offsets. */
   private readonly objects: Array<[number, number]> = [];
   /** Set when the markup cannot be a call: why. */
   private broken: string | null = null;
@@ -423,7 +424,7 @@ class JsonCallScanner extends CallScanner {
           i++;
           continue;
         }
-        if (c === '{') {
+        if (c === '{' || c === '[') {
           this.phase = 'json';
           this.depth = 1;
           this.objectStart = this.base + i++;
@@ -439,7 +440,7 @@ class JsonCallScanner extends CallScanner {
           // The text ended in the closing tag: a complete call without it still counts.
           if (this.phase === 'post') return { kind: 'end' as const, at: w.length };
         }
-        if (this.phase === 'pre') return { kind: 'reject' as const, at: i, asText: false, reason: 'the call does not start with a JSON object' };
+        if (this.phase === 'pre') return { kind: 'reject' as const, at: i, asText: false, reason: 'the call does not start with JSON' };
         this.broken = 'text after the JSON object';
         this.phase = 'skip';
         continue;
@@ -510,9 +511,14 @@ class JsonCallScanner extends CallScanner {
       } catch (err) {
         return { reason: `malformed JSON: ${(err as Error).message}` };
       }
-      const call = checkJsonCall(value, this.tools);
-      if ('reason' in call) return call;
-      calls.push(call);
+      // A list of calls in one block (some models write one): each element is a call.
+      const list = Array.isArray(value) ? value : [value];
+      if (list.length === 0) return { reason: 'an empty list of calls' };
+      for (const item of list) {
+        const call = checkJsonCall(item, this.tools);
+        if ('reason' in call) return call;
+        calls.push(call);
+      }
     }
     return calls;
   }

@@ -1,7 +1,6 @@
 /**
  * The neutral vocabulary of tool calling below src/http: a tool as the model needs it, and what the
- * tool-call parser hands back. No wire words here (`tool_use`, `input_json_delta` belong to the
- * Anthropic renderer).
+ * tool-call parser hands back. No wire shapes here: the dialect renderers name these.
  */
 
 /**
