@@ -328,9 +328,10 @@ describe('every split, on generated replies', () => {
   });
 });
 
-describe('linear time', () => {
+// Correctness on long streams; a quadratic scan of this length would take minutes (the test's
+// timeout catches it). Speed itself is not asserted here.
+describe('long inputs', () => {
   const LONG = 300_000;
-  const BUDGET_MS = 5_000; // a quadratic scan of this length takes minutes
 
   it('a long call streamed a few characters at a time', () => {
     const content = 'x <'.repeat(LONG / 3);
@@ -338,24 +339,20 @@ describe('linear time', () => {
       ['qwen3-xml', `<tool_call>\n<function=write_file>\n<parameter=content>\n${content}\n</parameter>\n</function>\n</tool_call>`],
       ['hermes', `<tool_call>\n${JSON.stringify({ name: 'write_file', arguments: { content } })}\n</tool_call>`],
     ] as const) {
-      const started = performance.now();
       const parser = createToolCallParser(format, TOOLS);
       const events: ToolEvent[] = [];
       for (let i = 0; i < reply.length; i += 3) events.push(...parser.push(reply.slice(i, i + 3)));
       events.push(...parser.finish());
-      expect(performance.now() - started, format).toBeLessThan(BUDGET_MS);
       expect(events).toEqual([call('write_file', { content })]);
     }
   });
 
   it('long text full of "<" and whitespace streamed one character at a time', () => {
     const reply = 'a <tool \n\t'.repeat(LONG / 10);
-    const started = performance.now();
     const parser = createToolCallParser('qwen3-xml', TOOLS);
     let shown = '';
     for (const c of reply) for (const e of parser.push(c)) if (e.type === 'text') shown += e.text;
     for (const e of parser.finish()) if (e.type === 'text') shown += e.text;
-    expect(performance.now() - started).toBeLessThan(BUDGET_MS);
     expect(shown).toBe(reply);
   });
 });
