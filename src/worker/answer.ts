@@ -35,7 +35,8 @@ export interface AnswerOptions {
 
 type Phase = 'thinking' | 'maybe-thinking' | 'answer';
 
-export const newToolCallId = () => `call_${randomBytes(12).toString('hex')}`;
+/** A call's id, neutral: each dialect writes it with its own prefix. */
+export const newToolCallId = () => randomBytes(12).toString('hex');
 
 export class AnswerBuilder {
   readonly parts: AnswerPart[] = [];

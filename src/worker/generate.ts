@@ -11,7 +11,9 @@ import type { ChatRequest, FinishReason } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
 import { TextStream } from './text-stream.js';
 import type { LoadedModel } from './load.js';
-import { renderPrompt } from './prompt.js';
+import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
+import { featuresOf, renderPrompt } from './prompt.js';
+import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
 import { supportsBatchDecoding } from './decode/session.js';
 
@@ -112,22 +114,35 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const eos = new Set(loaded.eosTokenIds);
   const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
   const stream = new TextStream(decode, request.stopStrings);
+  const features = featuresOf(loaded);
+  const tools = request.tools?.length && request.toolChoice?.mode !== 'none' ? request.tools : undefined;
+  const thinking = thinkingPlan(loaded, request);
+  const answer = new AnswerBuilder({
+    send,
+    thinking: thinking !== undefined,
+    startInThinking: false,
+    ...(tools ? { tools: createToolCallParser(features.toolFormat, tools) } : {}),
+  });
+  const parallel = request.toolChoice?.parallel ?? true;
   const generated: number[] = [];
+  let thinkingTokens = 0;
   let stopString: string | null = null;
   let firstTokenMs: number | null = null;
   const onToken = (id: number) => {
     firstTokenMs ??= performance.now() - started;
     generated.push(id);
     if (eos.has(id)) return;
+    if (answer.thinking) thinkingTokens++;
     const step = stream.push(id);
     if (step.stopString !== null) stopString = step.stopString;
-    if (step.delta) send({ type: 'delta', text: step.delta, outputTokens: generated.length });
+    if (step.delta) answer.push(step.delta, generated.length);
   };
+  const calls = () => answer.parts.filter((p) => p.kind === 'tool_call').length;
   const cancelled = () => Atomics.load(cancel, TaskControl.CANCEL) !== 0;
   if (cancelled()) {
     // The client left while the task waited in the queue: skip the prefill entirely.
     return {
-      result: { text: '', finish: 'length', stopString: null, inputTokens, outputTokens: 0 },
+      result: { parts: [], text: '', finish: 'length', stopString: null, inputTokens, outputTokens: 0 },
       cancelled: true,
       timing: { firstTokenMs: null, totalMs: performance.now() - started, peakBatch: 0 },
     };
@@ -142,7 +157,17 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
   };
-  const shouldStop = (id: number) => eos.has(id) || stopString !== null;
+  // disable_parallel_tool_use: the answer ends with its first call.
+  const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
+  // Thinking on a model with a thinking switch: the answer opens with the thought, and a budget closes
+  // it by forcing the closing tag once spent (through the sampler's logits mask).
+  const logitsMask = thinking
+    ? () => {
+        if (generated.length === 0) return thinking.open;
+        if (answer.thinking && thinking.budget !== undefined && thinkingTokens >= thinking.budget) return thinking.close;
+        return undefined;
+      }
+    : undefined;
   const decoder = batchDecoderFor(loaded);
   let prefilled = false;
   const busy = (on: boolean) => {
@@ -152,22 +177,48 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     if (on && !prefilled && slowPrefillMs > 0) block(slowPrefillMs);
     prefilled ||= on;
   };
-  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy };
+  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy, ...(logitsMask ? { logitsMask } : {}) };
   const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   // The reason is decided after the final flush, which is the last chance for a stop string to show.
   const tail = stream.finish();
   stopString ??= tail.stopString;
-  if (tail.delta) send({ type: 'delta', text: tail.delta, outputTokens: generated.length });
+  if (tail.delta) answer.push(tail.delta, generated.length);
+  answer.finish(generated.length);
   const last = generated.at(-1);
   let finish: FinishReason;
   if (stopString !== null) finish = 'stop_string';
+  else if (calls() > 0 && ((last !== undefined && eos.has(last)) || !parallel)) finish = 'tool_call';
   else if (last !== undefined && eos.has(last)) finish = 'eos';
   else if (generated.length >= room && room < request.maxTokens) finish = 'context_full';
   else finish = 'length';
+  const text = answer.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
   return {
-    result: { text: stream.shownText, finish, stopString, inputTokens, outputTokens: generated.length },
+    result: { parts: answer.parts, text, finish, stopString, inputTokens, outputTokens: generated.length },
     cancelled: cancelled(),
     timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },
   };
+}
+
+/**
+ * Thinking for this request, when it asked for it and the model can: the model's template has a
+ * thinking switch and its tags are single tokens. `open`/`close` are logits masks allowing only
+ * that tag; `budget` is the request's thinking budget, if any.
+ */
+function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32Array; close: Uint32Array; budget?: number } | undefined {
+  if (!request.thinking?.enabled || !featuresOf(loaded).thinkingSwitch) return undefined;
+  const single = (tag: string) => {
+    const ids = loaded.tokenizer.encode(tag, { add_special_tokens: false });
+    return ids.length === 1 ? ids[0]! : undefined;
+  };
+  const open = single(THINK_OPEN);
+  const close = single(THINK_CLOSE);
+  const vocab = (loaded.model.config as unknown as { vocab_size?: number }).vocab_size;
+  if (open === undefined || close === undefined || !vocab) return undefined;
+  const only = (id: number) => {
+    const mask = new Uint32Array(Math.ceil(vocab / 32));
+    mask[id >>> 5] = 1 << (id & 31);
+    return mask;
+  };
+  return { open: only(open), close: only(close), ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
 }

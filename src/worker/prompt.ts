@@ -47,7 +47,7 @@ export function renderPrompt(loaded: LoadedTokenizer, prompt: ChatPrompt): Rende
   if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
   let text: string;
   try {
-    text = loaded.tokenizer.apply_chat_template(conversation as never, options) as string;
+    text = loaded.tokenizer.apply_chat_template(conversation as never, options) as unknown as string;
   } catch (error) {
     // Templates raise for conversations they do not accept (e.g. roles that do not alternate).
     const reason = (error as Error).message;

@@ -4,7 +4,7 @@
  * proven in test/model and test/clients.
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../../src/core/errors.js';
-import type { ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/core/types.js';
+import type { AnswerPart, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/core/types.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
@@ -66,8 +66,40 @@ export class FakeInference implements InferenceService {
     }
     if (inputTokens >= FAKE_CHAT.contextLength) throw new CoreError('prompt_too_long', 'too long', { limit: FAKE_CHAT.contextLength, promptTokens: inputTokens });
     options.onEvent?.({ type: 'start', inputTokens });
-    const reply = words(request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '');
+    const send = (event: ChatEvent) => options.onEvent?.(event);
+    const parts: AnswerPart[] = [];
+    let produced = 0;
+    const part = (kind: 'text' | 'thinking', text: string) => {
+      const index = parts.length;
+      parts.push({ kind, text });
+      send({ type: 'part_start', index, part: { kind } });
+      if (text) send({ type: 'part_delta', index, text, outputTokens: produced });
+      send({ type: 'part_stop', index });
+    };
+    // Thinking on: one thinking part first, "thinking about <the user's words>".
+    const lastUser = request.messages.filter((m) => m.role === 'user').at(-1)?.content ?? '';
+    if (request.thinking?.enabled) {
+      produced += 2;
+      part('thinking', `thinking about ${lastUser}`);
+    }
+    // With tools, a user message "call NAME {json}" is answered by that call (finish tool_call).
+    const scripted = /^call (\S+) (\{.*\})$/.exec(lastUser);
+    if (request.tools?.length && scripted) {
+      const call = { id: 'fake0001', name: scripted[1]!, input: JSON.parse(scripted[2]!) as Record<string, unknown> };
+      const index = parts.length;
+      parts.push({ kind: 'tool_call', call });
+      send({ type: 'part_start', index, part: { kind: 'tool_call', id: call.id, name: call.name } });
+      const json = JSON.stringify(call.input);
+      send({ type: 'part_delta', index, text: json.slice(0, 5), outputTokens: produced });
+      send({ type: 'part_delta', index, text: json.slice(5), outputTokens: produced });
+      send({ type: 'part_stop', index });
+      return { parts, text: '', finish: 'tool_call', stopString: null, inputTokens, outputTokens: produced + 3 };
+    }
+    const reply = words(lastUser);
     const out: string[] = [];
+    const index = parts.length;
+    parts.push({ kind: 'text', text: '' });
+    send({ type: 'part_start', index, part: { kind: 'text' } });
     for (const word of reply) {
       if (out.length === request.maxTokens) break;
       if (this.failAfterTokens !== null && out.length === this.failAfterTokens) {
@@ -76,14 +108,18 @@ export class FakeInference implements InferenceService {
       if (this.tokenDelayMs > 0) await new Promise((r) => setTimeout(r, this.tokenDelayMs));
       const piece = out.length === 0 ? word : ` ${word}`;
       out.push(word);
-      options.onEvent?.({ type: 'delta', text: piece, outputTokens: out.length });
+      send({ type: 'part_delta', index, text: piece, outputTokens: produced + out.length });
     }
+    send({ type: 'part_stop', index });
+    const text = out.join(' ');
+    parts[index] = { kind: 'text', text };
     return {
-      text: out.join(' '),
+      parts,
+      text,
       finish: out.length === request.maxTokens && out.length > 0 ? 'length' : 'eos',
       stopString: null,
       inputTokens,
-      outputTokens: out.length,
+      outputTokens: produced + out.length,
     };
   }
 

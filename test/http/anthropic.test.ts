@@ -116,12 +116,13 @@ describe('POST /v1/messages (fake inference)', () => {
     ['max_tokens a string', { ...valid, max_tokens: '5' }, /^max_tokens: expected a number, got the string "5"$/],
     ['model a number', { ...valid, model: 5 }, /^model: expected a string, got the integer 5$/],
     ['messages an object', { ...valid, messages: {} }, /^messages: expected an array, got an object$/],
-    ['a role of the wrong type', { ...valid, messages: [{ role: 7, content: 'x' }] }, /^messages\.0\.role: expected one of "user", "assistant", got the integer 7$/],
+    ['a role of the wrong type', { ...valid, messages: [{ role: 7, content: 'x' }] }, /^messages\.0\.role: expected one of "user", "assistant", "system", got the integer 7$/],
     ['a body nested past the limit', { ...valid, metadata: JSON.parse('['.repeat(70) + ']'.repeat(70)) }, /nested more than 64 levels/],
     ['missing max_tokens', { model: 'fake-chat', messages: valid.messages }, /max_tokens: Field required/],
     ['missing model', { max_tokens: 5, messages: valid.messages }, /model: Field required/],
     ['empty messages', { ...valid, messages: [] }, /at least one message/],
-    ['a bad role', { ...valid, messages: [{ role: 'system', content: 'x' }] }, /messages\.0\.role/],
+    ['an unknown role', { ...valid, messages: [{ role: 'robot', content: 'x' }] }, /^messages\.0\.role: expected one of "user", "assistant", "system", got the string "robot"$/],
+    ['only system messages', { ...valid, messages: [{ role: 'system', content: 'x' }] }, /at least one user message/],
     ['empty content', { ...valid, messages: [{ role: 'user', content: '' }] }, /non-empty/],
     ['whitespace-only content', { ...valid, messages: [{ role: 'user', content: '  ' }] }, /non-empty/],
     ['a first assistant message', { ...valid, messages: [{ role: 'assistant', content: 'hi' }, { role: 'user', content: 'x' }] }, /first message must use the "user" role/],
@@ -129,9 +130,14 @@ describe('POST /v1/messages (fake inference)', () => {
     ['temperature above 1', { ...valid, temperature: 1.5 }, /temperature/],
     ['an unknown field', { ...valid, frobnicate: true }, /frobnicate: Extra inputs are not permitted/],
     ['an image block', { ...valid, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, /`image`.*text-only/],
-    ['a tool_result block', { ...valid, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'y' }] }] }, /`tool_result`/],
-    ['tools', { ...valid, tools: [{ name: 't', input_schema: { type: 'object' } }] }, /does not support tool use/],
-    ['thinking', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /extended thinking/],
+    ['a tool_result block in an assistant message', { ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'y' }] }] }, /tool_result blocks belong to user messages/],
+    ['a server tool', { ...valid, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, /server tools of type `web_search_20250305`/],
+    ['a tool without input_schema', { ...valid, tools: [{ name: 't' }] }, /tools\.0\.input_schema: Field required/],
+    ['tool_choice naming no tool', { ...valid, tools: [{ name: 't', input_schema: { type: 'object' } }], tool_choice: { type: 'tool', name: 'u' } }, /no tool named `u`/],
+    ['tool_choice without tools', { ...valid, tool_choice: { type: 'any' } }, /tool_choice: requires `tools`/],
+    ['a thinking budget under 1024', { ...valid, max_tokens: 60, thinking: { type: 'enabled', budget_tokens: 100 } }, /thinking\.budget_tokens: must be at least 1024/],
+    ['a thinking budget not under max_tokens', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /budget_tokens: must be less than max_tokens/],
+    ['a PDF document', { ...valid, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'x' } }] }] }, /`document \(base64 source\)`/],
     ['structured output', { ...valid, output_config: { format: { type: 'json_schema', schema: {} } } }, /structured output/],
     ['max_tokens above the model’s output limit', { ...valid, max_tokens: 1000 }, /^max_tokens: 1000 > 64, which is the maximum allowed number of output tokens for fake-chat$/],
     ['a prompt that fills the context', { ...valid, messages: [{ role: 'user', content: 'word '.repeat(64) }] }, /^prompt is too long: 64 tokens > 63 maximum$/],
@@ -173,12 +179,12 @@ describe('POST /v1/messages (fake inference)', () => {
     const events = parseSse(res.body);
     for (const e of events) expect(e.data.type).toBe(e.event);
     expect(events.map((e) => e.event)).toEqual([
-      'message_start', 'content_block_start', 'ping',
+      'message_start', 'ping', 'content_block_start',
       'content_block_delta', 'content_block_delta', 'content_block_delta',
       'content_block_stop', 'message_delta', 'message_stop',
     ]);
     expect(events[0]!.data.message).toMatchObject({ role: 'assistant', content: [], stop_reason: null, usage: { input_tokens: 3, output_tokens: 0 } });
-    expect(events[1]!.data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
+    expect(events[2]!.data).toEqual({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } });
     expect(events.filter((e) => e.event === 'content_block_delta').map((e) => e.data.delta.text).join('')).toBe('one two three');
     expect(events[7]!.data).toEqual({
       type: 'message_delta',
@@ -195,7 +201,7 @@ describe('POST /v1/messages (fake inference)', () => {
     const names = parseSse(res.body).map((e) => e.event);
     // One ping when the stream opens, then more between the slow deltas.
     expect(names.filter((n) => n === 'ping').length).toBeGreaterThanOrEqual(4);
-    expect(names.slice(0, 3)).toEqual(['message_start', 'content_block_start', 'ping']);
+    expect(names.slice(0, 3)).toEqual(['message_start', 'ping', 'content_block_start']);
     expect(names.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
     await pinging.close();
   });
@@ -206,7 +212,7 @@ describe('POST /v1/messages (fake inference)', () => {
       const res = await post({ ...valid, stream: true });
       expect(res.statusCode).toBe(200);
       const events = parseSse(res.body);
-      expect(events.map((e) => e.event)).toEqual(['message_start', 'content_block_start', 'ping', 'content_block_delta', 'error']);
+      expect(events.map((e) => e.event)).toEqual(['message_start', 'ping', 'content_block_start', 'content_block_delta', 'error']);
       expect(events.at(-1)!.data).toEqual({ type: 'error', error: { type: 'api_error', message: expect.not.stringMatching(/\/|at /) } });
     } finally {
       fake.failAfterTokens = null;

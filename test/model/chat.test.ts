@@ -79,7 +79,7 @@ describe('chat on the bundled model (real workers)', () => {
     const deltas: string[] = [];
     let start = -1;
     const result = await service.chat(request(), {
-      onEvent: (e) => (e.type === 'start' ? (start = e.inputTokens) : deltas.push(e.text)),
+      onEvent: (e) => (e.type === 'start' ? (start = e.inputTokens) : e.type === 'part_delta' ? deltas.push(e.text) : undefined),
     });
     expect(start).toBe(promptIds.length);
     expect(deltas.join('')).toBe(result.text);

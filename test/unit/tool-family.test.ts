@@ -5,7 +5,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { genericToolCallText, genericToolPrompt, genericToolResultText, templateFeatures } from '../../src/worker/tools/family.js';
+import { templateFeatures } from '../../src/models/template-features.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText } from '../../src/worker/tools/generic.js';
 import { createToolCallParser } from '../../src/worker/tools/parser.js';
 import type { ToolSpec } from '../../src/worker/tools/types.js';
 import { ROOT } from '../helpers/paths.js';
@@ -67,7 +68,7 @@ describe('templateFeatures on template excerpts', () => {
 describe('the generic format', () => {
   const tools: ToolSpec[] = [
     { name: 'get_weather', description: 'Weather for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
-    { name: 'now' },
+    { name: 'now', inputSchema: { type: 'object', properties: {} } },
   ];
 
   it('describes the tools one JSON line each, then the call form, deterministically', () => {

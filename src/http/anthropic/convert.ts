@@ -21,6 +21,7 @@ const BILLING_HEADER = /^\s*x-anthropic-billing-header:/;
 
 export function toChatPrompt(body: PromptBody): ChatPrompt {
   const model = body.model;
+  if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
   if (body.mcp_servers?.length) throw unsupported('mcp_servers', 'MCP servers', model);
   if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', model);
   const systemParts = body.system === undefined ? [] : [systemText(body.system)];

@@ -9,7 +9,7 @@ import { classify, invalidRequest, sendError } from '../shared/errors.js';
 import { parseBody } from '../shared/validation.js';
 import { anthropicErrors } from './errors.js';
 import { toChatPrompt, toChatRequest } from './convert.js';
-import { newMessageId, renderMessage, streamEvents } from './render.js';
+import { BlockEvents, newMessageId, renderMessage, streamEvents } from './render.js';
 import { countTokensSchema, messagesSchema } from './schema.js';
 
 export interface AnthropicPluginOptions {
@@ -88,6 +88,7 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
   };
   let started = false;
   let inputTokens = 0;
+  const blocks = new BlockEvents();
   let ping: NodeJS.Timeout | undefined;
   try {
     const result = await options.inference.chat(options.chatRequest, {
@@ -105,16 +106,14 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
             'request-id': request.id,
           });
           write(streamEvents.messageStart(id, options.model, inputTokens));
-          write(streamEvents.blockStart());
           // The prompt is being processed now: a ping tells proxies and clients the stream is alive.
           write(streamEvents.ping());
           ping = setInterval(() => write(streamEvents.ping()), options.pingIntervalMs);
         } else {
-          write(streamEvents.blockDelta(event.text));
+          write(blocks.frames(event));
         }
       },
     });
-    write(streamEvents.blockStop());
     write(streamEvents.messageDelta(result));
     write(streamEvents.messageStop());
     raw.end();

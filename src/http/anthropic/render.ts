@@ -1,9 +1,9 @@
 /**
- * Internal results -> Anthropic wire shapes: the message JSON, the SSE events of a stream, and the
- * error envelope.
+ * Internal results -> Anthropic wire shapes: the message JSON (text, thinking and tool_use blocks),
+ * the SSE events of a stream, and the error envelope.
  */
-import { randomBytes } from 'node:crypto';
-import type { ChatResult, FinishReason } from '../../core/types.js';
+import { createHmac, randomBytes } from 'node:crypto';
+import type { AnswerPart, ChatEvent, ChatResult, FinishReason } from '../../core/types.js';
 import type { KnownError } from '../shared/errors.js';
 import { anthropicErrors } from './errors.js';
 
@@ -24,13 +24,35 @@ export function usage(inputTokens: number, outputTokens: number) {
   return { input_tokens: inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 }
 
+/** A core call id as this dialect writes it. */
+export const toolUseId = (id: string) => (id.startsWith('toolu_') ? id : `toolu_${id}`);
+
+/**
+ * A thinking block's signature: an HMAC of its text under a key made when the server starts. It
+ * proves nothing beyond this process (the model's thought is not encrypted); clients only need it
+ * to be present and to send it back, which they do.
+ */
+const SIGNING_KEY = randomBytes(32);
+export const signThinking = (thinking: string) => createHmac('sha256', SIGNING_KEY).update(thinking).digest('base64');
+
+function block(part: AnswerPart) {
+  switch (part.kind) {
+    case 'text':
+      return { type: 'text' as const, text: part.text };
+    case 'thinking':
+      return { type: 'thinking' as const, thinking: part.text, signature: signThinking(part.text) };
+    case 'tool_call':
+      return { type: 'tool_use' as const, id: toolUseId(part.call.id), name: part.call.name, input: part.call.input };
+  }
+}
+
 export function renderMessage(id: string, model: string, result: ChatResult) {
   return {
     id,
     type: 'message' as const,
     role: 'assistant' as const,
     model,
-    content: [{ type: 'text' as const, text: result.text }],
+    content: result.parts.length > 0 ? result.parts.map(block) : [{ type: 'text' as const, text: result.text }],
     stop_reason: STOP_REASONS[result.finish],
     stop_sequence: result.stopString,
     usage: usage(result.inputTokens, result.outputTokens),
@@ -48,10 +70,7 @@ export const streamEvents = {
     sseEvent('message_start', {
       message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(inputTokens, 0) },
     }),
-  blockStart: () => sseEvent('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }),
   ping: () => sseEvent('ping', {}),
-  blockDelta: (text: string) => sseEvent('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }),
-  blockStop: () => sseEvent('content_block_stop', { index: 0 }),
   messageDelta: (result: ChatResult) =>
     sseEvent('message_delta', { delta: { stop_reason: STOP_REASONS[result.finish], stop_sequence: result.stopString }, usage: usage(result.inputTokens, result.outputTokens) }),
   messageStop: () => sseEvent('message_stop', {}),
@@ -61,3 +80,37 @@ export const streamEvents = {
     return sseEvent('error', { error: body.error });
   },
 };
+
+type PartEvent = Exclude<ChatEvent, { type: 'start' }>;
+
+/**
+ * The content-block events of one stream: each core part event as Anthropic's block events. A
+ * thinking block gets its signature (`signature_delta`) just before it stops.
+ */
+export class BlockEvents {
+  private readonly kinds = new Map<number, AnswerPart['kind']>();
+  private readonly thoughts = new Map<number, string>();
+
+  frames(event: PartEvent): string {
+    const index = event.index;
+    if (event.type === 'part_start') {
+      this.kinds.set(index, event.part.kind);
+      const content_block =
+        event.part.kind === 'text' ? { type: 'text', text: '' }
+        : event.part.kind === 'thinking' ? { type: 'thinking', thinking: '' }
+        : { type: 'tool_use', id: toolUseId(event.part.id), name: event.part.name, input: {} };
+      return sseEvent('content_block_start', { index, content_block });
+    }
+    const kind = this.kinds.get(index);
+    if (event.type === 'part_delta') {
+      if (kind === 'thinking') {
+        this.thoughts.set(index, (this.thoughts.get(index) ?? '') + event.text);
+        return sseEvent('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: event.text } });
+      }
+      if (kind === 'tool_call') return sseEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: event.text } });
+      return sseEvent('content_block_delta', { index, delta: { type: 'text_delta', text: event.text } });
+    }
+    const signature = kind === 'thinking' ? sseEvent('content_block_delta', { index, delta: { type: 'signature_delta', signature: signThinking(this.thoughts.get(index) ?? '') } }) : '';
+    return signature + sseEvent('content_block_stop', { index });
+  }
+}
