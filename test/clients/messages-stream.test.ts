@@ -9,7 +9,7 @@ import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const POLL_MS = 10;
-const GOLDEN_IDS = [80527, 115486, 22449, 9832, 46974, 76043, 67985, 59156, 8695, 70614, 133522, 89877];
+const GOLDEN_IDS = [99401, 20940, 74234, 92758, 59924, 4908, 9850, 61871, 47218, 103255, 78827, 76584];
 const body = (overrides: Record<string, unknown> = {}) => ({
   model: CHAT_MODEL, max_tokens: GOLDEN_IDS.length, temperature: 0, stream: true,
   system: 'You are terse.', messages: [{ role: 'user', content: 'Name three colours.' }], ...overrides,
@@ -57,7 +57,7 @@ describe('Messages streaming on the bundled model', () => {
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const events = parseSse(await res.text());
     const names = events.map((e) => e.event);
-    expect(names.slice(0, 3)).toEqual(['message_start', 'content_block_start', 'ping']);
+    expect(names.slice(0, 3)).toEqual(['message_start', 'ping', 'content_block_start']);
     expect(names.slice(-3)).toEqual(['content_block_stop', 'message_delta', 'message_stop']);
     expect(new Set(names.slice(3, -3))).toEqual(new Set(['content_block_delta']));
     expect(events[0]!.data.message.usage.input_tokens).toBe(count.input_tokens);

@@ -21,13 +21,14 @@ beforeAll(async () => {
   id = (token) => loaded.tokenizer.convert_tokens_to_ids(token) as number;
 });
 
-const prompt = (messages: ChatPrompt['messages'], system?: string): ChatPrompt => ({ model: CHAT_MODEL, system, messages });
+/** Thinking on: the Qwen3 template then renders the generation prompt with no think pair after it. */
+const prompt = (messages: ChatPrompt['messages'], system?: string): ChatPrompt => ({ model: CHAT_MODEL, system, messages, thinking: { enabled: true } });
 
 /** What the tokenizer makes of the rendered template: the reference for prompts with no special-token text. */
 function reference(p: ChatPrompt): number[] {
   const conversation = [...(p.system ? [{ role: 'system', content: p.system }] : []), ...p.messages];
   const prefill = p.messages.at(-1)?.role === 'assistant' ? conversation.pop()!.content : '';
-  const text = loaded.tokenizer.apply_chat_template(conversation, { tokenize: false, add_generation_prompt: true }) as string;
+  const text = loaded.tokenizer.apply_chat_template(conversation, { tokenize: false, add_generation_prompt: true, enable_thinking: true } as never) as unknown as string;
   return loaded.tokenizer.encode(text + prefill, { add_special_tokens: false });
 }
 
