@@ -43,6 +43,8 @@ export interface FuzzCase {
   fresh: boolean;
   /** Reading a full answer may take this long (prompts of a megabyte are tokenized first). */
   timeoutMs: number;
+  /** A second request for the same connection, sent once the first answers are in (fresh cases only). */
+  then?: { bytes: Buffer; response: ExpectedResponse };
 }
 
 export const ENDPOINTS = ['messages', 'count_tokens', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw'] as const;

@@ -282,7 +282,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzSummary> {
       }
       if (c.fresh) {
         // A connection of its own: the answer did not announce a close, so a second request must be answered.
-        await followUp(conn, c, last!);
+        if (c.then) await thenRequest(conn, c, last!);
+        else await followUp(conn, c, last!);
         conn.destroy();
         return;
       }
@@ -294,6 +295,22 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzSummary> {
       keep?.destroy();
       keep = undefined;
       prev = undefined;
+    }
+
+    /** The case's own second request, sent once the first answers are in, and checked like them. */
+    async function thenRequest(conn: RawConnection, c: FuzzCase, last: RawResponse): Promise<void> {
+      if (conn.closed) return unannouncedClose(c, last);
+      await conn.write(c.then!.bytes, [c.then!.response]);
+      const out = await conn.read(FOLLOW_UP_TIMEOUT_MS);
+      if (out.kind === 'response') {
+        tally.outcome(c.endpoint, String(out.response.status));
+        if (c.then!.response.envelopes.includes('neutral') || announcesClose(out.response)) await conn.waitClosed(CLOSE_TIMEOUT_MS);
+        for (const v of checkResponse(c, c.then!.response, out.response, true)) tally.violation(c, v, `second request: ${showResponse(out.response)}`);
+        return;
+      }
+      tally.outcome(c.endpoint, out.kind === 'timeout' ? 'timeout' : 'no answer');
+      const what = out.kind === 'timeout' ? `not answered within ${FOLLOW_UP_TIMEOUT_MS} ms` : 'answered by closing the connection';
+      tally.violation(c, { check: out.kind === 'timeout' ? 'follow-up request' : 'no answer', detail: `the second request on the connection (after a ${last.status}) was ${what}` }, showResponse(last));
     }
 
     async function followUp(conn: RawConnection, c: FuzzCase, last: RawResponse): Promise<void> {

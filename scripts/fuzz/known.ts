@@ -69,6 +69,14 @@ export function knownCases(): FuzzCase[] {
     known('Connection: close, streamed', request('POST', '/v1/messages', [...ANTHROPIC, ['Connection', 'close']], chat({ stream: true })), { envelopes: ['anthropic'], asksClose: true }),
     known('keep-alive: a second request after a stream', request('POST', '/v1/messages', ANTHROPIC, chat({ stream: true })), { envelopes: ['anthropic'] }),
     known('keep-alive: a second request after a 400', request('POST', '/v1/embeddings', OPENAI, '{"input":'), { envelopes: ['openai'] }),
+    {
+      ...known('malformed request after an Upgrade request on the same connection', request('POST', '/v1/embeddings', [...OPENAI, ['Connection', 'Upgrade'], ['Upgrade', 'websocket']], embed()), { envelopes: ['openai'] }),
+      then: { bytes: raw('GARBAGE\r\n\r\n'), response: { head: false, envelopes: ['neutral'] } },
+    },
+    {
+      ...known('malformed request after a 200 on the same connection', request('POST', '/v1/embeddings', OPENAI, embed()), { envelopes: ['openai'] }),
+      then: { bytes: raw('GARBAGE\r\n\r\n'), response: { head: false, envelopes: ['neutral'] } },
+    },
     known('client aborts mid-stream', request('POST', '/v1/messages', ANTHROPIC, chat({ stream: true, max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-stream' }),
     known('client aborts before the answer', request('POST', '/v1/messages', ANTHROPIC, chat({ max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-early' }),
   ];
