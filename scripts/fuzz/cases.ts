@@ -228,8 +228,9 @@ const markersOf = (body: object) => {
 };
 
 /** A marker replaced in the serialised body by deeply nested JSON text. */
-const DEEP = '"\u0000__DEEP__\u0000"';
 const DEEP_VALUE = '\u0000__DEEP__\u0000';
+/** The marker as JSON.stringify writes it (the NULs escaped). */
+const DEEP = JSON.stringify(DEEP_VALUE);
 
 /** Paths to values in a body, for mutation: ['messages', 0, 'content']. */
 function paths(value: unknown, prefix: Array<string | number> = [], out: Array<Array<string | number>> = []): Array<Array<string | number>> {

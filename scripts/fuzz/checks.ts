@@ -24,6 +24,12 @@ const ANTHROPIC_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
+/**
+ * An error answer longer than this echoes the request back (a megabyte of bad input, a megabyte of
+ * error): the real APIs name the field and the problem, and cut any quoted value short.
+ */
+export const MAX_ERROR_BODY_BYTES = 16 * 1024;
+
 /** Stack frames, source paths, module names: nothing of the server's insides may reach a body. */
 const LEAK = /\n\s+at |\bat [\w.<>]+ \(|node_modules|\/work\/|\/home\/|\/usr\/|file:\/\/|\.[cm]?[jt]s:\d+/;
 
@@ -105,6 +111,7 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
       const type = ANTHROPIC_TYPES[status];
       if (type && parsed.error.type !== type) out.push({ check: 'error type', detail: `${status} with error.type ${parsed.error.type} (expected ${type})` });
     }
+    if (res.body.length > MAX_ERROR_BODY_BYTES) out.push({ check: 'error body size', detail: `${status} error body over ${MAX_ERROR_BODY_BYTES / 1024} KB (it quotes the input)` });
     if (!/json/i.test(contentType) && res.body.length > 0) out.push({ check: 'content-type', detail: `${status} error body as ${contentType || 'no content-type'}` });
     if (neutralOnly(expected) && !announcesClose(res)) {
       out.push({ check: 'Connection: close', detail: `${status} refusal of malformed HTTP without Connection: close` });

@@ -44,6 +44,7 @@ export function knownCases(): FuzzCase[] {
     known('input nested 10,000 levels', post('/v1/embeddings', OPENAI, withField(JSON.stringify({ model: EMBED_MODEL }), 'input', nested(10_000))), { envelopes: ['openai'] }),
     known('metadata nested 10,000 levels', post('/v1/messages', ANTHROPIC, withField(chat(), 'metadata', `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`)), { envelopes: ['anthropic'] }),
     known('body nested 200,000 levels', post('/v1/messages', ANTHROPIC, nested(200_000)), { envelopes: ['anthropic'] }),
+    known('1 MB encoding_format string', post('/v1/embeddings', OPENAI, embed({ encoding_format: 'x'.repeat(1 << 20) })), { envelopes: ['openai'] }),
     known('1 MB string of lone surrogates', post('/v1/embeddings', OPENAI, embed({ input: '\ud800'.repeat(1 << 20) })), { envelopes: ['openai'] }),
     known('1 MB prompt with NULs', post('/v1/messages/count_tokens', ANTHROPIC, JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'a\u0000'.repeat(1 << 19) }] })), { envelopes: ['anthropic'] }),
     // Paths
