@@ -133,9 +133,14 @@ function send(base: URL, agent: http.Agent, kind: Kind): Promise<Outcome> {
 // ---------------------------------------------------------------------------------------------
 // Samples and fits
 
-interface Sample { t: number; rssMiB: number; heapMiB: number; externalMiB: number; nativeMiB: number; promRssMiB: number; requests: number; load1: number }
+interface Sample { t: number; rssMiB: number; anonMiB: number; fileMiB: number; heapMiB: number; externalMiB: number; nativeMiB: number; promRssMiB: number; requests: number; load1: number }
 
-const rssKiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? NaN);
+/** VmRSS and its anonymous and file-backed parts (kB) from /proc/PID/status. */
+function procStatus(pid: number): { rss: number; anon: number; file: number } {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1] ?? NaN);
+  return { rss: field('VmRSS'), anon: field('RssAnon'), file: field('RssFile') };
+}
 
 function metric(text: string, name: string): number {
   const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'm').exec(text);
@@ -183,7 +188,8 @@ async function main(): Promise<void> {
 
   const sample = async () => {
     const t = (performance.now() - t0) / 60_000;
-    const rss = rssKiB(server.pid) / 1024;
+    const proc = procStatus(server.pid);
+    const rss = proc.rss / 1024;
     let text = '';
     try {
       text = await getText(`${server.url}/metrics`);
@@ -192,7 +198,7 @@ async function main(): Promise<void> {
     }
     const heap = metric(text, 'nodejs_heap_size_used_bytes') / MiB;
     const external = metric(text, 'nodejs_external_memory_bytes') / MiB;
-    samples.push({ t, rssMiB: rss, heapMiB: heap, externalMiB: external, nativeMiB: rss - heap - external, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
+    samples.push({ t, rssMiB: rss, anonMiB: proc.anon / 1024, fileMiB: proc.file / 1024, heapMiB: heap, externalMiB: external, nativeMiB: rss - heap - external, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
   };
 
   await sample();
@@ -235,7 +241,7 @@ async function main(): Promise<void> {
   const measured = samples.filter((s) => s.t >= WARMUP * MINUTES && Number.isFinite(s.heapMiB));
   const window = measured.length ? measured.at(-1)!.t - measured[0]!.t : 0;
   const meanRss = measured.reduce((a, s) => a + s.rssMiB, 0) / Math.max(1, measured.length);
-  const series = [['RSS', 'rssMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB']] as const;
+  const series = [['RSS', 'rssMiB'], ['RSS anonymous', 'anonMiB'], ['RSS file-backed', 'fileMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB']] as const;
   const fits = series.map(([name, key]) => {
     const ys = measured.map((s) => s[key]);
     const { slope, stderr } = fit(measured.map((s) => s.t), ys);
@@ -278,8 +284,8 @@ async function main(): Promise<void> {
     },
     {
       title: `Samples (every ${tableEvery === 1 ? 'minute' : '20 s'}; all ${samples.length} in soak.json)`,
-      columns: ['minute', 'RSS MiB', 'heap used MiB', 'external MiB', 'native MiB', 'requests done', 'load 1 min'],
-      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.heapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
+      columns: ['minute', 'RSS MiB', 'anon MiB', 'file MiB', 'heap used MiB', 'external MiB', 'native MiB', 'requests done', 'load 1 min'],
+      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.anonMiB.toFixed(1), s.fileMiB.toFixed(1), s.heapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
     },
     {
       title: 'Requests by kind and status',
@@ -298,7 +304,7 @@ async function main(): Promise<void> {
     [
       `${MINUTES} min at ${RATE} requests/s (achieved ${achieved.toFixed(1)}/s; ${started} started, ${skipped} skipped with ${MAX_IN_FLIGHT} in flight). Mix: ${MIX.map(([w, k]) => `${k} ${w}%`).join(', ')}.`,
       `Load average (1, 5, 15 min) at start ${loadStart.map((l) => l.toFixed(2)).join(', ')}; at end ${loadEnd.map((l) => l.toFixed(2)).join(', ')} (the machine is shared: other processes count too).`,
-      'RSS is VmRSS of the server process (its worker threads included); heap and external are the main thread\'s, from /metrics; native = RSS - heap - external (onnxruntime arenas and buffers, worker heaps, code).',
+      'RSS is VmRSS of the server process (its worker threads included), split into anonymous and file-backed pages (RssAnon, RssFile); heap and external are the main thread\'s, from /metrics; native = RSS - heap - external (onnxruntime arenas and buffers, worker heaps, code).',
       `**${verdict}**`,
     ],
   );
