@@ -238,6 +238,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzSummary> {
       const expectClose = c.asksClose || c.action === 'fin' || (last !== undefined && announcesClose(last));
       // Where a close is due, give the server time to make it.
       if (expectClose && !failure) await conn.waitClosed(c.action === 'fin' ? FIN_TIMEOUT_MS : CLOSE_TIMEOUT_MS);
+      if (expectClose && !failure && !conn.closed && c.action !== 'fin' && last) {
+        const why = c.asksClose ? 'the request asked Connection: close' : 'the answer announced Connection: close';
+        tally.violation(c, { check: 'close not made', detail: `${why}, but the server kept the connection open ${CLOSE_TIMEOUT_MS} ms after the ${last.status}` }, showResponse(last) + after);
+      }
       responses.forEach((res, k) => {
         tally.outcome(c.endpoint, String(res.status));
         for (const v of checkResponse(c, c.responses[k]!, res, k === responses.length - 1 && !failure)) tally.violation(c, v, showResponse(res) + after);
