@@ -104,7 +104,9 @@ class Tally {
     if (!cls) this.classes.set(key, (cls = { check: v.check, detail: v.detail, count: 0, endpoints: {}, examples: [] }));
     cls.count++;
     cls.endpoints[c.endpoint] = (cls.endpoints[c.endpoint] ?? 0) + 1;
-    if (cls.examples.length < EXAMPLES_PER_CLASS) cls.examples.push({ case: c.id, label: c.label, request: escape(c.bytes, 240), response });
+    // A few examples, and the first from each endpoint the class reaches.
+    const newEndpoint = !cls.examples.some((e) => e.case.startsWith(`${c.endpoint}:`));
+    if (cls.examples.length < EXAMPLES_PER_CLASS || newEndpoint) cls.examples.push({ case: c.id, label: c.label, request: escape(c.bytes, 240), response });
   }
 }
 
