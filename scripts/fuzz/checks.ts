@@ -79,6 +79,26 @@ export function describeBody(body: Buffer): string {
 /** Malformed HTTP whose route cannot be known: the answer must be neutral and announce the close. */
 export const neutralOnly = (expected: ExpectedResponse) => expected.envelopes.length === 1 && expected.envelopes[0] === 'neutral';
 
+const errorMessage = (parsed: unknown): string | undefined =>
+  isObject(parsed) && isObject(parsed.error) && typeof parsed.error.message === 'string' ? parsed.error.message : undefined;
+
+/** Whether the request's JSON body (Content-Length framed) has the field at this dotted path. */
+function fieldPresent(request: Buffer, path: string): boolean {
+  const at = request.indexOf('\r\n\r\n');
+  if (at < 0) return false;
+  let node: unknown;
+  try {
+    node = JSON.parse(request.subarray(at + 4).toString('utf8'));
+  } catch {
+    return false;
+  }
+  for (const key of path.split('.')) {
+    if (node === null || typeof node !== 'object' || !Object.hasOwn(node, key)) return false;
+    node = (node as Record<string, unknown>)[key];
+  }
+  return node !== undefined;
+}
+
 function matches(envelope: Envelope, parsed: unknown): boolean {
   return envelope === 'anthropic' ? isAnthropic(parsed) : envelope === 'openai' ? isOpenAi(parsed) : isNeutral(parsed);
 }
@@ -111,6 +131,8 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
       const type = ANTHROPIC_TYPES[status];
       if (type && parsed.error.type !== type) out.push({ check: 'error type', detail: `${status} with error.type ${parsed.error.type} (expected ${type})` });
     }
+    const required = /^([\w.]+): Field required/.exec(errorMessage(parsed) ?? '');
+    if (required && fieldPresent(c.bytes, required[1]!)) out.push({ check: 'error message', detail: `${status} says "<field>: Field required" for a field the body has (wrong type)` });
     if (res.body.length > MAX_ERROR_BODY_BYTES) out.push({ check: 'error body size', detail: `${status} error body over ${MAX_ERROR_BODY_BYTES / 1024} KB (it quotes the input)` });
     if (!/json/i.test(contentType) && res.body.length > 0) out.push({ check: 'content-type', detail: `${status} error body as ${contentType || 'no content-type'}` });
     if (neutralOnly(expected) && !announcesClose(res)) {

@@ -47,6 +47,8 @@ export function knownCases(): FuzzCase[] {
     known('1 MB encoding_format string', post('/v1/embeddings', OPENAI, embed({ encoding_format: 'x'.repeat(1 << 20) })), { envelopes: ['openai'] }),
     known('1 MB string of lone surrogates', post('/v1/embeddings', OPENAI, embed({ input: '\ud800'.repeat(1 << 20) })), { envelopes: ['openai'] }),
     known('256 KB prompt with NULs', post('/v1/messages/count_tokens', ANTHROPIC, JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'a\u0000'.repeat(1 << 17) }] })), { envelopes: ['anthropic'] }),
+    known('max_tokens of the wrong type (the message must not say "Field required")', post('/v1/messages', ANTHROPIC, chat({ max_tokens: 'x' })), { envelopes: ['anthropic'] }),
+    known('user of the wrong type (the message must not say "Field required")', post('/v1/embeddings', OPENAI, embed({ user: 5 })), { envelopes: ['openai'] }),
     // Paths
     known('bad percent-encoding in the engines path', post('/v1/engines/%E0%A4%A/embeddings', OPENAI, embed()), { envelopes: ['openai', 'neutral'] }),
     known('200-char model id in the engines path', post(`/v1/engines/${'m'.repeat(200)}/embeddings`, OPENAI, embed({ model: 'm'.repeat(200) })), { envelopes: ['openai', 'neutral'] }),
