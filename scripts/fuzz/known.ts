@@ -1,0 +1,86 @@
+/**
+ * Hand-written cases: one minimal request per failure the fuzzer has found or is known to matter,
+ * so each is checked on every run whatever the seed, and each has a name in the test report.
+ */
+import { API_KEY, CHAT_MODEL, EMBED_MODEL, envelopesFor, type Envelope, type FuzzCase } from './cases.js';
+import { serializeRequest } from './raw-client.js';
+
+const ANTHROPIC: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['anthropic-version', '2023-06-01'], ['x-api-key', API_KEY]];
+const OPENAI: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['Authorization', `Bearer ${API_KEY}`]];
+const chat = (extra: object = {}) => JSON.stringify({ model: CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], ...extra });
+const embed = (extra: object = {}) => JSON.stringify({ model: EMBED_MODEL, input: 'hello', ...extra });
+
+function known(
+  name: string,
+  bytes: Buffer,
+  options: { envelopes: Envelope[]; responses?: number; asksClose?: boolean; action?: FuzzCase['action'] },
+): FuzzCase {
+  return {
+    id: `known:${name}`,
+    endpoint: 'known',
+    label: name,
+    bytes,
+    responses: Array.from({ length: options.responses ?? 1 }, () => ({ head: false, envelopes: options.envelopes })),
+    asksClose: options.asksClose ?? false,
+    action: options.action ?? 'read',
+    fresh: true,
+    timeoutMs: 30_000,
+  };
+}
+
+const request = (method: string, target: string, headers: Array<[string, string]>, body?: string) =>
+  serializeRequest({ method, target, headers, body: body === undefined ? undefined : Buffer.from(body) });
+const raw = (text: string) => Buffer.from(text, 'latin1');
+const post = (target: string, headers: Array<[string, string]>, body: string) => request('POST', target, headers, body);
+const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
+/** Adds a field with raw JSON text as its value to a serialised object. */
+const withField = (json: string, key: string, value: string) => `${json.slice(0, -1)},"${key}":${value}}`;
+
+/** Each case: what it sends and which envelopes its error answer may use. */
+export function knownCases(): FuzzCase[] {
+  return [
+    // Bodies
+    known('encoding_format nested 10,000 levels', post('/v1/embeddings', OPENAI, withField(embed(), 'encoding_format', nested(10_000))), { envelopes: ['openai'] }),
+    known('input nested 10,000 levels', post('/v1/embeddings', OPENAI, withField(JSON.stringify({ model: EMBED_MODEL }), 'input', nested(10_000))), { envelopes: ['openai'] }),
+    known('metadata nested 10,000 levels', post('/v1/messages', ANTHROPIC, withField(chat(), 'metadata', `${'{"a":'.repeat(10_000)}1${'}'.repeat(10_000)}`)), { envelopes: ['anthropic'] }),
+    known('body nested 200,000 levels', post('/v1/messages', ANTHROPIC, nested(200_000)), { envelopes: ['anthropic'] }),
+    known('1 MB encoding_format string', post('/v1/embeddings', OPENAI, embed({ encoding_format: 'x'.repeat(1 << 20) })), { envelopes: ['openai'] }),
+    known('1 MB string of lone surrogates', post('/v1/embeddings', OPENAI, embed({ input: '\ud800'.repeat(1 << 20) })), { envelopes: ['openai'] }),
+    known('256 KB prompt with NULs', post('/v1/messages/count_tokens', ANTHROPIC, JSON.stringify({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'a\u0000'.repeat(1 << 17) }] })), { envelopes: ['anthropic'] }),
+    known('max_tokens of the wrong type (the message must not say "Field required")', post('/v1/messages', ANTHROPIC, chat({ max_tokens: 'x' })), { envelopes: ['anthropic'] }),
+    known('user of the wrong type (the message must not say "Field required")', post('/v1/embeddings', OPENAI, embed({ user: 5 })), { envelopes: ['openai'] }),
+    // Paths
+    known('bad percent-encoding in the engines path', post('/v1/engines/%E0%A4%A/embeddings', OPENAI, embed()), { envelopes: ['openai', 'neutral'] }),
+    known('200-char model id in the engines path', post(`/v1/engines/${'m'.repeat(200)}/embeddings`, OPENAI, embed({ model: 'm'.repeat(200) })), { envelopes: ['openai', 'neutral'] }),
+    known('200-char model id, Anthropic client', request('GET', `/v1/models/${'m'.repeat(200)}`, ANTHROPIC.filter(([n]) => n !== 'Content-Type')), { envelopes: ['anthropic', 'neutral'] }),
+    known('bad percent-encoding in a model id', request('GET', '/v1/models/%C3', [['Host', 'x']]), { envelopes: ['openai', 'neutral'] }),
+    known('OPTIONS /v1/messages without Anthropic headers', request('OPTIONS', '/v1/messages', [['Host', 'x']]), { envelopes: envelopesFor('/v1/messages', []) }),
+    known('GET /v1/messages/nope without Anthropic headers', request('GET', '/v1/messages/nope', [['Host', 'x']]), { envelopes: ['anthropic'] }),
+    // Malformed HTTP
+    known('garbage request line', raw('GARBAGE\r\n\r\n'), { envelopes: ['neutral'] }),
+    known('bad header syntax', raw('GET /v1/models HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n'), { envelopes: ['neutral'] }),
+    known('headers over 16 KB', raw(`GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(17_000)}\r\n\r\n`), { envelopes: ['neutral'] }),
+    known('missing Host', raw(`POST /v1/messages HTTP/1.1\r\nContent-Type: application/json\r\nanthropic-version: 2023-06-01\r\nx-api-key: ${API_KEY}\r\nContent-Length: ${chat().length}\r\n\r\n${chat()}`), { envelopes: ['anthropic', 'neutral'] }),
+    known('Expect: 42-continue', raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${API_KEY}\r\nExpect: 42-continue\r\nContent-Length: ${embed().length}\r\n\r\n${embed()}`), { envelopes: ['openai', 'neutral'] }),
+    known('chunked size that is not hex', raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAuthorization: Bearer ${API_KEY}\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n${embed()}\r\n0\r\n\r\n`), { envelopes: ['neutral'] }),
+    known('Content-Length and Transfer-Encoding together', raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`), { envelopes: ['neutral'] }),
+    known('body longer than Content-Length (garbage after it)', Buffer.concat([request('POST', '/v1/embeddings', OPENAI, embed()), raw('garbage\r\nHost: x\r\n\r\n')]), { envelopes: ['openai', 'neutral'], responses: 2 }),
+    known('body shorter than Content-Length, then FIN', raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`), { envelopes: ['openai', 'neutral'], action: 'fin' }),
+    known('CONNECT', raw('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: x\r\n\r\n'), { envelopes: ['openai', 'neutral'] }),
+    // Connections
+    known('Connection: close, not streamed', request('POST', '/v1/messages', [...ANTHROPIC, ['Connection', 'close']], chat()), { envelopes: ['anthropic'], asksClose: true }),
+    known('Connection: close, streamed', request('POST', '/v1/messages', [...ANTHROPIC, ['Connection', 'close']], chat({ stream: true })), { envelopes: ['anthropic'], asksClose: true }),
+    known('keep-alive: a second request after a stream', request('POST', '/v1/messages', ANTHROPIC, chat({ stream: true })), { envelopes: ['anthropic'] }),
+    known('keep-alive: a second request after a 400', request('POST', '/v1/embeddings', OPENAI, '{"input":'), { envelopes: ['openai'] }),
+    {
+      ...known('malformed request after an Upgrade request on the same connection', request('POST', '/v1/embeddings', [...OPENAI, ['Connection', 'Upgrade'], ['Upgrade', 'websocket']], embed()), { envelopes: ['openai'] }),
+      then: { bytes: raw('GARBAGE\r\n\r\n'), response: { head: false, envelopes: ['neutral'] } },
+    },
+    {
+      ...known('malformed request after a 200 on the same connection', request('POST', '/v1/embeddings', OPENAI, embed()), { envelopes: ['openai'] }),
+      then: { bytes: raw('GARBAGE\r\n\r\n'), response: { head: false, envelopes: ['neutral'] } },
+    },
+    known('client aborts mid-stream', request('POST', '/v1/messages', ANTHROPIC, chat({ stream: true, max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-stream' }),
+    known('client aborts before the answer', request('POST', '/v1/messages', ANTHROPIC, chat({ max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-early' }),
+  ];
+}
