@@ -5,11 +5,12 @@
 import { randomBytes } from 'node:crypto';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { configSchema, type Config } from './config.js';
+import { clip } from './core/errors.js';
 import type { InferenceService } from './core/types.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
 import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
-import { answerExpectation, capConnections, clientErrorHandler } from './http/shared/connection.js';
+import { answerExpectation, capConnections, clientErrorHandler, refuseTunnel } from './http/shared/connection.js';
 import { dialectOf } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
@@ -84,6 +85,8 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     clientErrorHandler,
   });
   app.server.on('checkExpectation', answerExpectation);
+  app.server.on('connect', refuseTunnel);
+  app.server.on('upgrade', refuseTunnel);
   capConnections(app.server, config.maxConnections);
   app.decorate('closing', false);
   const checkKey = makeKeyChecker(config.apiKeys);
@@ -132,7 +135,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   app.setNotFoundHandler((request, reply) =>
     sendError(
       dialectOf(request),
-      new HttpError('route_not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`),
+      new HttpError('route_not_found', `No route for ${request.method} ${clip(request.url.split('?')[0]!)}.`),
       request,
       reply,
     ),

@@ -94,7 +94,10 @@ export function toCoreError(error: unknown): CoreError {
   return isCoreError(error) ? error : new CoreError('internal', 'The server failed to handle the request.');
 }
 
-export const modelNotFound = (model: string) => new CoreError('model_not_found', `The model \`${model}\` does not exist.`, { model });
+/** A client's string for a message: at most `max` characters, the rest marked as cut. */
+export const clip = (value: string, max = 100) => (value.length <= max ? value : `${value.slice(0, max)}… (${value.length} characters)`);
+
+export const modelNotFound = (model: string) => new CoreError('model_not_found', `The model \`${clip(model)}\` does not exist.`, { model: clip(model) });
 
 export const wrongModelTask = (model: string, task: ModelTask) =>
   new CoreError('wrong_model_task', `The model \`${model}\` is ${task === 'chat' ? 'a chat model and cannot embed' : 'an embedding model and cannot chat'}.`, { model, task });

@@ -38,10 +38,20 @@ function describeClientError(code: string | undefined): [number, string, string,
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, reason, type, message] = describeClientError(error.code);
-  // As Node's own handler does: answer unless this request's response has already sent its headers.
-  const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (socket.writable && !current?.headersSent) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request')));
-  else socket.destroy();
+  const answer = () => {
+    if (socket.writable) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request')));
+    else socket.destroy();
+  };
+  // The answer to a request received whole (garbage pipelined behind a good request) goes out
+  // first, whole; a request still arriving (a slow body) is the one this error answers.
+  const current = (socket as Socket & { _httpMessage?: ServerResponse & { req?: IncomingMessage } })._httpMessage;
+  if (current && current.req?.complete && !current.writableFinished) {
+    current.once('finish', answer);
+    current.once('close', () => socket.destroy());
+    return;
+  }
+  if (current?.headersSent) return void socket.destroy();
+  answer();
 }
 
 /** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */
@@ -49,6 +59,17 @@ export function answerExpectation(request: IncomingMessage, response: ServerResp
   const body = neutralErrorBody('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed');
   response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
   response.end(body);
+}
+
+/**
+ * CONNECT and protocol upgrades (websocket, h2c) are not served: answered 400 in the neutral
+ * envelope and closed. Without a listener Node drops a CONNECT unanswered and leaves an upgraded
+ * connection's parser waiting, so a malformed request after it would hang until a timeout.
+ */
+export function refuseTunnel(request: IncomingMessage, socket: Socket): void {
+  const what = request.method === 'CONNECT' ? 'CONNECT' : `Upgrade: ${String(request.headers.upgrade).slice(0, 32)}`;
+  const body = neutralErrorBody('invalid_request_error', `${what} is not supported by this server.`, 'unsupported_protocol');
+  socket.end(rawResponse(400, 'Bad Request', body), () => socket.destroy());
 }
 
 /**
