@@ -86,7 +86,6 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   });
   app.server.on('checkExpectation', answerExpectation);
   app.server.on('connect', refuseTunnel);
-  app.server.on('upgrade', refuseTunnel);
   capConnections(app.server, config.maxConnections);
   app.decorate('closing', false);
   const checkKey = makeKeyChecker(config.apiKeys);
@@ -103,6 +102,9 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
       reply.header('connection', 'close');
       throw new HttpError('shutting_down', 'The server is shutting down; retry on another replica or shortly.');
     }
+    // A protocol upgrade (websocket, h2c) is not done: the request is served as plain HTTP/1.1 and its
+    // connection closed after, since Node's parser reads nothing more on a connection that asked to upgrade.
+    if (request.headers.upgrade !== undefined) reply.raw.shouldKeepAlive = false;
     if (request.raw.httpVersionMajor === 1 && request.raw.httpVersionMinor >= 1 && !request.headers.host) {
       reply.header('connection', 'close');
       throw new HttpError('invalid_request', 'The Host header is required (HTTP/1.1).');

@@ -10,14 +10,17 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
-export function neutralErrorBody(type: string, message: string, code: string): string {
-  const requestId = `req_${randomBytes(12).toString('hex')}`;
+const newId = () => `req_${randomBytes(12).toString('hex')}`;
+
+export function neutralErrorBody(type: string, message: string, code: string, requestId = newId()): string {
   return JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId });
 }
 
-/** A complete HTTP/1.1 response as raw bytes, for a socket with no request object. */
+/** A complete HTTP/1.1 response as raw bytes, for a socket with no request object; the body's request id is also its header. */
 function rawResponse(status: number, reason: string, body: string, extraHeaders = ''): string {
-  return `HTTP/1.1 ${status} ${reason}\r\n${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  const requestId = (JSON.parse(body) as { request_id?: string }).request_id;
+  const idHeader = requestId ? `Request-Id: ${requestId}\r\n` : '';
+  return `HTTP/1.1 ${status} ${reason}\r\n${idHeader}${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
 }
 
 /** Node's parser errors and timeouts, by their code: status, reason, error type, message. */
@@ -37,6 +40,8 @@ function describeClientError(code: string | undefined): [number, string, string,
 /** Fastify's clientErrorHandler: answers malformed or too-slow requests in the neutral envelope, then drops the socket. */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // The client closed its side in the middle of a request: there is no whole request to answer.
+  if (error.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
   const [status, reason, type, message] = describeClientError(error.code);
   const answer = () => {
     if (socket.writable) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request')));
@@ -56,19 +61,15 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 
 /** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */
 export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
-  const body = neutralErrorBody('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed');
-  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close' });
+  const requestId = newId();
+  const body = neutralErrorBody('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed', requestId);
+  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'request-id': requestId });
   response.end(body);
 }
 
-/**
- * CONNECT and protocol upgrades (websocket, h2c) are not served: answered 400 in the neutral
- * envelope and closed. Without a listener Node drops a CONNECT unanswered and leaves an upgraded
- * connection's parser waiting, so a malformed request after it would hang until a timeout.
- */
+/** CONNECT is not served: answered 400 in the neutral envelope and closed (without a listener Node drops it unanswered). */
 export function refuseTunnel(request: IncomingMessage, socket: Socket): void {
-  const what = request.method === 'CONNECT' ? 'CONNECT' : `Upgrade: ${String(request.headers.upgrade).slice(0, 32)}`;
-  const body = neutralErrorBody('invalid_request_error', `${what} is not supported by this server.`, 'unsupported_protocol');
+  const body = neutralErrorBody('invalid_request_error', `${request.method} is not supported by this server.`, 'unsupported_protocol');
   socket.end(rawResponse(400, 'Bad Request', body), () => socket.destroy());
 }
 
