@@ -54,6 +54,12 @@ export interface InferenceHooks {
   observers?: InferenceObserver[];
   /** Tests only: a fault for the worker to commit while serving this request. */
   fault?: (request: ChatRequest) => Fault | undefined;
+  /**
+   * Tests only: the text the model is made to write for this request, then end of sequence. The
+   * model runs as usual; the sampler's logits mask allows only the script's next token, as a
+   * grammar would, so a client's whole turn is deterministic whatever the weights.
+   */
+  script?: (request: ChatRequest) => string | undefined;
 }
 
 /** Calls `event` on every observer that has it. */

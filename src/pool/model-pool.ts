@@ -55,6 +55,7 @@ interface GenerateAttempt {
   request: ChatRequest;
   control: Int32Array;
   fault: Fault | undefined;
+  script: string | undefined;
   onEvent: ((event: ChatEvent) => void) | undefined;
   onReply: (reply: ReplyOf<'generate'>) => void;
 }
@@ -151,11 +152,12 @@ export class ModelPool {
     let started = false;
     const onEvent = options.onEvent && ((event: ChatEvent) => (event.type === 'start' && started ? undefined : ((started = true), options.onEvent!(event))));
     const fault = this.context.hooks.fault?.(request);
+    const script = this.context.hooks.script?.(request);
     notify(this.context.hooks, 'generationStarted', this.model.id);
     try {
       for (let attempt = 0; ; attempt++) {
         try {
-          return await this.generateOnce({ request, control, fault, onEvent, onReply });
+          return await this.generateOnce({ request, control, fault, script, onEvent, onReply });
         } catch (error) {
           const lostBeforeStart = isCoreError(error) && error.code === 'worker_failed' && Atomics.load(control, TaskControl.STARTED) === 0;
           if (!lostBeforeStart || attempt >= MAX_RERUNS) throw error;
@@ -172,10 +174,10 @@ export class ModelPool {
   }
 
   private async generateOnce(attempt: GenerateAttempt): Promise<ChatResult> {
-    const { request, control, fault, onEvent, onReply } = attempt;
+    const { request, control, fault, script, onEvent, onReply } = attempt;
     const watchdog: Watchdog<'generate'> = { cancel: () => Atomics.store(control, TaskControl.CANCEL, 1), control, onReply };
     const shared = control.buffer as SharedArrayBuffer;
-    if (!onEvent) return (await this.run({ type: 'generate', request, control: shared, fault }, undefined, watchdog)).result;
+    if (!onEvent) return (await this.run({ type: 'generate', request, control: shared, fault, script }, undefined, watchdog)).result;
     const { port1, port2 } = new MessageChannel();
     // Port messages and piscina's reply travel on different channels: wait for the worker's
     // explicit end marker so no event is delivered after the result.
@@ -183,7 +185,7 @@ export class ModelPool {
     const drained = new Promise<void>((resolve) => (ended = resolve));
     port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
     try {
-      const reply = await this.run({ type: 'generate', request, control: shared, port: port2, fault }, [port2], watchdog);
+      const reply = await this.run({ type: 'generate', request, control: shared, port: port2, fault, script }, [port2], watchdog);
       await drained;
       return reply.result;
     } finally {

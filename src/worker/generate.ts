@@ -88,6 +88,8 @@ export interface GenerateOptions {
   cancel: Int32Array;
   port?: MessagePort;
   fault?: Fault;
+  /** Tests only: the text to force, token by token, then end of sequence (InferenceHooks.script). */
+  script?: string;
 }
 
 export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
@@ -161,13 +163,16 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
   // Thinking on a model with a thinking switch: the answer opens with the thought, and a budget closes
   // it by forcing the closing tag once spent (through the sampler's logits mask).
-  const logitsMask = thinking
-    ? () => {
-        if (generated.length === 0) return thinking.open;
-        if (answer.thinking && thinking.budget !== undefined && thinkingTokens >= thinking.budget) return thinking.close;
-        return undefined;
-      }
-    : undefined;
+  const script = options.script === undefined ? undefined : [...loaded.tokenizer.encode(options.script, { add_special_tokens: false }), loaded.eosTokenIds[0]!];
+  const logitsMask = script
+    ? () => onlyToken(loaded, script[Math.min(generated.length, script.length - 1)]!)
+    : thinking
+      ? () => {
+          if (generated.length === 0) return thinking.open;
+          if (answer.thinking && thinking.budget !== undefined && thinkingTokens >= thinking.budget) return thinking.close;
+          return undefined;
+        }
+      : undefined;
   const decoder = batchDecoderFor(loaded);
   let prefilled = false;
   const busy = (on: boolean) => {
@@ -213,12 +218,14 @@ function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32
   };
   const open = single(THINK_OPEN);
   const close = single(THINK_CLOSE);
-  const vocab = (loaded.model.config as unknown as { vocab_size?: number }).vocab_size;
-  if (open === undefined || close === undefined || !vocab) return undefined;
-  const only = (id: number) => {
-    const mask = new Uint32Array(Math.ceil(vocab / 32));
-    mask[id >>> 5] = 1 << (id & 31);
-    return mask;
-  };
-  return { open: only(open), close: only(close), ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
+  if (open === undefined || close === undefined) return undefined;
+  return { open: onlyToken(loaded, open), close: onlyToken(loaded, close), ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
+}
+
+/** A logits mask (./decode/sampler.ts) that allows one token. */
+function onlyToken(loaded: LoadedModel, id: number): Uint32Array {
+  const vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
+  const mask = new Uint32Array(Math.ceil(vocab / 32));
+  mask[id >>> 5] = 1 << (id & 31);
+  return mask;
 }

@@ -60,6 +60,8 @@ export interface TaskMap {
       port?: MessagePort;
       /** Tests only (InferenceHooks.fault): what the worker does once the prompt is accepted. */
       fault?: Fault;
+      /** Tests only (InferenceHooks.script): the text the model is made to write. */
+      script?: string;
     };
     reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming };
   };

@@ -1,7 +1,7 @@
 import type { Fault } from '../../src/core/hooks.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
-import type { InferenceObserver } from '../../src/core/hooks.js';
+import type { InferenceHooks, InferenceObserver } from '../../src/core/hooks.js';
 import type { Logger } from '../../src/core/log.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { Counters } from './counters.js';
@@ -29,6 +29,7 @@ export async function startRealService(
   options: {
     modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
+    script?: InferenceHooks['script'];
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
@@ -45,7 +46,7 @@ export async function startRealService(
     maxQueue: options.maxQueue ?? 256,
     generationBatchSize: options.generationBatchSize ?? 8,
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
-    hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined },
+    hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },
     embedBatching: { ...TEST_BATCHING, ...options.batching },
     logger: options.logger,
   });
