@@ -3,10 +3,10 @@
  *
  * Unknown top-level fields are rejected with 400 "Extra inputs are not permitted", as the Anthropic
  * API does, so a client never believes a field took effect when it did not. Fields the dialect
- * knows but this server cannot honour (tools, thinking, structured output, ...) pass the schema and
- * are refused with a specific message by the converter. Hints that cannot change the text of a
- * reply here (cache_control, service_tier, speed, inference_geo, diagnostics, output_config.effort)
- * are accepted and have no effect; README.md lists them.
+ * knows but this server cannot honour (MCP servers, structured output, server tools, images) pass
+ * the schema and are refused with a specific message by the converter. Hints that cannot change the
+ * text of a reply here (cache_control, service_tier, speed, inference_geo, diagnostics,
+ * context_management, output_config.effort) are accepted and have no effect; README.md lists them.
  */
 import { z } from 'zod';
 
