@@ -203,51 +203,39 @@ export class RawConnection {
       const response = this.parser.take(this.closed);
       if (response) return { kind: 'response', response };
       if (this.closed) return { kind: 'closed', partial: this.parser.buffered };
-      const left = deadline - performance.now();
-      if (left <= 0) return { kind: 'timeout', partial: this.parser.buffered };
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
+      if (performance.now() >= deadline) return { kind: 'timeout', partial: this.parser.buffered };
+      await this.nextEvent(deadline - performance.now());
     }
   }
 
   /** Resolves true once the server has closed the connection, false after `timeoutMs`. */
   async waitClosed(timeoutMs: number): Promise<boolean> {
-    const deadline = performance.now() + timeoutMs;
-    while (!this.closed) {
-      const left = deadline - performance.now();
-      if (left <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-    return true;
+    await this.waitFor(() => this.closed, timeoutMs);
+    return this.closed;
   }
 
   /** Waits until at least `bytes` more bytes arrive (or close/timeout): the start of a stream. */
   async waitBytes(bytes: number, timeoutMs: number): Promise<boolean> {
     const target = this.received + bytes;
-    const deadline = performance.now() + timeoutMs;
-    while (this.received < target && !this.closed) {
-      const left = deadline - performance.now();
-      if (left <= 0) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, left);
-        this.waiter = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
+    await this.waitFor(() => this.received >= target || this.closed, timeoutMs);
     return this.received >= target;
+  }
+
+  /** Waits, woken by each arrival or close, until `done()` holds or `timeoutMs` passes. */
+  private async waitFor(done: () => boolean, timeoutMs: number): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    while (!done() && performance.now() < deadline) await this.nextEvent(deadline - performance.now());
+  }
+
+  /** The next arrival or close, or `timeoutMs`. */
+  private nextEvent(timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      this.waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   }
 
   /** Bytes received and not part of any response read so far. */

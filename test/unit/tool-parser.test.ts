@@ -9,6 +9,8 @@ import { AutoTokenizer, env } from '@huggingface/transformers';
 import { callJsonFragments, createToolCallParser } from '../../src/worker/tools/parser.js';
 import type { ToolEvent, ToolFormat, ToolSpec } from '../../src/worker/tools/types.js';
 import { ROOT } from '../helpers/paths.js';
+// A small seeded generator (mulberry32), so a failing chunking can be replayed.
+import { seededRandom } from '../../scripts/bench/former-sampler.js';
 
 const TOOLS: ToolSpec[] = [
   {
@@ -50,20 +52,9 @@ function feed(format: ToolFormat, chunks: string[], tools: ToolSpec[] = TOOLS): 
   return normalize([...events, ...parser.finish()]);
 }
 
-/** mulberry32: a small seeded generator, so a failing chunking can be replayed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomChunks(text: string, seed: number, maxChunk = 8): string[] {
-  const next = rng(seed);
+  const next = seededRandom(seed);
   const chunks: string[] = [];
   for (let i = 0; i < text.length; ) {
     const n = 1 + Math.floor(next() * maxChunk);
@@ -314,7 +305,7 @@ describe('every split, on generated replies', () => {
   ];
 
   it.each(['hermes', 'generic', 'qwen3-xml', 'llama3-json'] as const)('%s', (format) => {
-    const next = rng(20260101);
+    const next = seededRandom(20260101);
     for (let n = 0; n < 150; n++) {
       const length = 1 + Math.floor(next() * 24);
       const reply = Array.from({ length }, () => PIECES[Math.floor(next() * PIECES.length)]!).join('');
