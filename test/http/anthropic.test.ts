@@ -145,8 +145,10 @@ describe('POST /v1/messages (fake inference)', () => {
     expectAnthropicError(await post(body), 400, 'invalid_request_error', message);
   });
 
-  it('404 not_found_error for an unknown model', async () => {
+  it('404 not_found_error for an unknown model; a huge name is clipped in the message', async () => {
     expectAnthropicError(await post({ ...valid, model: 'nope' }), 404, 'not_found_error', /`nope` does not exist/);
+    const body = expectAnthropicError(await post({ ...valid, model: 'm'.repeat(500_000) }), 404, 'not_found_error', /\(500000 characters\)/);
+    expect(body.error.message.length).toBeLessThan(300);
   });
 
   it('resolves model aliases', async () => {

@@ -80,6 +80,7 @@ describe('POST embeddings (fake inference)', () => {
     ['an unknown encoding_format', { input: 'a', encoding_format: 'int8' }, /expected "float" or "base64", got the string "int8"/, 'encoding_format'],
     ['encoding_format nested 10,000 levels deep', `{"input": "a", "encoding_format": ${'['.repeat(10_000)}${']'.repeat(10_000)}}`, /nested more than 64 levels/, null],
     ['model a number', { input: 'a', model: 5 }, /^model: expected a string, got the integer 5$/, 'model'],
+    ['a huge unknown field name', { input: 'a', ['x'.repeat(100_000)]: 1 }, /^Unrecognized request argument supplied: x{64}… \(100000 characters\)$/, null],
     ['dimensions 0', { input: 'a', dimensions: 0 }, /dimensions/, 'dimensions'],
     ['unsupported dimensions', { input: 'a', dimensions: 7 }, /dimensions/, 'dimensions'],
     ['an unknown field', { input: 'a', foo: 1 }, /Unrecognized request argument supplied: foo/, null],

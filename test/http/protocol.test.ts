@@ -96,6 +96,13 @@ describe('malformed HTTP gets the neutral envelope and Connection: close', () =>
     expect(reply.closed).toBe(true);
   });
 
+  it('the answer to a malformed HEAD request carries headers only', async () => {
+    const reply = await raw(['HEAD /health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n']);
+    expect(reply.status).toBe(400);
+    expect(Number(reply.headers['content-length'])).toBeGreaterThan(0);
+    expect(reply.body).toBe('');
+  });
+
   it('an Expect other than 100-continue: 417 with a body that says why', async () => {
     const reply = await raw(['POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nExpect: 42-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}']);
     expect(reply.status).toBe(417);

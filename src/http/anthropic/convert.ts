@@ -9,6 +9,7 @@
  * become one tool message each (in order, before the turn's text); a final assistant turn without
  * tool calls is a prefill. Claude Code's billing-header system block (a per-request value) is dropped.
  */
+import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatPrompt, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import type { CountTokensBody, MessagesBody } from './schema.js';
@@ -20,7 +21,8 @@ type Block = { type: string; [key: string]: unknown };
 const BILLING_HEADER = /^\s*x-anthropic-billing-header:/;
 
 export function toChatPrompt(body: PromptBody): ChatPrompt {
-  const model = body.model;
+  // The model's name as messages quote it: a client's string, so clipped.
+  const model = clip(body.model);
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
   if (body.mcp_servers?.length) throw unsupported('mcp_servers', 'MCP servers', model);
   if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', model);
@@ -52,7 +54,7 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   }
   const system = systemParts.filter((part) => part !== '').join('\n\n');
   return {
-    model,
+    model: body.model,
     ...(system !== '' || body.system !== undefined ? { system } : {}),
     messages,
     ...toolsOf(body),
@@ -150,7 +152,7 @@ function mergeTurns(turns: ChatMessage[]): ChatMessage[] {
 function toolsOf(body: PromptBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {
   const tools = (body.tools ?? []).map((tool, i): ToolSpec => {
     if (tool.type !== undefined && tool.type !== 'custom') {
-      throw new HttpError('unsupported_feature', `tools.${i}: server tools of type \`${tool.type}\` are not available on this server; send client tools (name, description, input_schema).`, `tools.${i}.type`);
+      throw new HttpError('unsupported_feature', `tools.${i}: server tools of type \`${clip(tool.type, 64)}\` are not available on this server; send client tools (name, description, input_schema).`, `tools.${i}.type`);
     }
     if (!tool.input_schema) throw invalidRequest(`tools.${i}.input_schema: Field required`, `tools.${i}.input_schema`);
     return { name: tool.name, ...(tool.description !== undefined ? { description: tool.description } : {}), inputSchema: tool.input_schema, ...(tool.strict ? { strict: true } : {}) };
@@ -158,7 +160,7 @@ function toolsOf(body: PromptBody): { tools?: ToolSpec[]; toolChoice?: ToolChoic
   const choice = body.tool_choice;
   if (choice && tools.length === 0 && choice.type !== 'none') throw invalidRequest('tool_choice: requires `tools`', 'tool_choice');
   if (choice?.type === 'tool' && !tools.some((t) => t.name === choice.name)) {
-    throw invalidRequest(`tool_choice.name: no tool named \`${choice.name}\` in \`tools\``, 'tool_choice.name');
+    throw invalidRequest(`tool_choice.name: no tool named \`${clip(choice.name, 128)}\` in \`tools\``, 'tool_choice.name');
   }
   if (tools.length === 0) return {};
   const parallel = !(choice && 'disable_parallel_tool_use' in choice && choice.disable_parallel_tool_use);
@@ -196,7 +198,7 @@ function documentText(block: Block, at: string, model: string): string {
 }
 
 const unsupportedBlock = (type: string, at: string, model: string) =>
-  new HttpError('unsupported_feature', `${at}: content blocks of type \`${type}\` are not supported by the text-only model \`${model}\`.`, `${at}.type`);
+  new HttpError('unsupported_feature', `${at}: content blocks of type \`${clip(type, 64)}\` are not supported by the text-only model \`${model}\`.`, `${at}.type`);
 
 function stringField(block: Block, field: string, at: string): string {
   const value = block[field];

@@ -2,6 +2,7 @@
  * OpenAI embeddings wire body -> internal EmbedRequest, and the result back to the wire.
  */
 import type { EmbedInput, EmbedRequest, EmbedResult } from '../../core/types.js';
+import { clip } from '../../core/errors.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { describeValue } from '../shared/validation.js';
 import { MAX_INPUTS, type EmbeddingsBody } from './schema.js';
@@ -18,7 +19,7 @@ const isTokenArray = (v: unknown): v is number[] =>
 
 export function toEmbedRequest(body: EmbeddingsBody, pathModel: string | undefined): ConvertedEmbeddings {
   if (pathModel !== undefined && body.model !== undefined && body.model !== pathModel) {
-    throw new HttpError('model_mismatch', `The model in the path (\`${pathModel}\`) and the model in the body (\`${body.model}\`) differ; send one model.`, 'model');
+    throw new HttpError('model_mismatch', `The model in the path (\`${clip(pathModel)}\`) and the model in the body (\`${clip(body.model)}\`) differ; send one model.`, 'model');
   }
   const model = pathModel ?? body.model;
   if (model === undefined) throw invalidRequest('model: Field required', 'model');

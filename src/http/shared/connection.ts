@@ -17,10 +17,11 @@ export function neutralErrorBody(type: string, message: string, code: string, re
 }
 
 /** A complete HTTP/1.1 response as raw bytes, for a socket with no request object; the body's request id is also its header. */
-function rawResponse(status: number, reason: string, body: string, extraHeaders = ''): string {
+function rawResponse(status: number, reason: string, body: string, options: { extraHeaders?: string; head?: boolean } = {}): string {
+  const { extraHeaders = '', head = false } = options;
   const requestId = (JSON.parse(body) as { request_id?: string }).request_id;
   const idHeader = requestId ? `Request-Id: ${requestId}\r\n` : '';
-  return `HTTP/1.1 ${status} ${reason}\r\n${idHeader}${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status} ${reason}\r\n${idHeader}${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`;
 }
 
 /** Node's parser errors and timeouts, by their code: status, reason, error type, message. */
@@ -38,13 +39,15 @@ function describeClientError(code: string | undefined): [number, string, string,
 }
 
 /** Fastify's clientErrorHandler: answers malformed or too-slow requests in the neutral envelope, then drops the socket. */
-export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   // The client closed its side in the middle of a request: there is no whole request to answer.
   if (error.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
   const [status, reason, type, message] = describeClientError(error.code);
+  // The answer to a HEAD carries no body (its headers say what the body would be).
+  const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
   const answer = () => {
-    if (socket.writable) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request')));
+    if (socket.writable) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request'), { head }));
     else socket.destroy();
   };
   // The answer to a request received whole (garbage pipelined behind a good request) goes out
@@ -85,6 +88,6 @@ export function capConnections(server: Server, max: number): void {
     if (open <= max) return;
     const body = neutralErrorBody('overloaded_error', `The server holds ${max} connections already; retry shortly.`, 'too_many_connections');
     // Whatever the client sends on it is never served: the socket is destroyed once the answer is out.
-    socket.end(rawResponse(503, 'Service Unavailable', body, 'Retry-After: 1\r\n'), () => socket.destroy());
+    socket.end(rawResponse(503, 'Service Unavailable', body, { extraHeaders: 'Retry-After: 1\r\n' }), () => socket.destroy());
   });
 }

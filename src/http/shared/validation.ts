@@ -6,12 +6,16 @@
  * bounded length.
  */
 import type { z } from 'zod';
+import { clip } from '../../core/errors.js';
 import { invalidRequest } from './errors.js';
 
 export interface ParseOptions {
   /** The dialect's wording for unknown fields. */
   unknownKeys?: (keys: string[]) => string;
 }
+
+/** Unknown fields an error message names at most. */
+const MAX_KEYS_NAMED = 10;
 
 /** Deepest nesting of objects and arrays a body may have (a tool's JSON Schema rarely passes 20). */
 export const MAX_BODY_DEPTH = 64;
@@ -28,9 +32,11 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown, options
   const result = schema.safeParse(body, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const where = issue.path.map(String).join('.');
+  // Paths and keys are the client's strings: each clipped, and only the first few keys named.
+  const where = issue.path.map((p) => clip(String(p), 64)).join('.');
+  const keys = issue.code === 'unrecognized_keys' ? issue.keys.slice(0, MAX_KEYS_NAMED).map((k) => clip(k, 64)) : [];
   const message = issue.code === 'unrecognized_keys'
-    ? (options.unknownKeys ?? defaultUnknownKeys)(issue.keys.map((k) => (where ? `${where}.${k}` : k)))
+    ? (options.unknownKeys ?? defaultUnknownKeys)([...keys.map((k) => (where ? `${where}.${k}` : k)), ...(issue.keys.length > MAX_KEYS_NAMED ? [`(${issue.keys.length - MAX_KEYS_NAMED} more)`] : [])])
     : `${where || 'body'}: ${describeIssue(issue)}`;
   throw invalidRequest(message, where || undefined);
 }
