@@ -2,6 +2,9 @@
  * One piscina pool per model: `poolSize` long-lived worker threads, each holding its own copy of the
  * model. Admission is bounded by the queue length: a full queue answers "overloaded" at once.
  *
+ * (One file of ~330 lines: admission, deadlines, worker loss and re-runs all act on the same task
+ * and control block, and read best together.)
+ *
  * Cancellation never goes through piscina's AbortSignal (aborting a running task kills the thread and
  * the loaded model with it): a shared flag is flipped instead, and the worker stops at its next step.
  */

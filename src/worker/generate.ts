@@ -159,7 +159,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
   };
-  // disable_parallel_tool_use: the answer ends with its first call.
+  // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
   // Thinking on a model with a thinking switch: the answer opens with the thought, and a budget closes
   // it by forcing the closing tag once spent (through the sampler's logits mask).
