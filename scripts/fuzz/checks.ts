@@ -65,8 +65,9 @@ export function describeBody(body: Buffer): string {
   } catch {
     return `not JSON (${JSON.stringify(body.subarray(0, 40).toString('latin1'))})`;
   }
-  if (isAnthropic(parsed)) return 'Anthropic envelope';
+  // The neutral envelope is also a valid Anthropic one (it adds param and code): check it first.
   if (isNeutral(parsed)) return 'neutral envelope';
+  if (isAnthropic(parsed)) return 'Anthropic envelope';
   if (isOpenAi(parsed)) return 'OpenAI envelope';
   if (isObject(parsed) && 'statusCode' in parsed && 'message' in parsed) return `Fastify default {${keys(parsed)}}`;
   if (isObject(parsed)) {
