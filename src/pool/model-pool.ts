@@ -27,6 +27,8 @@ export interface ModelPoolOptions {
   lastPositionLogits?: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
+  /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
+  promptCacheBytes?: number;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
@@ -109,6 +111,7 @@ export class ModelPool {
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
+      promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.

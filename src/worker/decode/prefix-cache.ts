@@ -19,22 +19,12 @@
  *
  * Contract: as KvStore's (worker thread, synchronous, arrays never written after they cross).
  */
+import type { PromptCacheStats } from '../../core/hooks.js';
 import { extractRow } from './kv-batch.js';
 import type { KvPrefix, KvStore } from './kv-store.js';
 import type { CacheShape } from './session.js';
 
-export interface PrefixCacheStats {
-  /** Lookups that found a prefix of at least one token. */
-  hits: number;
-  misses: number;
-  /** Prompt tokens served from the cache, summed over hits. */
-  tokensReused: number;
-  /** Bytes of KV held now. */
-  bytes: number;
-  entries: number;
-  /** Entries dropped to fit the budget. */
-  evictions: number;
-}
+export type PrefixCacheStats = PromptCacheStats;
 
 interface Entry {
   tokens: number[];

@@ -38,6 +38,11 @@ export interface SequenceSpec {
    * work has begun (a worker lost before that may run it again elsewhere).
    */
   busy?: (on: boolean) => void;
+  /**
+   * The cached prefix the caller already looked up with `BatchDecoder.lookup` (to report it before
+   * the prefill), null when it found none; undefined: the decoder looks it up at admission.
+   */
+  prefix?: KvPrefix | null;
 }
 
 export interface BatchDecoderOptions {
@@ -126,7 +131,7 @@ export class BatchDecoder {
     try {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
-      const prefix = this.cachedPrefix(prompt);
+      const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
       let done = prefix?.length ?? 0;
       let kv: Float32Array[] = prefix ? [...prefix.kv] : [];
       let out: Record<string, OrtTensor>;
@@ -152,6 +157,14 @@ export class BatchDecoder {
     } catch (error) {
       seq.settle(error);
     }
+  }
+
+  /**
+   * The KV store's cached prefix of a prompt, for a caller that reports it before the prefill and
+   * hands it back as SequenceSpec.prefix; checked against the store's contract (a throw: a broken store).
+   */
+  lookup(prompt: readonly number[]): KvPrefix | undefined {
+    return this.cachedPrefix(prompt);
   }
 
   /** The store's prefix for a prompt, checked against the store's contract. */
