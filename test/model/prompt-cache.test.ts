@@ -22,10 +22,10 @@ interface Server {
   stats: () => PromptCacheStats | undefined;
 }
 
-async function start(promptCacheBytes: number): Promise<Server> {
+async function start(promptCacheBytes: number, options: { workers?: number; generationBatchSize?: number } = {}): Promise<Server> {
   let last: PromptCacheStats | undefined;
   const observer = { generationEnded: (_: string, event: GenerationEvent | undefined) => void (event?.promptCache && (last = event.promptCache)) };
-  const service = await startRealService({ only: [CHAT_MODEL], poolSize: { [CHAT_MODEL]: 1 }, promptCacheBytes, observers: [observer] });
+  const service = await startRealService({ only: [CHAT_MODEL], poolSize: { [CHAT_MODEL]: options.workers ?? 1 }, promptCacheBytes, observers: [observer], ...(options.generationBatchSize ? { generationBatchSize: options.generationBatchSize } : {}) });
   const app = await buildApp({ config: { apiKeys: [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 }, inference: service });
   return { app, service, stats: () => last };
 }
@@ -132,6 +132,38 @@ describe('prompt caching (real workers)', () => {
     } finally {
       await tiny.app.close();
       await tiny.service.close();
+    }
+  });
+});
+
+describe('prefix affinity (two real workers)', () => {
+  it('sends each agent\'s turns to one worker, which reuses their prefix, spreads agents over workers, and spills to the other worker when one is full', async () => {
+    const server = await start(64 * 1024 * 1024, { workers: 2, generationBatchSize: 1 });
+    try {
+      const threads = () => new Map(server.service.counters.of(CHAT_MODEL).tasksByThread);
+      // Ten agents (system prompts), two turns each, one request at a time: each agent's turns go to
+      // one worker, and the agents spread over both (least-busy alone would use the first worker only).
+      const where = new Map<number, number[]>();
+      for (const round of [0, 1]) {
+        for (let agent = 0; agent < 10; agent++) {
+          const before = threads();
+          const res = await server.app.inject({ method: 'POST', url: '/v1/messages', headers: ANTHROPIC_HEADERS, payload: { ...body([{ role: 'user', content: `Turn ${round}?` }]), system: `${SYSTEM} You are agent ${agent}.` } });
+          const usage = (res.json() as { usage: Usage }).usage;
+          const thread = [...threads()].find(([id, n]) => n !== (before.get(id) ?? 0))![0];
+          where.set(agent, [...(where.get(agent) ?? []), thread]);
+          if (round === 1) expect(usage.cache_read_input_tokens).toBeGreaterThan(100);
+        }
+      }
+      for (const [first, second] of where.values()) expect(second).toBe(first);
+      expect(new Set([...where.values()].map(([t]) => t)).size).toBe(2);
+      expect(threads().size).toBe(2);
+      const spill = new Map(threads());
+      await Promise.all([0, 1].map((i) => message(server, [{ role: 'user', content: `Both ${i}?` }])));
+      // Same system prompt, two at once, one generation per worker: one of them spills to the other worker.
+      for (const [id, n] of threads()) expect(n - (spill.get(id) ?? 0)).toBe(1);
+    } finally {
+      await server.app.close();
+      await server.service.close();
     }
   });
 });
