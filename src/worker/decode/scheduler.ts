@@ -1,7 +1,8 @@
 /**
  * Batched decoding in a worker: every generation running in this worker advances by one token in
  * the same forward pass (continuous batching). A new request is prefilled on its own (after the KV
- * store's cached prefix, when it has one), then joins the batch (./kv-batch.ts); a finished, stopped
+ * store's cached prefix, when it has one: looked up at admission, or before by the caller through
+ * `lookup` and handed in with the spec), then joins the batch (./kv-batch.ts); a finished, stopped
  * or cancelled one leaves it at once, and a finished one hands its KV to the store.
  *
  * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
