@@ -52,6 +52,14 @@ export const configSchema = z.object({
    * a little more time per prompt.
    */
   prefillChunkTokens: z.coerce.number().int().min(16).max(1_000_000).default(512),
+  /**
+   * Bytes of KV each chat worker keeps for reuse by later prompts that start the same way (the
+   * prefix cache, src/worker/decode/prefix-cache.ts); 0 turns the cache off. A token's KV takes
+   * layers x 2 x kvHeads x headDim x 4 bytes: 24 KiB on Qwen2.5-0.5B (1 GiB holds ~43k tokens),
+   * 224 KiB on Qwen3-0.6B (~4.7k tokens). Size it for the conversations that should stay warm (say
+   * 4 agents x 8k tokens); it is held on top of the weights, per worker.
+   */
+  promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024),
   /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
   maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
   /** Deadline of one generation or embedding batch in ms (0: none); past it: 504 timeout_error and the worker is freed. */

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
     allowSpinning: config.ortAllowSpinning,
     lastPositionLogits: config.lastPositionLogits,
     prefillChunkTokens: config.prefillChunkTokens,
+    promptCacheBytes: config.promptCacheBytes,
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },

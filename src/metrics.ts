@@ -4,7 +4,7 @@
  * requests; gauges that mirror the service's state (queue depth, readiness) are read at scrape time.
  */
 import client from 'prom-client';
-import type { InferenceObserver } from './core/hooks.js';
+import type { InferenceObserver, PromptCacheStats } from './core/hooks.js';
 import type { InferenceService } from './core/types.js';
 
 export interface Metrics {
@@ -35,6 +35,36 @@ export function createMetrics(): Metrics {
   });
   const batchSize = new client.Histogram({ name: 'embedding_batch_requests', help: 'Requests per dispatched embedding batch', labelNames: ['model'], buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256], registers: [registry] });
   const restarts = new client.Counter({ name: 'worker_restarts_total', help: 'Workers replaced after a crash or a hang', labelNames: ['model', 'reason'], registers: [registry] });
+  // Prefix cache: each generation's reply carries its worker's running totals; the counters grow by
+  // the difference from that worker's previous report (a replacement worker starts from zero).
+  const cacheHits = new client.Counter({ name: 'prompt_cache_hits_total', help: 'Prompts whose prefill started after a cached prefix', labelNames: ['model'], registers: [registry] });
+  const cacheMisses = new client.Counter({ name: 'prompt_cache_misses_total', help: 'Prompts prefilled in full (no cached prefix)', labelNames: ['model'], registers: [registry] });
+  const cacheTokens = new client.Counter({ name: 'prompt_cache_tokens_reused_total', help: 'Prompt tokens whose KV came from the prefix cache', labelNames: ['model'], registers: [registry] });
+  const cacheEvictions = new client.Counter({ name: 'prompt_cache_evictions_total', help: 'Prefix cache entries dropped to fit the budget', labelNames: ['model'], registers: [registry] });
+  /** Latest totals per model and worker thread (for the counters' differences). */
+  const cacheReports = new Map<string, { model: string; stats: PromptCacheStats }>();
+  /** Bytes held per model and worker thread, forgotten for a model when one of its workers is lost. */
+  const cacheBytes = new Map<string, { model: string; bytes: number }>();
+  new client.Gauge({
+    name: 'prompt_cache_bytes', help: 'Bytes of KV the prefix caches hold (last report of each worker)', labelNames: ['model'], registers: [registry],
+    collect() {
+      this.reset();
+      const sums = new Map<string, number>();
+      for (const { model, bytes } of cacheBytes.values()) sums.set(model, (sums.get(model) ?? 0) + bytes);
+      for (const [model, bytes] of sums) this.set({ model }, bytes);
+    },
+  });
+  const cacheReport = (model: string, threadId: number, stats: PromptCacheStats) => {
+    const key = `${model}\u0000${threadId}`;
+    const before = cacheReports.get(key)?.stats;
+    const delta = (k: 'hits' | 'misses' | 'tokensReused' | 'evictions') => Math.max(0, stats[k] - (before?.[k] ?? 0));
+    cacheHits.inc({ model }, delta('hits'));
+    cacheMisses.inc({ model }, delta('misses'));
+    cacheTokens.inc({ model }, delta('tokensReused'));
+    cacheEvictions.inc({ model }, delta('evictions'));
+    cacheReports.set(key, { model, stats });
+    cacheBytes.set(key, { model, bytes: stats.bytes });
+  };
   let service: InferenceService | undefined;
   new client.Gauge({
     name: 'model_queue_depth', help: 'Requests waiting for a worker', labelNames: ['model'], registers: [registry],
@@ -55,6 +85,7 @@ export function createMetrics(): Metrics {
       generationEnded(model, event) {
         if (!event) return;
         const { timing, result } = event;
+        if (event.promptCache) cacheReport(model, event.threadId, event.promptCache);
         tokens.inc({ model, direction: 'input' }, result.inputTokens);
         tokens.inc({ model, direction: 'output' }, result.outputTokens);
         if (timing.firstTokenMs !== null) {
@@ -65,6 +96,8 @@ export function createMetrics(): Metrics {
       },
       workerLost(model, reason) {
         restarts.inc({ model, reason });
+        // The lost worker's cache is gone; the others report theirs again with their next generation.
+        for (const [key, held] of cacheBytes) if (held.model === model) cacheBytes.delete(key);
       },
       embedBatch({ model, requests: requestCount, tokens: tokenCount }) {
         batchSize.observe({ model }, requestCount);

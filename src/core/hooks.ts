@@ -14,6 +14,20 @@ export interface GenerationTiming {
   peakBatch: number;
 }
 
+/** A worker's prefix cache (src/worker/decode/prefix-cache.ts), counted since the worker loaded. */
+export interface PromptCacheStats {
+  /** Lookups that found a prefix of at least one token. */
+  hits: number;
+  misses: number;
+  /** Prompt tokens served from the cache, summed over hits. */
+  tokensReused: number;
+  /** Bytes of KV held now. */
+  bytes: number;
+  entries: number;
+  /** Entries dropped to fit the budget. */
+  evictions: number;
+}
+
 export interface GenerationEvent {
   model: string;
   result: ChatResult;
@@ -21,6 +35,8 @@ export interface GenerationEvent {
   /** The client went away (or the deadline passed) and the generation stopped early. */
   cancelled: boolean;
   threadId: number;
+  /** The worker's prefix cache after this generation, when it has one. */
+  promptCache?: PromptCacheStats;
 }
 
 export interface EmbedBatchEvent {

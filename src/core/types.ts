@@ -92,6 +92,11 @@ export interface ChatResult {
   /** The stop string that matched, when finish is stop_string. */
   stopString: string | null;
   inputTokens: number;
+  /**
+   * Of `inputTokens`, those whose KV came from the worker's prefix cache instead of a prefill (0 when
+   * absent); the same figure as the `start` event's.
+   */
+  cachedInputTokens?: number;
   outputTokens: number;
 }
 
@@ -101,7 +106,7 @@ export interface ChatResult {
  * concatenation is that JSON), and closed, in order; parts never overlap.
  */
 export type ChatEvent =
-  | { type: 'start'; inputTokens: number }
+  | { type: 'start'; inputTokens: number; cachedInputTokens?: number }
   | { type: 'part_start'; index: number; part: { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool_call'; id: string; name: string } }
   | { type: 'part_delta'; index: number; text: string; outputTokens: number }
   | { type: 'part_stop'; index: number };

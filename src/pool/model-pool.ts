@@ -18,6 +18,7 @@ import { notify, type Fault, type GenerationEvent, type InferenceHooks, type Wor
 import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
+import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
 import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
@@ -27,6 +28,8 @@ export interface ModelPoolOptions {
   lastPositionLogits?: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
+  /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
+  promptCacheBytes?: number;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
@@ -109,6 +112,7 @@ export class ModelPool {
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
+      promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
@@ -128,6 +132,9 @@ export class ModelPool {
       // the next request and run at its start (measured: TTFT 37-71 ms sync, 38-46 ms async on the
       // Qwen2.5-0.5B shape at 32 prompt tokens).
       atomics: 'async',
+      // Chat tasks go to the worker whose prefix cache most likely holds their prompt's start
+      // (./affinity.ts); everything else, and a chat task whose worker is full, to the least busy.
+      loadBalancer: affinityBalancer(this.perWorker),
       // Admission is ours (see admit): internal tasks such as reloads must never be refused.
     });
   }
@@ -180,7 +187,10 @@ export class ModelPool {
     const { request, control, fault, script, onEvent, onReply } = attempt;
     const watchdog: Watchdog<'generate'> = { cancel: () => Atomics.store(control, TaskControl.CANCEL, 1), control, onReply };
     const shared = control.buffer as SharedArrayBuffer;
-    if (!onEvent) return (await this.run({ type: 'generate', request, control: shared, fault, script }, undefined, watchdog)).result;
+    // With prefix caches, the worker most likely to hold this prompt's start (./affinity.ts); the key
+    // rides under piscina's queue-options symbol, which never reaches the worker.
+    const routed = <T extends object>(task: T): T => (this.options.promptCacheBytes ? Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions }) : task);
+    if (!onEvent) return (await this.run(routed({ type: 'generate', request, control: shared, fault, script }), undefined, watchdog)).result;
     const { port1, port2 } = new MessageChannel();
     // Port messages and piscina's reply travel on different channels: wait for the worker's
     // explicit end marker so no event is delivered after the result.
@@ -188,7 +198,7 @@ export class ModelPool {
     const drained = new Promise<void>((resolve) => (ended = resolve));
     port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
     try {
-      const reply = await this.run({ type: 'generate', request, control: shared, port: port2, fault, script }, [port2], watchdog);
+      const reply = await this.run(routed({ type: 'generate', request, control: shared, port: port2, fault, script }), [port2], watchdog);
       await drained;
       return reply.result;
     } finally {

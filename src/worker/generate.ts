@@ -15,7 +15,8 @@ import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
 import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
-import { supportsBatchDecoding } from './decode/session.js';
+import { cacheShape, supportsBatchDecoding } from './decode/session.js';
+import { PrefixCache } from './decode/prefix-cache.js';
 
 class FlagStoppingCriteria extends StoppingCriteria {
   constructor(private readonly shouldStop: () => boolean) {
@@ -56,11 +57,24 @@ function commitFault(fault: 'crash' | 'hang' | 'throw'): void {
   throw new Error('injected fault');
 }
 
-const decoders = new WeakMap<LoadedModel, BatchDecoder | null>();
+interface Decoding {
+  decoder: BatchDecoder;
+  /** The decoder's KV store, when the prefix cache is on. */
+  cache?: PrefixCache;
+}
 
-/** One batch decoder per loaded model, or null when the export's signature needs transformers.js generate. */
-function batchDecoderFor(loaded: LoadedModel): BatchDecoder | null {
-  if (!decoders.has(loaded)) decoders.set(loaded, supportsBatchDecoding(loaded) ? new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens }) : null);
+const decoders = new WeakMap<LoadedModel, Decoding | null>();
+
+/**
+ * One batch decoder per loaded model (with its prefix cache when the budget allows one), or null when
+ * the export's signature needs transformers.js generate (which never uses the cache).
+ */
+function batchDecoderFor(loaded: LoadedModel): Decoding | null {
+  if (!decoders.has(loaded)) {
+    const shape = supportsBatchDecoding(loaded) ? cacheShape(loaded) : undefined;
+    const cache = shape && loaded.promptCacheBytes > 0 ? new PrefixCache(shape, loaded.promptCacheBytes) : undefined;
+    decoders.set(loaded, shape ? { decoder: new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens, ...(cache ? { kvStore: cache } : {}) }), ...(cache ? { cache } : {}) } : null);
+  }
   return decoders.get(loaded)!;
 }
 
@@ -104,7 +118,14 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const room = context - inputTokens;
   const maxTokens = Math.min(request.maxTokens, room);
   const send = (message: PortMessage) => port?.postMessage(message);
-  send({ type: 'start', inputTokens });
+  const decoding = batchDecoderFor(loaded);
+  // The cached prefix is looked up now, not when the decoder admits the sequence, so that `start`
+  // (sent before the prefill, which may wait behind others) already carries the figure the result
+  // will: the decoder is handed this very prefix.
+  const cancelledEarly = Atomics.load(cancel, TaskControl.CANCEL) !== 0;
+  const prefix = decoding?.cache && !cancelledEarly ? decoding.decoder.lookup(prompt.ids) : undefined;
+  const cachedInputTokens = prefix?.length ?? 0;
+  send({ type: 'start', inputTokens, cachedInputTokens });
   const slowPrefillMs = typeof options.fault === 'object' ? options.fault.slowPrefillMs : 0;
   if (typeof options.fault === 'string') {
     // A fault is this task's own work: a worker it kills must not run it again.
@@ -144,7 +165,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   if (cancelled()) {
     // The client left while the task waited in the queue: skip the prefill entirely.
     return {
-      result: { parts: [], text: '', finish: 'length', stopString: null, inputTokens, outputTokens: 0 },
+      result: { parts: [], text: '', finish: 'length', stopString: null, inputTokens, cachedInputTokens, outputTokens: 0 },
       cancelled: true,
       timing: { firstTokenMs: null, totalMs: performance.now() - started, peakBatch: 0 },
     };
@@ -173,7 +194,6 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
           return undefined;
         }
       : undefined;
-  const decoder = batchDecoderFor(loaded);
   let prefilled = false;
   const busy = (on: boolean) => {
     Atomics.store(cancel, TaskControl.STARTED, 1);
@@ -182,8 +202,8 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     if (on && !prefilled && slowPrefillMs > 0) block(slowPrefillMs);
     prefilled ||= on;
   };
-  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy, ...(logitsMask ? { logitsMask } : {}) };
-  const peakBatch = decoder ? await decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
+  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy, ...(logitsMask ? { logitsMask } : {}), ...(decoding?.cache ? { prefix: prefix ?? null } : {}) };
+  const peakBatch = decoding ? await decoding.decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
 
   // The reason is decided after the final flush, which is the last chance for a stop string to show.
   const tail = stream.finish();
@@ -199,9 +219,10 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   else finish = 'length';
   const text = answer.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
   return {
-    result: { parts: answer.parts, text, finish, stopString, inputTokens, outputTokens: generated.length },
+    result: { parts: answer.parts, text, finish, stopString, inputTokens, cachedInputTokens, outputTokens: generated.length },
     cancelled: cancelled(),
     timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },
+    ...(decoding?.cache ? { promptCache: decoding.cache.stats() } : {}),
   };
 }
 

@@ -34,6 +34,8 @@ export interface LoadedModel extends LoadedTokenizer {
   notes: string[];
   /** Prompt tokens per prefill forward pass. */
   prefillChunkTokens: number;
+  /** Byte budget of the prefix cache (0: none). */
+  promptCacheBytes: number;
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -100,6 +102,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
     notes,
     prefillChunkTokens: init.prefillChunkTokens,
+    promptCacheBytes: init.promptCacheBytes,
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
 }

@@ -6,7 +6,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { CoreErrorData } from '../core/errors.js';
-import type { Fault, GenerationTiming } from '../core/hooks.js';
+import type { Fault, GenerationTiming, PromptCacheStats } from '../core/hooks.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 
@@ -26,6 +26,8 @@ export interface WorkerInit {
   lastPositionLogits: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
   prefillChunkTokens: number;
+  /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */
+  promptCacheBytes: number;
   /** BroadcastChannel the worker posts its log records on (see WorkerLogRecord). */
   logChannel: string;
 }
@@ -63,7 +65,7 @@ export interface TaskMap {
       /** Tests only (InferenceHooks.script): the text the model is made to write. */
       script?: string;
     };
-    reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming };
+    reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming; promptCache?: PromptCacheStats };
   };
   count: { task: { prompt: ChatPrompt }; reply: { inputTokens: number } };
   embed: {

@@ -29,7 +29,7 @@ export async function startRealService(
   options: {
     modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
-    script?: InferenceHooks['script'];
+    script?: InferenceHooks['script']; promptCacheBytes?: number;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
@@ -49,6 +49,7 @@ export async function startRealService(
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },
     embedBatching: { ...TEST_BATCHING, ...options.batching },
     logger: options.logger,
+    ...(options.promptCacheBytes !== undefined ? { promptCacheBytes: options.promptCacheBytes } : {}),
   });
   return Object.assign(service, { counters });
 }

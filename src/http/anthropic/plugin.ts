@@ -87,7 +87,6 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
     }
   };
   let started = false;
-  let inputTokens = 0;
   const blocks = new BlockEvents();
   let ping: NodeJS.Timeout | undefined;
   try {
@@ -96,7 +95,6 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
       onEvent: (event) => {
         if (event.type === 'start') {
           started = true;
-          inputTokens = event.inputTokens;
           reply.hijack();
           // No Connection header of our own: Node answers keep-alive, or close when the client asked for it.
           raw.writeHead(200, {
@@ -105,7 +103,7 @@ async function stream(request: FastifyRequest, reply: FastifyReply, options: Str
             'x-accel-buffering': 'no',
             'request-id': request.id,
           });
-          write(streamEvents.messageStart(id, options.model, inputTokens));
+          write(streamEvents.messageStart(id, options.model, event));
           // The prompt is being processed now: a ping tells proxies and clients the stream is alive.
           write(streamEvents.ping());
           ping = setInterval(() => write(streamEvents.ping()), options.pingIntervalMs);

@@ -20,8 +20,21 @@ export function newMessageId(): string {
   return `msg_${randomBytes(12).toString('hex')}`;
 }
 
-export function usage(inputTokens: number, outputTokens: number) {
-  return { input_tokens: inputTokens, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
+/** The prompt's tokens as the core counts them: all of them, and those whose KV came from the prefix cache. */
+export interface PromptTokens {
+  inputTokens: number;
+  cachedInputTokens?: number;
+}
+
+/**
+ * Usage as Anthropic defines it: input_tokens + cache_creation_input_tokens + cache_read_input_tokens
+ * = the prompt's tokens (count_tokens). Read: the tokens reused from the prefix cache. Creation is
+ * always 0: the cache is automatic, writing to it costs nothing extra, and every finished turn is
+ * kept (budget allowing), so no prompt tokens are billed as a cache write.
+ */
+export function usage(prompt: PromptTokens, outputTokens: number) {
+  const read = prompt.cachedInputTokens ?? 0;
+  return { input_tokens: prompt.inputTokens - read, output_tokens: outputTokens, cache_creation_input_tokens: 0, cache_read_input_tokens: read };
 }
 
 /** A core call id as this dialect writes it. */
@@ -55,7 +68,7 @@ export function renderMessage(id: string, model: string, result: ChatResult) {
     content: result.parts.length > 0 ? result.parts.map(block) : [{ type: 'text' as const, text: result.text }],
     stop_reason: STOP_REASONS[result.finish],
     stop_sequence: result.stopString,
-    usage: usage(result.inputTokens, result.outputTokens),
+    usage: usage(result, result.outputTokens),
   };
 }
 
@@ -66,13 +79,13 @@ export function sseEvent(name: string, payload: Record<string, unknown>): string
 
 /** The events of a stream, in the documented order. */
 export const streamEvents = {
-  messageStart: (id: string, model: string, inputTokens: number) =>
+  messageStart: (id: string, model: string, prompt: PromptTokens) =>
     sseEvent('message_start', {
-      message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(inputTokens, 0) },
+      message: { id, type: 'message', role: 'assistant', model, content: [], stop_reason: null, stop_sequence: null, usage: usage(prompt, 0) },
     }),
   ping: () => sseEvent('ping', {}),
   messageDelta: (result: ChatResult) =>
-    sseEvent('message_delta', { delta: { stop_reason: STOP_REASONS[result.finish], stop_sequence: result.stopString }, usage: usage(result.inputTokens, result.outputTokens) }),
+    sseEvent('message_delta', { delta: { stop_reason: STOP_REASONS[result.finish], stop_sequence: result.stopString }, usage: usage(result, result.outputTokens) }),
   messageStop: () => sseEvent('message_stop', {}),
   /** The envelope's `error` object, after a 200 has started. */
   error: (error: KnownError, requestId: string) => {

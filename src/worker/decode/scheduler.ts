@@ -1,7 +1,8 @@
 /**
  * Batched decoding in a worker: every generation running in this worker advances by one token in
  * the same forward pass (continuous batching). A new request is prefilled on its own (after the KV
- * store's cached prefix, when it has one), then joins the batch (./kv-batch.ts); a finished, stopped
+ * store's cached prefix, when it has one: looked up at admission, or before by the caller through
+ * `lookup` and handed in with the spec), then joins the batch (./kv-batch.ts); a finished, stopped
  * or cancelled one leaves it at once, and a finished one hands its KV to the store.
  *
  * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
@@ -38,6 +39,11 @@ export interface SequenceSpec {
    * work has begun (a worker lost before that may run it again elsewhere).
    */
   busy?: (on: boolean) => void;
+  /**
+   * The cached prefix the caller already looked up with `BatchDecoder.lookup` (to report it before
+   * the prefill), null when it found none; undefined: the decoder looks it up at admission.
+   */
+  prefix?: KvPrefix | null;
 }
 
 export interface BatchDecoderOptions {
@@ -126,7 +132,7 @@ export class BatchDecoder {
     try {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
-      const prefix = this.cachedPrefix(prompt);
+      const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
       let done = prefix?.length ?? 0;
       let kv: Float32Array[] = prefix ? [...prefix.kv] : [];
       let out: Record<string, OrtTensor>;
@@ -152,6 +158,14 @@ export class BatchDecoder {
     } catch (error) {
       seq.settle(error);
     }
+  }
+
+  /**
+   * The KV store's cached prefix of a prompt, for a caller that reports it before the prefill and
+   * hands it back as SequenceSpec.prefix; checked against the store's contract (a throw: a broken store).
+   */
+  lookup(prompt: readonly number[]): KvPrefix | undefined {
+    return this.cachedPrefix(prompt);
   }
 
   /** The store's prefix for a prompt, checked against the store's contract. */

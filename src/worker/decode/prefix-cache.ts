@@ -1,0 +1,140 @@
+/**
+ * The prefix cache: a KvStore (./kv-store.ts) that keeps the KV of finished sequences within a byte
+ * budget and hands a new prompt the KV of its longest common token prefix with any of them.
+ *
+ * Entries are whole sequences (prompt + fed-back generated tokens) with their KV, one per finished
+ * sequence; a lookup takes the token-level longest common prefix over every entry, so a conversation
+ * whose template rewrites an earlier turn still reuses what matches up to the rewrite. A finished
+ * sequence that extends an entry replaces it (only its new tokens are copied out of the batch); one
+ * that is a prefix of an entry only refreshes that entry. Past the budget the least recently used
+ * entries (looked up or stored) are dropped.
+ *
+ * Keys: one cache serves one loaded model in one worker (one decoder), so the model is implicit;
+ * the KV of a token depends on the tokens before it and their positions (always 0..n-1 here), which
+ * the token key covers. Nothing else (sampling, logits masks) reaches the KV.
+ *
+ * Why a list and not a radix tree: entries are a few dozen long conversations at most within a
+ * realistic budget, a scan is microseconds next to a forward pass, and whole-sequence entries keep
+ * each entry's KV one contiguous array per layer, as the decoder wants it.
+ *
+ * Contract: as KvStore's (worker thread, synchronous, arrays never written after they cross).
+ */
+import type { PromptCacheStats } from '../../core/hooks.js';
+import { extractRow } from './kv-batch.js';
+import type { KvPrefix, KvStore } from './kv-store.js';
+import type { CacheShape } from './session.js';
+
+export type PrefixCacheStats = PromptCacheStats;
+
+interface Entry {
+  tokens: number[];
+  /** Keys then values per layer, each [1, kvHeads, tokens.length, headDim]. */
+  kv: Float32Array[];
+  bytes: number;
+  /** Recency stamp: larger is more recent. */
+  used: number;
+}
+
+/** KV bytes one token takes in a model of this shape (float32 keys and values, every layer). */
+export const kvBytesPerToken = (shape: CacheShape) => shape.layers * 2 * shape.kvHeads * shape.headDim * 4;
+
+const commonPrefix = (a: readonly number[], b: readonly number[], limit: number) => {
+  let n = 0;
+  while (n < limit && a[n] === b[n]) n++;
+  return n;
+};
+
+export class PrefixCache implements KvStore {
+  private entries: Entry[] = [];
+  private clock = 0;
+  private held = 0;
+  private readonly counts = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
+
+  constructor(
+    private readonly shape: CacheShape,
+    /** Most bytes of KV held at once; 0 caches nothing. */
+    private readonly budgetBytes: number,
+  ) {}
+
+  stats(): PrefixCacheStats {
+    return { ...this.counts, bytes: this.held, entries: this.entries.length };
+  }
+
+  lookup(tokens: readonly number[]): KvPrefix | undefined {
+    const best = this.longest(tokens, tokens.length - 1);
+    if (!best || best.length === 0) {
+      this.counts.misses++;
+      return undefined;
+    }
+    const { entry, length } = best;
+    entry.used = ++this.clock;
+    this.counts.hits++;
+    this.counts.tokensReused += length;
+    const stored = entry.tokens.length;
+    // The whole entry: its arrays as they are (nobody writes them); a part of it: a copy of that part.
+    const kv = length === stored ? entry.kv : extractRow(this.shape, { kv: entry.kv, columns: stored }, { index: 0, length: stored, from: 0, to: length });
+    return { length, kv };
+  }
+
+  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[]): void {
+    const n = tokens.length;
+    if (n === 0 || this.budgetBytes <= 0 || n * kvBytesPerToken(this.shape) > this.budgetBytes) return;
+    const best = this.longest(tokens, n);
+    if (best && best.length === n) {
+      // Already held, as this entry or a prefix of it.
+      best.entry.used = ++this.clock;
+      return;
+    }
+    let kv: Float32Array[];
+    if (best && best.length === best.entry.tokens.length) {
+      // Extends an entry: copy only the new tokens, and let this sequence replace it.
+      kv = this.concat(best.entry.kv, best.length, readKv(best.length), n - best.length);
+      this.drop(best.entry);
+    } else {
+      kv = readKv();
+    }
+    const bytes = kv.reduce((sum, a) => sum + a.byteLength, 0);
+    this.entries.push({ tokens: [...tokens], kv, bytes, used: ++this.clock });
+    this.held += bytes;
+    this.evict();
+  }
+
+  /** The entry sharing the longest prefix with `tokens` (at most `limit` tokens). */
+  private longest(tokens: readonly number[], limit: number): { entry: Entry; length: number } | undefined {
+    let best: { entry: Entry; length: number } | undefined;
+    for (const entry of this.entries) {
+      const length = commonPrefix(entry.tokens, tokens, Math.min(limit, entry.tokens.length));
+      if (length > (best?.length ?? 0) || (best && length === best.length && entry.tokens.length < best.entry.tokens.length)) best = { entry, length };
+    }
+    return best;
+  }
+
+  /** [1, kvHeads, a + b, headDim] arrays: `head` (a columns) then `tail` (b columns), per array. */
+  private concat(head: readonly Float32Array[], a: number, tail: readonly Float32Array[], b: number): Float32Array[] {
+    const { kvHeads, headDim } = this.shape;
+    return head.map((h, t) => {
+      const out = new Float32Array(kvHeads * (a + b) * headDim);
+      const tl = tail[t]!;
+      for (let k = 0; k < kvHeads; k++) {
+        out.set(h.subarray(k * a * headDim, (k + 1) * a * headDim), k * (a + b) * headDim);
+        out.set(tl.subarray(k * b * headDim, (k + 1) * b * headDim), (k * (a + b) + a) * headDim);
+      }
+      return out;
+    });
+  }
+
+  private drop(entry: Entry): void {
+    this.entries = this.entries.filter((e) => e !== entry);
+    this.held -= entry.bytes;
+  }
+
+  /** Drops least recently used entries until the budget holds. */
+  private evict(): void {
+    while (this.held > this.budgetBytes && this.entries.length > 0) {
+      let oldest = this.entries[0]!;
+      for (const e of this.entries) if (e.used < oldest.used) oldest = e;
+      this.drop(oldest);
+      this.counts.evictions++;
+    }
+  }
+}
