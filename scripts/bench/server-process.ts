@@ -8,6 +8,8 @@ import path from 'node:path';
 export interface ServerProcess {
   url: string;
   pid: number;
+  /** Everything the server has written to stderr so far (its log at the level asked for). */
+  stderr(): string;
   stop(): Promise<void>;
 }
 
@@ -25,6 +27,7 @@ export function startServerProcess(args: string[], env: Record<string, string> =
         resolve({
           url: match[1]!,
           pid: child.pid!,
+          stderr: () => stderr,
           stop: () =>
             new Promise((done) => {
               child.once('exit', () => done());

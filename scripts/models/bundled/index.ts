@@ -8,7 +8,7 @@ import path from 'node:path';
 import { buildTinyChatModel } from './chat-model.js';
 import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
-import { buildBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE } from './bench-lm.js';
+import { buildBenchLm, buildBenchLmQwen3Tokenizer, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../../../src/models/manifest.js';
 
@@ -53,6 +53,13 @@ export const BENCH_MODELS: BundledModel[] = [
       build: (ctx) => buildBenchLm(ctx, shape, quantize),
     })),
   ),
+  {
+    // SmolLM2-135M's layers, a 32,768-position window and the Qwen3 tokenizer: Claude Code's first
+    // turn (~18.7k Qwen3 tokens) at its real length (scripts/bench/agent-prompt.ts).
+    manifest: { id: 'smollm2-135m-shape-32k-q8', task: 'chat', dtype: 'q8' },
+    version: 1,
+    build: (ctx) => buildBenchLmQwen3Tokenizer(ctx, SMOLLM2_135M_SHAPE_32K, true),
+  },
 ];
 
 export interface EnsureOptions {
