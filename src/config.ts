@@ -133,7 +133,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--prefill-chunk-tokens N] [--max-queue N]
+  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
