@@ -7,7 +7,7 @@
  * prefill at several chunk sizes against one pass (the baseline), in the same run, interleaved.
  *
  *   npm run bench:agent [-- --subjects tiny-qwen3-random,smollm2-135m-shape-32k-q8 --chunks 512,2048,100000 --runs 3
- *                           --sweep 'tiny-qwen3-random=0,8,16;smollm2-135m-shape-32k-q8=0' --budget-minutes 19 --memory-budget-gib 12]
+ *                           --sweep 'tiny-qwen3-random=0,8,16;smollm2-135m-shape-32k-q8=0' --budget-minutes 19 --memory-budget-gib 12 --machine-floor-gib 1.2]
  *
  * Subjects: the bundled tiny-qwen3-random (./models), and smollm2-135m-shape-32k-q8 (bench/models,
  * built if absent): SmolLM2-135M's layers, 8-bit, with a 32,768-position window and the Qwen3
@@ -58,6 +58,8 @@ const { values } = parseArgs({
     chunks: { type: 'string', default: '512,2048,100000' },
     runs: { type: 'string', default: '3' },
     'memory-budget-gib': { type: 'string', default: '12' },
+    /** Stop a request (kill its server) when the machine's MemAvailable falls below this. */
+    'machine-floor-gib': { type: 'string', default: '1.2' },
     /**
      * Wall-clock budget: a subject's next round of runs starts only if the last round, once more,
      * still ends within it (the first round always runs). Claude Code's prompt on the SmolLM2-135M
@@ -87,6 +89,9 @@ const SAMPLE_MS = 20;
 /** Pause before each measured request: idle onnxruntime threads of the server that ran last spin a while on the shared cores. */
 const SETTLE_MS = 1000;
 const GiB = 2 ** 30;
+/** A request is stopped (its server killed) when the machine's MemAvailable falls below this. */
+const MACHINE_FLOOR_BYTES = Number(values['machine-floor-gib']) * GiB;
+const MACHINE_MEMORY_LOW = 'stopped: machine memory low';
 
 // --- the captured request ---
 interface Captured { method: string; path: string; url: string; headers: Record<string, string>; body: Record<string, unknown> }
@@ -160,10 +165,18 @@ function replay(server: ServerProcess & { idleMiB: number }, chunk: number, run:
   const before = rssMiB(pid);
   let peak = before;
   let samples = 0;
+  let stoppedForMemory: string | undefined;
   const sampler = setInterval(() => {
     try {
       peak = Math.max(peak, rssMiB(pid));
       samples++;
+      // The address-space limit bounds each server, not the machine: several servers holding what
+      // their past requests took, plus other work, can still run it out. Stop the one measured.
+      const available = memAvailableBytes();
+      if (!stoppedForMemory && available < MACHINE_FLOOR_BYTES) {
+        stoppedForMemory = `${MACHINE_MEMORY_LOW}: MemAvailable ${(available / GiB).toFixed(2)} GiB with the server at ${rssMiB(pid).toFixed(0)} MiB; server killed`;
+        process.kill(pid, 'SIGKILL');
+      }
     } catch {
       // the process is gone; the request's error says why
     }
@@ -190,6 +203,7 @@ function replay(server: ServerProcess & { idleMiB: number }, chunk: number, run:
       } catch {
         error ??= 'server process gone';
       }
+      if (stoppedForMemory) error = stoppedForMemory;
       const ok = !error && Number.isFinite(firstBlock);
       resolve({
         chunk, run, ok, ...(ok ? {} : { error: error ?? 'no content block' }), inputTokens,
@@ -273,7 +287,8 @@ const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
 const chunkLabel = (chunk: number) => (chunk === ONE_PASS ? `one pass (${chunk})` : String(chunk));
 /** Why a run failed, from its error and the server's log: a refused allocation, or the server process dying of one. */
 const failure = (error: string | undefined) =>
-  /Failed to allocate memory/.test(error ?? '') ? 'out of memory budget: allocation refused'
+  error?.includes(MACHINE_MEMORY_LOW) ? `${MACHINE_MEMORY_LOW} (MemAvailable < ${MACHINE_FLOOR_BYTES / GiB} GiB)`
+  : /Failed to allocate memory/.test(error ?? '') ? 'out of memory budget: allocation refused'
   : /FATAL|Allocation failed|AllocateExternalBackingStore|aborted|socket hang up/i.test(error ?? '') ? 'server crashed: allocation past its memory budget'
   : 'failed';
 
@@ -429,7 +444,7 @@ const notes = [
   `Request: ${values.fixture} (Claude Code 2.1.197's first turn: ${capturedTools.length} tools, ${data.bodyChars} characters) POSTed to ${data.url} with its captured headers (anthropic-beta included), the body as captured except model (the subject), max_tokens 1 and stream true. One server per chunk size (PREFILL_CHUNK_TOKENS; ${ONE_PASS} is one pass for these prompts), each warmed with a short request first.`,
   'TTFT: request sent to the first content-block event. With thinking on (adaptive, through the Qwen3 template\'s switch) the server forces the first token to `<think>`, which streams no text, so with max_tokens 1 there is no content_block_delta at all: the first event after message_start is the (empty) content block that the one token ends in, sent as soon as the prefill\'s token is taken. "To message_start" is the part before the prefill (body parse, chat template, tokenizing ~75k characters); prefill is message_start to that event.',
   `Memory: the server's VmRSS sampled every ${SAMPLE_MS} ms during the request. Peak Δ: peak minus VmRSS just before the request (what the brief asked for); peak over idle: peak minus the server's VmRSS after start-up and warm-up; held after: VmRSS after the request minus idle. Memory a request takes is mostly still held after it (onnxruntime's arena, uncollected JS buffers: held after ≈ peak over idle), so later runs of a configuration show a small peak Δ: the ratios use peak over idle. The sweep ran on its own servers; the full request on fresh ones. Scores: one layer's attention-scores tensor in the largest forward pass (heads × chunk × prompt tokens × 4 bytes); the graph (explicit MatMul → Mul → Add mask → Softmax) holds several of that size at once.`,
-  `Every server runs under an address-space limit (prlimit --as: its size after start-up plus ${fmt(budgetGiB, 1)} GiB, i.e. min(${values['memory-budget-gib']} GiB, free memory − 3 GiB)), so a prefill that needs more fails in onnxruntime's allocator with an error instead of waking the OOM killer on a shared machine; such a configuration is not run again (nor on longer prompts). Ratios are to one pass, or where one pass failed to the largest chunk size that ran ("ratios to"). A median of two runs is the lower one (report.ts percentile).`,
+  `Every server runs under an address-space limit (prlimit --as: its size after start-up plus ${fmt(budgetGiB, 1)} GiB, i.e. min(${values['memory-budget-gib']} GiB, free memory − 3 GiB)), so a prefill that needs more fails in onnxruntime's allocator with an error (or, when the allocation that fails is V8's, the server process aborts) instead of waking the OOM killer on a shared machine; and a request during which the machine's MemAvailable falls below ${MACHINE_FLOOR_BYTES / GiB} GiB is stopped by killing its server. A configuration that failed is not run again (nor on longer prompts). Ratios are to one pass, or where one pass failed to the largest chunk size that ran ("ratios to"). A median of two runs is the lower one (report.ts percentile).`,
 ];
 const tables: Table[] = [
   {
