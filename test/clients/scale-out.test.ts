@@ -76,6 +76,32 @@ describe.skipIf(!HAS_NGINX)(TITLE, () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  it('one conversation stays on one replica, so its second turn reads the first from that replica’s prompt cache', async () => {
+    const served = async () => Promise.all(replicas.map(async ({ port }) => {
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      return Number(/http_requests_total\{method="POST",route="\/v1\/messages",status="200"\} (\d+)/.exec(text)?.[1] ?? 0);
+    }));
+    const turn = async (session: string, messages: object[]) => {
+      const res = await fetch(`${nginxUrl}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-session-id': session },
+        body: JSON.stringify({ model: 'tiny-qwen3-random', max_tokens: 4, temperature: 0, system: `A long system prompt for ${session}. `.repeat(40), messages }),
+      });
+      expect(res.status).toBe(200);
+      return (await res.json()) as { content: Array<{ text: string }>; usage: { input_tokens: number; cache_read_input_tokens: number } };
+    };
+    for (const session of ['conversation-a', 'conversation-b', 'conversation-c']) {
+      const before = await served();
+      const first = await turn(session, [{ role: 'user', content: 'Hello there.' }]);
+      const second = await turn(session, [{ role: 'user', content: 'Hello there.' }, { role: 'assistant', content: first.content[0]!.text }, { role: 'user', content: 'And then?' }]);
+      const after = await served();
+      // Both turns on the same replica ...
+      expect(after.map((n, i) => n - before[i]!).sort()).toEqual([0, 2]);
+      // ... which had the first turn's KV: the second turn's prompt reuses it.
+      expect(second.usage.cache_read_input_tokens).toBeGreaterThan(first.usage.input_tokens / 2);
+    }
+  });
+
   it('a replica killed under load costs the client no failed request', async () => {
     const agent = new http.Agent({ keepAlive: true, maxSockets: CLIENTS });
     const post = (url: string, body: object) =>
