@@ -182,8 +182,8 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   };
   // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
-  // Thinking on a model with a thinking switch: the answer opens with the thought, and a budget closes
-  // it by forcing the closing tag once spent (through the sampler's logits mask).
+  // Through the sampler's logits mask: a test's script, token by token; or, with thinking on a model
+  // with a thinking switch, the thought's opening tag first and its closing tag once the budget is spent.
   const script = options.script === undefined ? undefined : [...loaded.tokenizer.encode(options.script, { add_special_tokens: false }), loaded.eosTokenIds[0]!];
   const logitsMask = script
     ? () => onlyToken(loaded, script[Math.min(generated.length, script.length - 1)]!)
