@@ -12,16 +12,22 @@ import type { Socket } from 'node:net';
 
 const newId = () => `req_${randomBytes(12).toString('hex')}`;
 
-export function neutralErrorBody(type: string, message: string, code: string, requestId = newId()): string {
-  return JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId });
+/** An error in the neutral envelope, with the request id its body and its Request-Id header share. */
+interface NeutralError {
+  requestId: string;
+  body: string;
+}
+
+export function neutralError(type: string, message: string, code: string): NeutralError {
+  const requestId = newId();
+  return { requestId, body: JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId }) };
 }
 
 /** A complete HTTP/1.1 response as raw bytes, for a socket with no request object; the body's request id is also its header. */
-function rawResponse(status: number, reason: string, body: string, options: { extraHeaders?: string; head?: boolean } = {}): string {
+function rawResponse(status: number, reason: string, error: NeutralError, options: { extraHeaders?: string; head?: boolean } = {}): string {
   const { extraHeaders = '', head = false } = options;
-  const requestId = (JSON.parse(body) as { request_id?: string }).request_id;
-  const idHeader = requestId ? `Request-Id: ${requestId}\r\n` : '';
-  return `HTTP/1.1 ${status} ${reason}\r\n${idHeader}${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`;
+  const { requestId, body } = error;
+  return `HTTP/1.1 ${status} ${reason}\r\nRequest-Id: ${requestId}\r\n${extraHeaders}Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${head ? '' : body}`;
 }
 
 /** Node's parser errors and timeouts, by their code: status, reason, error type, message. */
@@ -47,7 +53,7 @@ export function clientErrorHandler(error: Error & { code?: string; rawPacket?: u
   // The answer to a HEAD carries no body (its headers say what the body would be).
   const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
   const answer = () => {
-    if (socket.writable) socket.end(rawResponse(status, reason, neutralErrorBody(type, message, error.code ?? 'bad_request'), { head }));
+    if (socket.writable) socket.end(rawResponse(status, reason, neutralError(type, message, error.code ?? 'bad_request'), { head }));
     else socket.destroy();
   };
   // The answer to a request received whole (garbage pipelined behind a good request) goes out
@@ -64,16 +70,14 @@ export function clientErrorHandler(error: Error & { code?: string; rawPacket?: u
 
 /** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */
 export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
-  const requestId = newId();
-  const body = neutralErrorBody('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed', requestId);
+  const { requestId, body } = neutralError('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed');
   response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'request-id': requestId });
   response.end(body);
 }
 
 /** CONNECT is not served: answered 400 in the neutral envelope and closed (without a listener Node drops it unanswered). */
 export function refuseTunnel(request: IncomingMessage, socket: Socket): void {
-  const body = neutralErrorBody('invalid_request_error', `${request.method} is not supported by this server.`, 'unsupported_protocol');
-  socket.end(rawResponse(400, 'Bad Request', body), () => socket.destroy());
+  socket.end(rawResponse(400, 'Bad Request', neutralError('invalid_request_error', `${request.method} is not supported by this server.`, 'unsupported_protocol')), () => socket.destroy());
 }
 
 /**
@@ -86,8 +90,8 @@ export function capConnections(server: Server, max: number): void {
     open++;
     socket.once('close', () => open--);
     if (open <= max) return;
-    const body = neutralErrorBody('overloaded_error', `The server holds ${max} connections already; retry shortly.`, 'too_many_connections');
+    const error = neutralError('overloaded_error', `The server holds ${max} connections already; retry shortly.`, 'too_many_connections');
     // Whatever the client sends on it is never served: the socket is destroyed once the answer is out.
-    socket.end(rawResponse(503, 'Service Unavailable', body, { extraHeaders: 'Retry-After: 1\r\n' }), () => socket.destroy());
+    socket.end(rawResponse(503, 'Service Unavailable', error, { extraHeaders: 'Retry-After: 1\r\n' }), () => socket.destroy());
   });
 }
