@@ -4,10 +4,9 @@
  * format). Emits each part's start, growth and end as ChatEvents, in order, never overlapping, and
  * keeps the parts for the result. Runs in a worker thread, one per generation.
  *
- * Thinking: when the answer starts inside a thought (`startInThinking`: the server forced the
- * opening tag as the first token) or with the opening tag, everything up to the closing tag is the
- * thinking part; the whitespace the model puts after the closing tag is dropped. Tool calls: the
- * parser holds back text that may open a call, and hands back complete calls; a call that does not
+ * Thinking: when the answer starts with the opening tag (the server forces it as the first token
+ * when thinking is on), everything up to the closing tag is the thinking part; the whitespace the
+ * model puts after the closing tag is dropped. Tool calls: the parser holds back text that may open a call, and hands back complete calls; a call that does not
  * parse comes back as text (never an error). A call's input streams as a few JSON fragments.
  */
 import { randomBytes } from 'node:crypto';
@@ -25,8 +24,6 @@ export interface CallParser {
 
 export interface AnswerOptions {
   send: (event: ChatEvent) => void;
-  /** The answer begins inside a thought (its opening tag was forced as the first token). */
-  startInThinking: boolean;
   /** Look for a thought at the start of the answer at all (thinking on for this request). */
   thinking: boolean;
   /** The model's tool-call parser, when the request has tools. */
@@ -50,7 +47,7 @@ export class AnswerBuilder {
   private afterThought = false;
 
   constructor(private readonly options: AnswerOptions) {
-    this.phase = options.startInThinking ? 'thinking' : options.thinking ? 'maybe-thinking' : 'answer';
+    this.phase = options.thinking ? 'maybe-thinking' : 'answer';
   }
 
   /** The generation is inside a thought now (for the thinking budget). */

@@ -143,7 +143,6 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const answer = new AnswerBuilder({
     send,
     thinking: thinking !== undefined,
-    startInThinking: false,
     ...(tools ? { tools: createToolCallParser(features.toolFormat, tools) } : {}),
   });
   const parallel = request.toolChoice?.parallel ?? true;

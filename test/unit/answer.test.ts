@@ -15,7 +15,6 @@ function run(chunks: string[], options: { thinking?: boolean; tools?: boolean } 
   const builder = new AnswerBuilder({
     send: (e) => events.push(e),
     thinking: options.thinking ?? false,
-    startInThinking: false,
     ...(options.tools ? { tools: createToolCallParser('hermes', TOOLS) } : {}),
   });
   chunks.forEach((chunk, i) => builder.push(chunk, i + 1));
