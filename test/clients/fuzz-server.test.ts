@@ -12,7 +12,7 @@
  */
 import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { API_KEY, ENDPOINTS } from '../../scripts/fuzz/cases.js';
+import { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS } from '../../scripts/fuzz/cases.js';
 import { formatSummary, runFuzz, type FuzzSummary } from '../../scripts/fuzz/harness.js';
 import { knownCases } from '../../scripts/fuzz/known.js';
 import { startChildServer, type ChildServer } from '../../scripts/fuzz/server.js';
@@ -58,10 +58,23 @@ describe('fuzzing the server process over sockets', () => {
     expect(server.alive()).toBe(true);
     const ready = await fetch(`${server.url}/ready`);
     expect(ready.status).toBe(200);
-    // Every endpoint was reached: the generated cases are not all refused at the door.
-    for (const s of summaries) {
-      const ok = Object.values(s.outcomes).reduce((n, row) => n + (row['200'] ?? 0), 0);
-      expect(ok, `${s.endpoints.join(',')}: ${JSON.stringify(s.outcomes)}`).toBeGreaterThan(0);
+    // Every endpoint still serves a plain valid request after the fuzz (how many generated cases
+    // were valid depends on the seed: with 25 cases an endpoint can get none, so that is not asserted).
+    const anthropic = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': API_KEY };
+    const openai = { 'content-type': 'application/json', authorization: `Bearer ${API_KEY}` };
+    const messages = [{ role: 'user', content: 'hi' }];
+    const chat = JSON.stringify({ model: CHAT_MODEL, max_tokens: 2, messages });
+    const embed = JSON.stringify({ model: EMBED_MODEL, input: 'hello' });
+    const valid: Array<[string, Record<string, string>, string]> = [
+      ['/v1/messages', anthropic, chat],
+      ['/v1/messages/count_tokens', anthropic, JSON.stringify({ model: CHAT_MODEL, messages })],
+      ['/v1/embeddings', openai, embed],
+      [`/v1/engines/${EMBED_MODEL}/embeddings`, openai, embed],
+    ];
+    for (const [path, headers, body] of valid) {
+      const res = await fetch(`${server.url}${path}`, { method: 'POST', headers, body });
+      expect(res.status, `${path}: ${await res.clone().text()}`).toBe(200);
     }
+    for (const s of summaries) console.log(`[fuzz-server] ${s.endpoints.join(',')}: ${JSON.stringify(s.outcomes)}`);
   });
 });
