@@ -28,6 +28,12 @@ export const CORE_ERROR_CODES = [
   'dimensions_unsupported',
   /** The chat template refused the conversation. details.reason: the template's message. */
   'template_rejected',
+  /**
+   * A JSON schema the request requires to hold (an output schema, a strict tool's input schema) uses a
+   * feature constrained decoding cannot enforce, or the grammar could not be built from it. details:
+   * reason ('output' | 'tool'), item (the tool's index), feature, schemaPath (JSON pointer).
+   */
+  'schema_unsupported',
   /** The model's queue is full. */
   'overloaded',
   /** The model has no loaded pool. */
@@ -56,6 +62,9 @@ export interface ErrorDetails {
   /** Index of the input at fault in a request with several. */
   item?: number;
   reason?: string;
+  /** A JSON Schema keyword constrained decoding cannot enforce, and where it is (a JSON pointer). */
+  feature?: string;
+  schemaPath?: string;
   shortenable?: boolean;
   restarted?: boolean;
 }

@@ -67,6 +67,8 @@ export interface ChatRequest extends ChatPrompt {
   sampling: SamplingOptions;
   /** Texts that end the generation when it produces them (not shown). */
   stopStrings: string[];
+  /** A JSON Schema the answer's text must be a valid instance of (constrained decoding). */
+  outputSchema?: Record<string, unknown>;
 }
 
 /**

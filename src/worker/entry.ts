@@ -33,7 +33,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async generate(task) {
     try {
-      const outcome = await generate(await loadedModel(), task.request, { cancel: new Int32Array(task.control), port: task.port, fault: task.fault, script: task.script });
+      const outcome = await generate(await loadedModel(), task.request, { cancel: new Int32Array(task.control), port: task.port, fault: task.fault, script: task.script, log });
       task.port?.postMessage({ type: 'end' } satisfies PortMessage);
       return { ...outcome, threadId };
     } finally {

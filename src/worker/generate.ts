@@ -17,6 +17,10 @@ import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
+import { planConstraint } from './grammar/constraint.js';
+import { Guide } from './grammar/guide.js';
+import { CoreError } from '../core/errors.js';
+import type { WorkerLog } from './log.js';
 
 class FlagStoppingCriteria extends StoppingCriteria {
   constructor(private readonly shouldStop: () => boolean) {
@@ -104,6 +108,7 @@ export interface GenerateOptions {
   fault?: Fault;
   /** Tests only: the text to force, token by token, then end of sequence (InferenceHooks.script). */
   script?: string;
+  log?: WorkerLog;
 }
 
 export async function generate(loaded: LoadedModel, request: ChatRequest, options: GenerateOptions): Promise<GenerateOutcome> {
@@ -119,6 +124,9 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const maxTokens = Math.min(request.maxTokens, room);
   const send = (message: PortMessage) => port?.postMessage(message);
   const decoding = batchDecoderFor(loaded);
+  const features = featuresOf(loaded);
+  // The grammar is built before the reply starts: a schema it cannot express refuses the request.
+  const guide = options.script === undefined ? await guideFor(loaded, request, features.toolFormat, decoding !== null, options.log) : undefined;
   // The cached prefix is looked up now, not when the decoder admits the sequence, so that `start`
   // (sent before the prefill, which may wait behind others) already carries the figure the result
   // will: the decoder is handed this very prefix.
@@ -137,7 +145,6 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const eos = new Set(loaded.eosTokenIds);
   const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
   const stream = new TextStream(decode, request.stopStrings);
-  const features = featuresOf(loaded);
   const tools = request.tools?.length && request.toolChoice?.mode !== 'none' ? request.tools : undefined;
   const thinking = thinkingPlan(loaded, request);
   const answer = new AnswerBuilder({
@@ -150,8 +157,12 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   let thinkingTokens = 0;
   let stopString: string | null = null;
   let firstTokenMs: number | null = null;
+  // With thinking, the grammar governs the answer after the thought's closing tag.
+  let thought = thinking === undefined;
   const onToken = (id: number) => {
     firstTokenMs ??= performance.now() - started;
+    if (guide && thought) guide.accept(id);
+    else if (id === thinking?.closeId) thought = true;
     generated.push(id);
     if (eos.has(id)) return;
     if (answer.thinking) thinkingTokens++;
@@ -182,15 +193,21 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
   // Through the sampler's logits mask: a test's script, token by token; or, with thinking on a model
-  // with a thinking switch, the thought's opening tag first and its closing tag once the budget is spent.
+  // with a thinking switch, the thought's opening tag first and its closing tag once the budget is
+  // spent (or once only the room the constrained answer needs is left); then the answer's grammar.
   const script = options.script === undefined ? undefined : [...loaded.tokenizer.encode(options.script, { add_special_tokens: false }), loaded.eosTokenIds[0]!];
+  const remaining = () => maxTokens - generated.length;
   const logitsMask = script
     ? () => onlyToken(loaded, script[Math.min(generated.length, script.length - 1)]!)
-    : thinking
+    : thinking || guide
       ? () => {
-          if (generated.length === 0) return thinking.open;
-          if (answer.thinking && thinking.budget !== undefined && thinkingTokens >= thinking.budget) return thinking.close;
-          return undefined;
+          if (thinking && !thought) {
+            if (generated.length === 0) return thinking.open;
+            if (answer.thinking && thinking.budget !== undefined && thinkingTokens >= thinking.budget) return thinking.close;
+            if (guide && remaining() <= guide.reserve + 1) return thinking.close;
+            return undefined;
+          }
+          return guide?.mask(remaining());
         }
       : undefined;
   let prefilled = false;
@@ -202,7 +219,12 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     prefilled ||= on;
   };
   const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy, ...(logitsMask ? { logitsMask } : {}), ...(decoding?.cache ? { prefix: prefix ?? null } : {}) };
-  const peakBatch = decoding ? await decoding.decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
+  let peakBatch: number;
+  try {
+    peakBatch = decoding ? await decoding.decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
+  } finally {
+    guide?.dispose();
+  }
 
   // The reason is decided after the final flush, which is the last chance for a stop string to show.
   const tail = stream.finish();
@@ -230,7 +252,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
  * thinking switch and its tags are single tokens. `open`/`close` are logits masks allowing only
  * that tag; `budget` is the request's thinking budget, if any.
  */
-function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32Array; close: Uint32Array; budget?: number } | undefined {
+function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32Array; close: Uint32Array; closeId: number; budget?: number } | undefined {
   if (!request.thinking?.enabled || !featuresOf(loaded).thinkingSwitch) return undefined;
   const single = (tag: string) => {
     const ids = loaded.tokenizer.encode(tag, { add_special_tokens: false });
@@ -239,12 +261,29 @@ function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32
   const open = single(THINK_OPEN);
   const close = single(THINK_CLOSE);
   if (open === undefined || close === undefined) return undefined;
-  return { open: onlyToken(loaded, open), close: onlyToken(loaded, close), ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
+  return { open: onlyToken(loaded, open), close: onlyToken(loaded, close), closeId: close, ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
 }
+
+/**
+ * The guide for a request whose output is constrained (an output schema, a forced or strict tool
+ * call), its grammar compiled; undefined when the output is free.
+ */
+async function guideFor(loaded: LoadedModel, request: ChatRequest, format: Parameters<typeof planConstraint>[1], batched: boolean, log?: WorkerLog): Promise<Guide | undefined> {
+  const constraint = planConstraint(request, format);
+  if (!constraint) return undefined;
+  const reason = request.outputSchema ? 'output' : 'tool';
+  if (!batched) {
+    throw new CoreError('schema_unsupported', 'This model is served by transformers.js generate (its export is not one the batch decoder drives), which has no constrained decoding', { reason });
+  }
+  for (const r of constraint.relaxed) log?.('warn', `tool ${r.tool}: input schema feature ${r.feature} at '${r.path || '/'}' is not enforced by the grammar (the tool is not strict)`);
+  return Guide.create(loaded, vocabSizeOf(loaded), constraint, reason);
+}
+
+const vocabSizeOf = (loaded: LoadedModel) => (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 
 /** A logits mask (./decode/sampler.ts) that allows one token. */
 function onlyToken(loaded: LoadedModel, id: number): Uint32Array {
-  const vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
+  const vocab = vocabSizeOf(loaded);
   const mask = new Uint32Array(Math.ceil(vocab / 32));
   mask[id >>> 5] = 1 << (id & 31);
   return mask;

@@ -1,6 +1,6 @@
 /**
  * Anthropic wire body -> internal ChatPrompt / ChatRequest. What the server cannot do (images, PDFs,
- * server tools, MCP servers, structured output until the grammar lands) is refused here with a 400
+ * server tools, MCP servers) is refused here with a 400
  * that names it; nothing is silently dropped, except what Anthropic itself documents as hints.
  *
  * The conversation as the API defines it: `system` messages anywhere in `messages` join the system
@@ -25,7 +25,6 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   const model = clip(body.model);
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
   if (body.mcp_servers?.length) throw unsupported('mcp_servers', 'MCP servers', model);
-  if (body.output_config?.format != null) throw unsupported('output_config.format', 'structured output', model);
   const systemParts = body.system === undefined ? [] : [systemText(body.system)];
   const turns: Array<{ index: number; message: ChatMessage }> = [];
   body.messages.forEach((message, i) => {
@@ -72,7 +71,17 @@ export function toChatRequest(body: MessagesBody): ChatRequest {
     maxTokens: body.max_tokens,
     sampling: { temperature: body.temperature, topP: body.top_p, topK: body.top_k },
     stopStrings: body.stop_sequences ?? [],
+    ...outputSchemaOf(body),
   };
+}
+
+/** Structured outputs, in the current form or the beta one (not both). */
+function outputSchemaOf(body: MessagesBody): { outputSchema?: Record<string, unknown> } {
+  const current = body.output_config?.format;
+  const beta = body.output_format;
+  if (current && beta) throw invalidRequest('output_format: send either output_config.format or the beta output_format, not both', 'output_format');
+  const format = current ?? beta;
+  return format ? { outputSchema: format.schema } : {};
 }
 
 const unsupported = (field: string, feature: string, model: string) =>

@@ -21,6 +21,14 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: invalid,
   wrong_model_task: invalid,
   template_rejected: invalid,
+  schema_unsupported: {
+    ...invalid,
+    message: ({ message, details: d }) => {
+      const field = d.reason === 'tool' ? `tools.${d.item}.input_schema` : 'output_config.format.schema';
+      if (d.feature === undefined) return `${field}: ${message}`;
+      return `${field}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and structured outputs); remove it, or for a tool drop \`strict\``;
+    },
+  },
   // Anthropic's own wording for both: clients (Claude Code among them) match "prompt is too long".
   // When counting stopped early, N is a lower bound of the prompt's length (the format stays the same).
   prompt_too_long: { ...invalid, message: ({ details: d }) => `prompt is too long: ${d.promptTokens} tokens > ${d.limit! - 1} maximum` },

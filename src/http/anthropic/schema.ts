@@ -51,6 +51,9 @@ const thinkingSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('between_tools') }).passthrough(),
 ]);
 
+/** Structured outputs: the answer's text is JSON valid against `schema`. */
+const outputFormatSchema = z.object({ type: z.literal('json_schema'), schema: z.record(z.string(), z.unknown()) }).strict();
+
 const promptFields = {
   model: z.string().min(1, 'must not be empty'),
   messages: z.array(messageSchema),
@@ -61,7 +64,10 @@ const promptFields = {
   mcp_servers: z.array(z.unknown()).optional(),
   // Accepted with no effect: the server keeps no state to edit between requests.
   context_management: z.unknown().optional(),
-  output_config: z.object({ effort: z.string().nullish(), format: z.unknown().optional() }).strict().optional(),
+  // effort and task_budget are hints with no effect here; format is served by constrained decoding.
+  output_config: z.object({ effort: z.string().nullish(), task_budget: z.unknown().optional(), format: outputFormatSchema.nullish() }).strict().optional(),
+  // The beta form of output_config.format (structured-outputs-2025-11-13), still sent by some clients.
+  output_format: outputFormatSchema.nullish(),
   cache_control: cacheControl,
 };
 

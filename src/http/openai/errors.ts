@@ -27,6 +27,8 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: { ...invalid, param: 'model' },
   wrong_model_task: { ...invalid, param: 'model' },
   template_rejected: { ...invalid, param: 'messages' },
+  // Chat completions (a later dialect) words its own fields; embeddings never constrain.
+  schema_unsupported: invalid,
   prompt_too_long: {
     ...invalid,
     code: 'context_length_exceeded',

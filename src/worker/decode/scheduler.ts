@@ -29,9 +29,10 @@ export interface SequenceSpec {
   cancelled: () => boolean;
   /**
    * The tokens allowed next (./sampler.ts LogitsMask), asked before each token is chosen; undefined:
-   * every token. The chosen token then reaches `onToken`. The decoder only reads the mask.
+   * every token. The chosen token then reaches `onToken`. The decoder only reads the mask. May be
+   * asynchronous (a grammar matcher's API is); the batch's masks are awaited together after the pass.
    */
-  logitsMask?: () => LogitsMask | undefined;
+  logitsMask?: () => LogitsMask | undefined | Promise<LogitsMask | undefined>;
   /**
    * Told when a forward pass this sequence takes part in starts (true) and ends (false): its own
    * prefill, or a batched step it is in. The pool's watchdog uses it to tell a sequence stuck in a
@@ -150,7 +151,7 @@ export class BatchDecoder {
         done = end;
         if (done < n && seq.spec.cancelled()) return seq.settle();
       } while (done < n);
-      if (this.next(seq, out.logits!, 0)) {
+      if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
         return this.finish(seq, (from) => extractRow(this.shape, { kv, columns: n }, { index: 0, length: n, from, to: n }));
       }
       this.batch.join(kv, n);
@@ -190,11 +191,21 @@ export class BatchDecoder {
       ...this.batch.pastFeeds(),
     });
     this.batch.advance(presents(this.shape, out));
+    // A mask that throws fails its own sequence below.
+    const masks = await Promise.all(this.active.map(async (seq) => {
+      try {
+        return { mask: await seq.spec.logitsMask?.() };
+      } catch (error) {
+        return { error };
+      }
+    }));
     const leaving: number[] = [];
     this.active.forEach((seq, r) => {
       seq.peakBatch = Math.max(seq.peakBatch, B);
       try {
-        if (this.next(seq, out.logits!, r)) {
+        const mask = masks[r]!;
+        if ('error' in mask) throw mask.error;
+        if (this.next(seq, out.logits!, r, mask.mask)) {
           leaving.push(r);
           this.finish(seq, (from) => this.batch.extract(r, from));
         }
@@ -219,9 +230,9 @@ export class BatchDecoder {
     }
   }
 
-  /** Samples row `row` of the logits for `seq` and hands it the token; true when the sequence is over. */
-  private next(seq: Sequence, logits: OrtTensor, row: number): boolean {
-    const token = sample(lastLogits(logits, row), seq.spec.sampling, seq.spec.logitsMask?.());
+  /** Samples row `row` of the logits for `seq` (under its mask) and hands it the token; true when the sequence is over. */
+  private next(seq: Sequence, logits: OrtTensor, row: number, mask: LogitsMask | undefined): boolean {
+    const token = sample(lastLogits(logits, row), seq.spec.sampling, mask);
     seq.generated++;
     seq.tokens.push(token);
     return seq.spec.onToken(token) || seq.generated >= seq.spec.maxTokens || seq.spec.cancelled();

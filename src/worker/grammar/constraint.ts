@@ -1,0 +1,210 @@
+/**
+ * What a chat request's output is constrained to, as a grammar (./xgrammar.ts), and a tracker that
+ * follows the constrained text to say what still completes it (the budget rule, ./json-completion.ts).
+ *
+ * - An output schema: the whole answer (after any thinking) is one JSON value valid against it.
+ * - Tool choice `any` / `tool`: the answer is one call (or several, when parallel calls are allowed)
+ *   of the allowed tools, in the model's own tool-call syntax, each input valid against its schema.
+ * - Tool choice `auto` with a `strict` tool: free text, but a call the model opens is constrained.
+ * - Both an output schema and tools under `auto`: the JSON value or calls.
+ * Tools that are not strict are relaxed where the grammar cannot express their schema; a strict
+ * tool's or an output schema's unsupported feature refuses the request (CoreError schema_unsupported).
+ */
+import { CoreError } from '../../core/errors.js';
+import type { ChatRequest } from '../../core/types.js';
+import type { ToolFormat } from '../tools/types.js';
+import { JsonCompletion } from './json-completion.js';
+import { relaxSchema, unsupportedFeatures, type JsonSchema, type SchemaFeature } from './schema-subset.js';
+import type { GrammarSource } from './xgrammar.js';
+
+/** How one format writes a call: the text before the input (naming the tool), the input, the text after. */
+interface CallSyntax {
+  begin(name: string): string;
+  end: string;
+  /** Between two calls. */
+  separator: string;
+  /** The text that opens a call inside free text. */
+  trigger: string;
+  /** The input is JSON (a tracker can complete it); false: Qwen3-Coder's XML parameters. */
+  json: boolean;
+}
+
+/** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
+const SYNTAX: Record<ToolFormat, CallSyntax> = {
+  hermes: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
+  generic: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
+  'qwen3-xml': { begin: (name) => `<tool_call>\n<function=${name}>\n`, end: '</function>\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: false },
+  'llama3-json': { begin: (name) => `<|python_tag|>{"name": ${JSON.stringify(name)}, "parameters": `, end: '}', separator: '; ', trigger: '<|python_tag|>', json: true },
+};
+
+export interface Constraint {
+  source: GrammarSource;
+  /** Follows the constrained text; says what completes it. */
+  tracker(): ConstraintTracker;
+  /** Tool schema features dropped so the grammar could express the rest (for the log). */
+  relaxed: Array<SchemaFeature & { tool: string }>;
+}
+
+/** The constraint a request asks for, or undefined when its output is free. */
+export function planConstraint(request: ChatRequest, format: ToolFormat): Constraint | undefined {
+  const output = request.outputSchema;
+  if (output) refuseUnsupported(output, { reason: 'output' });
+  const choice = request.toolChoice;
+  const tools = request.tools?.length && choice?.mode !== 'none' ? request.tools : [];
+  const allowed = choice?.mode === 'tool' ? tools.filter((t) => t.name === choice.name) : tools;
+  const forced = choice?.mode === 'any' || choice?.mode === 'tool';
+  const strictTools = tools.some((t) => t.strict);
+  tools.forEach((tool, i) => tool.strict && refuseUnsupported(tool.inputSchema, { reason: 'tool', item: i }));
+  const useTools = forced || strictTools;
+  if (!output && !useTools) return undefined;
+
+  const syntax = SYNTAX[format];
+  const relaxed: Constraint['relaxed'] = [];
+  const calls = (useTools ? allowed : []).map((tool) => {
+    if (tool.strict) return { name: tool.name, schema: tool.inputSchema };
+    const loose = relaxSchema(tool.inputSchema);
+    relaxed.push(...loose.relaxed.map((f) => ({ ...f, tool: tool.name })));
+    return { name: tool.name, schema: loose.schema };
+  });
+  const parallel = choice?.parallel ?? true;
+  const tags = calls.map(({ name, schema }) => ({
+    type: 'tag',
+    begin: syntax.begin(name),
+    content: syntax.json ? { type: 'json_schema', json_schema: schema } : { type: 'qwen_xml_parameter', json_schema: schema },
+    end: syntax.end,
+  }));
+  const callLayout = { syntax, calls, parallel };
+  if (forced || (output && useTools)) {
+    const callsTag = { type: 'tags_with_separator', tags, separator: syntax.separator, at_least_one: true, stop_after_first: !parallel };
+    if (forced || !output) return { source: { kind: 'structural_tag', tag: callsTag }, tracker: () => new CallsTracker(callLayout, 'forced'), relaxed };
+    return {
+      source: { kind: 'structural_tag', tag: { type: 'or', elements: [{ type: 'json_schema', json_schema: output }, callsTag] } },
+      tracker: () => new EitherTracker(output, callLayout),
+      relaxed,
+    };
+  }
+  if (output) return { source: { kind: 'json_schema', schema: output }, tracker: () => new JsonTracker(output), relaxed };
+  const triggered = { type: 'triggered_tags', triggers: [syntax.trigger], tags, at_least_one: false, stop_after_first: !parallel };
+  return { source: { kind: 'structural_tag', tag: triggered }, tracker: () => new CallsTracker(callLayout, 'triggered'), relaxed };
+}
+
+function refuseUnsupported(schema: JsonSchema, where: { reason: 'output' | 'tool'; item?: number }): void {
+  const [first] = unsupportedFeatures(schema);
+  if (!first) return;
+  throw new CoreError('schema_unsupported', `The schema uses ${first.feature} at '${first.path || '/'}', which constrained decoding cannot enforce`, {
+    ...where,
+    feature: first.feature,
+    schemaPath: first.path,
+  });
+}
+
+/** Follows the text of the constrained part of an answer. */
+export interface ConstraintTracker {
+  push(text: string): void;
+  /** The shortest text that completes it: '' when it may end now, undefined when unknown. */
+  completion(): string | undefined;
+}
+
+class JsonTracker implements ConstraintTracker {
+  private readonly json: JsonCompletion;
+  constructor(schema: JsonSchema) {
+    this.json = new JsonCompletion(schema);
+  }
+  push(text: string): void {
+    this.json.push(text);
+  }
+  completion(): string | undefined {
+    return this.json.completion();
+  }
+}
+
+interface CallLayout {
+  syntax: CallSyntax;
+  calls: Array<{ name: string; schema: JsonSchema }>;
+  parallel: boolean;
+}
+
+/** Tool calls, forced (at least one, nothing else) or triggered (free text around them). */
+class CallsTracker implements ConstraintTracker {
+  /** Text since the last call ended (or the start). */
+  private pending = '';
+  private open: { schema: JsonSchema; json: JsonCompletion | undefined; end: string | undefined } | undefined;
+  private done = 0;
+
+  constructor(
+    private readonly layout: CallLayout,
+    private readonly mode: 'forced' | 'triggered',
+  ) {}
+
+  push(text: string): void {
+    const { syntax } = this.layout;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i]!;
+      const open = this.open;
+      if (!open) {
+        this.pending += c;
+        const call = this.layout.calls.find((k) => this.pending.endsWith(syntax.begin(k.name)));
+        if (call) {
+          this.open = { schema: call.schema, json: syntax.json ? new JsonCompletion(call.schema) : undefined, end: syntax.json ? undefined : '' };
+          this.pending = '';
+        }
+      } else if (open.end === undefined) {
+        // Inside a JSON input: what follows its end is the closing text.
+        const after = open.json!.push(c);
+        if (open.json!.complete) open.end = after;
+      } else {
+        open.end += c;
+        if (syntax.json && open.end === syntax.end) {
+          this.open = undefined;
+          this.done++;
+        }
+      }
+    }
+  }
+
+  completion(): string | undefined {
+    const { syntax } = this.layout;
+    const open = this.open;
+    if (open) {
+      if (!syntax.json) return undefined;
+      if (open.end !== undefined) return syntax.end.slice(open.end.length);
+      const rest = open.json!.completion();
+      return rest === undefined ? undefined : rest + syntax.end;
+    }
+    // Between calls: what a call still needs, if one must come or has begun.
+    const lead = this.mode === 'forced' && this.done > 0 ? syntax.separator : '';
+    let started = this.pending;
+    if (this.mode === 'triggered') {
+      const at = this.pending.lastIndexOf(syntax.trigger);
+      if (at < 0) return '';
+      started = this.pending.slice(at);
+    } else if (this.done > 0 && this.pending === '') return '';
+    let best: string | undefined;
+    for (const call of this.layout.calls) {
+      const opener = lead + syntax.begin(call.name);
+      if (!opener.startsWith(started)) continue;
+      const input = syntax.json ? new JsonCompletion(call.schema).completion() : undefined;
+      if (input === undefined) continue;
+      const text = opener.slice(started.length) + input + syntax.end;
+      if (best === undefined || text.length < best.length) best = text;
+    }
+    return best;
+  }
+}
+
+/** An output schema's JSON value or tool calls: the first character tells which. */
+class EitherTracker implements ConstraintTracker {
+  private chosen: ConstraintTracker | undefined;
+  constructor(
+    private readonly schema: JsonSchema,
+    private readonly layout: CallLayout,
+  ) {}
+  push(text: string): void {
+    if (text === '') return;
+    this.chosen ??= text.startsWith(this.layout.syntax.begin('').slice(0, 1)) ? new CallsTracker(this.layout, 'forced') : new JsonTracker(this.schema);
+    this.chosen.push(text);
+  }
+  completion(): string | undefined {
+    return this.chosen ? this.chosen.completion() : new JsonTracker(this.schema).completion();
+  }
+}

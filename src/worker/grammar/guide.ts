@@ -1,0 +1,85 @@
+/**
+ * One sequence's constrained decoding: the grammar's mask before each token, the token accepted
+ * after it, and the budget rule. When the tokens left reach what the shortest completion of the
+ * output needs (its tokens plus the end-of-sequence token, with a small margin for what one token
+ * can add), the guide forces that completion token by token, each checked against the grammar's
+ * mask; a token the grammar refuses ends the forcing (the grammar's mask alone then applies). So a
+ * constrained output that ends by the token limit still validates, unless the limit is below the
+ * shortest valid output. Contract: worker thread, one guide per sequence, not shared.
+ */
+import { CoreError } from '../../core/errors.js';
+import type { LoadedModel } from '../load.js';
+import { TextStream } from '../text-stream.js';
+import type { Constraint, ConstraintTracker } from './constraint.js';
+import { matcherFor, type Matcher } from './xgrammar.js';
+
+/** Tokens forced early, beyond the completion's own: what one free token can add to it. */
+const MARGIN_TOKENS = 2;
+
+export class Guide {
+  private forcing: number[] | null = null;
+  private readonly stream: TextStream;
+
+  private constructor(
+    private readonly loaded: LoadedModel,
+    private readonly matcher: Matcher,
+    private readonly tracker: ConstraintTracker,
+    /** Tokens the whole constrained output needs at least (its shortest form and the end token). */
+    readonly reserve: number,
+  ) {
+    const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
+    this.stream = new TextStream(decode, []);
+  }
+
+  /** Compiles (or finds cached) the constraint's grammar; a grammar that cannot be built refuses the request. */
+  static async create(loaded: LoadedModel, vocabSize: number, constraint: Constraint, reason: 'output' | 'tool'): Promise<Guide> {
+    let matcher: Matcher;
+    try {
+      matcher = await matcherFor(loaded, vocabSize, constraint.source);
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new CoreError('schema_unsupported', `The grammar could not be built from the schema: ${why.slice(0, 300)}`, { reason });
+    }
+    const tracker = constraint.tracker();
+    const shortest = tracker.completion();
+    const reserve = (shortest ? loaded.tokenizer.encode(shortest, { add_special_tokens: false }).length : 0) + 1 + MARGIN_TOKENS;
+    return new Guide(loaded, matcher, tracker, reserve);
+  }
+
+  /** The tokens allowed next, `remaining` tokens (this one included) before the limit. */
+  async mask(remaining: number): Promise<Uint32Array> {
+    const allowed = await this.matcher.mask();
+    this.forcing ??= this.completionToForce(remaining);
+    const next = this.forcing?.[0];
+    if (next === undefined) return allowed;
+    if (((allowed[next >>> 5]! >>> (next & 31)) & 1) === 0) {
+      this.forcing = [];
+      return allowed;
+    }
+    const only = new Uint32Array(allowed.length);
+    only[next >>> 5] = 1 << (next & 31);
+    return only;
+  }
+
+  /** The chosen token: the grammar advances, and the tracker reads its text. */
+  accept(id: number): void {
+    this.matcher.accept(id);
+    if (this.forcing?.[0] === id) this.forcing.shift();
+    this.tracker.push(this.stream.push(id).delta);
+  }
+
+  dispose(): void {
+    this.matcher.dispose();
+  }
+
+  /** The completion and an end token, once the tokens left are about what they need; null before. */
+  private completionToForce(remaining: number): number[] | null {
+    const rest = this.tracker.completion();
+    if (!rest) return null; // complete (or unknown): nothing to force
+    // UTF-8 bytes bound the token count from above (byte-level vocabularies): skip encoding early on.
+    if (Buffer.byteLength(rest) + 1 + MARGIN_TOKENS < remaining) return null;
+    const ids = this.loaded.tokenizer.encode(rest, { add_special_tokens: false });
+    if (ids.length + 1 + MARGIN_TOKENS < remaining) return null;
+    return [...ids, this.loaded.eosTokenIds[0]!];
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * The JSON Schema subset the grammar expresses exactly, checked before a schema reaches the grammar
+ * compiler (./xgrammar.ts): what it would silently ignore or get wrong is found here, by keyword and
+ * path. A schema the client requires to hold (an output format, a strict tool) is refused with the
+ * first such feature; any other tool's schema is relaxed instead: the feature's keyword is dropped,
+ * which only widens what validates, so the call still parses and the request keeps working.
+ *
+ * Expressed exactly (probed against XGrammar 0.1.27's converter): type (one or several), properties,
+ * required, additionalProperties, items, prefixItems, minItems, maxItems, enum, const, anyOf, allOf
+ * with one member, local $ref to $defs / definitions (recursion included), string pattern, minLength,
+ * maxLength and the formats in FORMATS, integer minimum / maximum (exclusive too). Annotations and
+ * unknown keywords are ignored as JSON Schema itself ignores them.
+ */
+
+export type JsonSchema = Record<string, unknown>;
+
+export interface SchemaFeature {
+  /** JSON pointer of the subschema, '' for the root. */
+  path: string;
+  /** The keyword (with its value where that is what matters, e.g. `format: "iri"`). */
+  feature: string;
+}
+
+/** String formats the converter turns into a grammar (others it would ignore). */
+const FORMATS = new Set([
+  'date-time', 'date', 'time', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid',
+  'uri', 'uri-reference', 'uri-template', 'json-pointer', 'relative-json-pointer',
+]);
+
+/** Keywords with an effect the converter does not express (ignored, or wrong, or it aborts). */
+const UNSUPPORTED = new Set([
+  'not', 'if', 'then', 'else', 'oneOf', 'dependentRequired', 'dependentSchemas', 'dependencies',
+  'patternProperties', 'propertyNames', 'minProperties', 'maxProperties', 'uniqueItems', 'contains',
+  'minContains', 'maxContains', 'multipleOf', 'unevaluatedProperties', 'unevaluatedItems',
+  'additionalItems', '$anchor', '$dynamicRef', '$dynamicAnchor', '$recursiveRef',
+]);
+
+const NUMBER_BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
+
+const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+const pointer = (path: string, ...keys: Array<string | number>) => path + keys.map((k) => `/${String(k).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+
+/** Where a keyword's value holds subschemas, and how. */
+const SUBSCHEMA_MAPS = ['properties', '$defs', 'definitions'];
+const SUBSCHEMA_LISTS = ['prefixItems', 'anyOf', 'allOf'];
+const SUBSCHEMAS = ['items', 'additionalProperties'];
+
+/** The features of `schema` the grammar cannot express, in document order (empty: exact). */
+export function unsupportedFeatures(schema: unknown): SchemaFeature[] {
+  const found: SchemaFeature[] = [];
+  walk(schema, '', (node, path) => {
+    for (const [key, value] of Object.entries(node)) {
+      const feature = featureOf(node, key, value);
+      if (feature) found.push({ path, feature });
+    }
+  });
+  return found;
+}
+
+/** The keyword `key` of `node` as an unsupported feature, or undefined when the grammar expresses it. */
+function featureOf(node: JsonSchema, key: string, value: unknown): string | undefined {
+  if (UNSUPPORTED.has(key)) {
+    if (key === 'uniqueItems' && value === false) return undefined;
+    return key;
+  }
+  if (key === 'format' && typeof value === 'string' && (node.type === undefined || node.type === 'string' || (Array.isArray(node.type) && node.type.includes('string'))) && !FORMATS.has(value)) {
+    return `format: ${JSON.stringify(value).slice(0, 64)}`;
+  }
+  if (key === 'allOf' && Array.isArray(value) && value.length > 1) return 'allOf with more than one schema';
+  if (key === '$ref' && !(typeof value === 'string' && /^#\/(\$defs|definitions)\/[^/]+$/.test(value))) return `$ref: ${JSON.stringify(value).slice(0, 64)} (only #/$defs/… and #/definitions/… references)`;
+  if (NUMBER_BOUNDS.includes(key) && node.type !== 'integer') return `${key} on a non-integer number`;
+  return undefined;
+}
+
+/** Visits `schema` and each subschema the supported keywords hold (depth-first, document order). */
+function walk(schema: unknown, path: string, visit: (node: JsonSchema, path: string) => void): void {
+  if (!isObject(schema)) return;
+  visit(schema, path);
+  for (const [key, value] of Object.entries(schema)) {
+    if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) for (const [name, sub] of Object.entries(value)) walk(sub, pointer(path, key, name), visit);
+    else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) value.forEach((sub, i) => walk(sub, pointer(path, key, i), visit));
+    else if (SUBSCHEMAS.includes(key)) walk(value, pointer(path, key), visit);
+  }
+}
+
+/**
+ * `schema` with every unsupported feature's keyword removed (oneOf becomes anyOf, its widening):
+ * every value the original accepts, the relaxed one accepts. The features removed are returned too.
+ */
+export function relaxSchema(schema: JsonSchema): { schema: JsonSchema; relaxed: SchemaFeature[] } {
+  const relaxed: SchemaFeature[] = [];
+  const copy = (node: unknown, path: string): unknown => {
+    if (!isObject(node)) return node;
+    const out: JsonSchema = {};
+    for (const [key, value] of Object.entries(node)) {
+      const feature = featureOf(node, key, value);
+      if (feature) relaxed.push({ path, feature });
+      if (feature && key === 'oneOf' && Array.isArray(value)) {
+        if (!('anyOf' in node)) out.anyOf = value.map((sub, i) => copy(sub, pointer(path, 'oneOf', i)));
+        continue;
+      }
+      if (feature) continue;
+      if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, copy(sub, pointer(path, key, name))]));
+      else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) out[key] = value.map((sub, i) => copy(sub, pointer(path, key, i)));
+      else if (SUBSCHEMAS.includes(key)) out[key] = copy(value, pointer(path, key));
+      else out[key] = value;
+    }
+    return out;
+  };
+  return { schema: copy(schema, '') as JsonSchema, relaxed };
+}
