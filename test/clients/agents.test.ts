@@ -1,12 +1,10 @@
 /**
  * Agent clients against a listening server on the bundled chat model (tiny-qwen3-random, random
- * weights, a 4096-token context): the official SDK, LangChain's ChatAnthropic, the AI SDK and the
- * Claude Code CLI in print mode, driven through test/helpers/clients.ts.
+ * weights, a 32,768-token context): the official SDK, LangChain's ChatAnthropic, the AI SDK and the
+ * Claude Code CLI in print mode, driven through test/helpers/clients.ts. Where a case needs the
+ * model to write something in particular, a test hook or the grammar (forced tool calls) makes it so.
  *
  * What each client sends is recorded in test/fixtures/clients/*.json (scripts/capture/capture-clients.ts).
- * The plain cases run today. The cases that need tools, thinking, system-role messages or a large
- * default max_tokens are written to what the agents work must deliver and skipped until it lands:
- * the reason heads each title.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -133,7 +131,7 @@ describe('agents: system-role messages, tools, thinking, default max_tokens, Cla
     expect(message.usage.output_tokens).toBeGreaterThan(0);
   });
 
-  it.skip('needs grammar-constrained decoding (the next issue; the random-weight model writes no valid call on its own): tool_choice {type:"tool"} on a strict tool gives a tool_use block whose input fits the schema', async () => {
+  it('tool_choice {type:"tool"} on a strict tool gives a tool_use block whose input fits the schema (grammar-constrained: the random-weight model writes no valid call on its own)', async () => {
     const message = await sdkCreate(target, {
       max_tokens: 64,
       tools: [{ ...WEATHER_TOOL, strict: true }],
@@ -234,7 +232,7 @@ describe('agents: system-role messages, tools, thinking, default max_tokens, Cla
     expect(free.response_metadata).toMatchObject({ model: CHAT_MODEL });
   });
 
-  it.skip('needs grammar-constrained decoding (the next issue): LangChain bindTools with tool_choice "any" gives a call that fits the schema', async () => {
+  it('LangChain bindTools with tool_choice "any" gives a call that fits the schema (grammar-constrained)', async () => {
     const { langchainChat } = await import('../helpers/clients.js');
     const { tool } = await import('@langchain/core/tools');
     const { z } = await import('zod');

@@ -1,38 +1,188 @@
 /**
- * Grammar-constrained decoding against a listening server on the bundled chat model, whose random
- * weights are the honest stress case: only the grammar can make its output valid.
+ * Grammar-constrained decoding against a listening server on the bundled chat model. Its random
+ * weights are the honest stress case: left alone it writes no valid JSON and no tool call, so every
+ * valid output below is the grammar's doing. Each case runs many sampled generations (temperatures
+ * 0 to 1, varied prompts, so different paths through the grammar) and checks every one with ajv.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
+import { z } from 'zod';
+import { aiSdkModel, langchainChat, sdkClient, sdkToolLoop, WEATHER_TOOL, type Target } from '../helpers/clients.js';
 import { CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'test-key';
 let server: RealServer;
+let target: Target;
 let client: Anthropic;
 beforeAll(async () => {
   server = await startRealServer({ apiKeys: [KEY], only: [CHAT_MODEL] });
-  client = new Anthropic({ baseURL: server.url, apiKey: KEY, maxRetries: 0 });
+  target = { baseURL: server.url, apiKey: KEY, model: CHAT_MODEL };
+  client = sdkClient(target);
 });
 afterAll(() => server?.close());
 
 const ajv = new Ajv({ strict: false });
+/** Nesting, enums, bounds, lengths, optional fields, a pattern and a format: the converter's range. */
 const PERSON = {
   type: 'object',
-  properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer', minimum: 0, maximum: 120 }, tags: { type: 'array', items: { type: 'string', enum: ['a', 'bb'] }, minItems: 1, maxItems: 3 } },
-  required: ['name', 'age', 'tags'],
+  properties: {
+    name: { type: 'string', maxLength: 40 },
+    age: { type: 'integer', minimum: 0, maximum: 120 },
+    email: { type: 'string', format: 'email' },
+    code: { type: 'string', pattern: '^[A-Z]{2}[0-9]{3}$' },
+    tags: { type: 'array', items: { type: 'string', enum: ['red', 'green', 'blue'] }, minItems: 1, maxItems: 3 },
+    address: { type: 'object', properties: { city: { type: 'string' }, zip: { type: 'string', minLength: 5, maxLength: 5 } }, required: ['city', 'zip'], additionalProperties: false },
+    nickname: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+  },
+  required: ['name', 'age', 'tags', 'address'],
   additionalProperties: false,
 };
+const validPerson = ajv.compile(PERSON);
+const validWeather = ajv.compile(WEATHER_TOOL.input_schema);
+/** SDK 1.x types omit temperature and output_config's format on this path; the API takes them. */
+const loose = (params: Record<string, unknown>) => params as unknown as Anthropic.MessageCreateParamsNonStreaming;
+const TEMPERATURES = [0, 0.4, 0.7, 1];
+const runs = (n: number) => Array.from({ length: n }, (_, i) => ({ i, temperature: TEMPERATURES[i % TEMPERATURES.length]! }));
+const textOf = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 
-describe('structured outputs', () => {
-  it('smoke', async () => {
-    for (const seed of [1, 2, 3]) {
-      const t0 = performance.now();
-      const msg = await client.messages.create({ model: CHAT_MODEL, max_tokens: 60, temperature: 1, messages: [{ role: 'user', content: `person ${seed}` }], output_config: { format: { type: 'json_schema', schema: PERSON } } } as never);
-      const text = (msg.content[0] as { text: string }).text;
-      console.log(performance.now() - t0, msg.stop_reason, msg.usage.output_tokens, text);
-      expect(ajv.validate(PERSON, JSON.parse(text)), text).toBe(true);
+describe('structured outputs: output_config.format and output_format', () => {
+  it.each(runs(12))('run %#: the text is JSON valid against the schema (JSON reply)', async ({ i, temperature }) => {
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: `Describe person number ${i}.` }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
+    const text = textOf(message);
+    expect(validPerson(JSON.parse(text)), `${text} ${JSON.stringify(validPerson.errors)}`).toBe(true);
+    expect(message.stop_reason).toBe('end_turn');
+  });
+
+  it.each(runs(8))('run %#: streamed, the beta output_format: the text deltas join into valid JSON', async ({ i, temperature }) => {
+    const stream = client.messages.stream(loose({ model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: `Person ${i}, streamed.` }], output_format: { type: 'json_schema', schema: PERSON } }) as never);
+    let deltas = '';
+    stream.on('text', (t) => (deltas += t));
+    const message = await stream.finalMessage();
+    expect(deltas).toBe(textOf(message));
+    expect(validPerson(JSON.parse(deltas)), `${deltas} ${JSON.stringify(validPerson.errors)}`).toBe(true);
+  });
+
+  it.each([24, 28, 32, 40, 48])('max_tokens %i: an output cut by the budget is completed in time and still validates', async (maxTokens) => {
+    // A long free string invites the random model to wander until the budget runs out.
+    const schema = { type: 'object', properties: { story: { type: 'string' }, tags: PERSON.properties.tags, done: { type: 'boolean' } }, required: ['story', 'tags', 'done'], additionalProperties: false };
+    for (const temperature of [0.7, 1]) {
+      const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: maxTokens, temperature, messages: [{ role: 'user', content: 'Tell a long story.' }], output_config: { format: { type: 'json_schema', schema } } }));
+      const text = textOf(message);
+      expect(ajv.validate(schema, JSON.parse(text)), text).toBe(true);
+      expect(message.usage.output_tokens).toBeLessThanOrEqual(maxTokens);
+    }
+  });
+
+  it('max_tokens below the shortest valid output: stop_reason max_tokens, the text cut (documented)', async () => {
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 3, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
+    expect(message.stop_reason).toBe('max_tokens');
+    expect(() => JSON.parse(textOf(message))).toThrow();
+  });
+
+  it('count_tokens is unchanged by an output format', async () => {
+    const base = { model: CHAT_MODEL, messages: [{ role: 'user' as const, content: 'Describe a person.' }] };
+    const plain = await client.messages.countTokens(base);
+    const constrained = await client.messages.countTokens({ ...base, output_config: { format: { type: 'json_schema', schema: PERSON } } } as never);
+    expect(constrained.input_tokens).toBe(plain.input_tokens);
+  });
+
+  it('a schema feature the grammar cannot enforce is a 400 naming it and where it is', async () => {
+    const schema = { type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } }, required: ['n'] };
+    const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema } } })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400, error: { type: 'error', error: { type: 'invalid_request_error' } } });
+    expect((error as { error: { error: { message: string } } }).error.error.message).toBe(
+      "output_config.format.schema: `multipleOf` at '/properties/n' is not supported with constrained decoding (strict tools and structured outputs); remove it, or for a tool drop `strict`",
+    );
+  });
+
+  it('both output_config.format and output_format: a 400', async () => {
+    const format = { type: 'json_schema', schema: PERSON };
+    const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format }, output_format: format })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400 });
+  });
+});
+
+describe('forced and strict tool calls', () => {
+  const TOOLS = [
+    { ...WEATHER_TOOL, strict: true },
+    { name: 'add', description: 'Add two integers.', input_schema: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false } },
+  ];
+  const calls = (m: Anthropic.Message) => m.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
+  const validAdd = ajv.compile(TOOLS[1]!.input_schema);
+  const valid = (call: Anthropic.ToolUseBlock) => (call.name === 'add' ? validAdd(call.input) : validWeather(call.input));
+
+  it.each(runs(10))('run %#: tool_choice tool: one call of that tool, its input valid', async ({ i, temperature }) => {
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 80, temperature, tools: TOOLS, tool_choice: { type: 'tool', name: 'get_weather' }, messages: [{ role: 'user', content: `Weather question ${i}` }] }));
+    expect(message.stop_reason).toBe('tool_use');
+    const found = calls(message);
+    expect(found.length).toBeGreaterThanOrEqual(1);
+    for (const call of found) {
+      expect(call.name).toBe('get_weather');
+      expect(call.id).toMatch(/^toolu_/);
+      expect(validWeather(call.input), JSON.stringify(call.input)).toBe(true);
+    }
+  });
+
+  it.each(runs(8))('run %#: tool_choice any, parallel calls off, streamed: exactly one call of one of the tools, input valid', async ({ i, temperature }) => {
+    const stream = client.messages.stream(loose({ model: CHAT_MODEL, max_tokens: 80, temperature, tools: TOOLS, tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: [{ role: 'user', content: `Question ${i}` }] }) as never);
+    const jsonDeltas: string[] = [];
+    stream.on('inputJson', (delta) => jsonDeltas.push(delta));
+    const message = await stream.finalMessage();
+    expect(message.stop_reason).toBe('tool_use');
+    const found = calls(message);
+    expect(found).toHaveLength(1);
+    expect(valid(found[0]!), JSON.stringify(found[0])).toBe(true);
+    expect(JSON.parse(jsonDeltas.join(''))).toEqual(found[0]!.input);
+  });
+
+  it('a non-strict tool whose schema the grammar cannot fully express is relaxed, not refused', async () => {
+    const tool = { name: 'pick', description: 'Pick.', input_schema: { type: 'object', properties: { n: { type: 'integer', multipleOf: 2 }, s: { type: 'string' } }, required: ['s'], not: { required: ['x'] } } };
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, tools: [tool], tool_choice: { type: 'tool', name: 'pick' }, messages: [{ role: 'user', content: 'pick' }] }));
+    expect(message.stop_reason).toBe('tool_use');
+    expect(typeof (calls(message)[0]!.input as { s: unknown }).s).toBe('string');
+  });
+
+  it('a strict tool whose schema the grammar cannot express is a 400 naming the tool and the feature', async () => {
+    const tool = { name: 'pick', description: 'Pick.', strict: true, input_schema: { type: 'object', properties: { s: { type: 'string', format: 'iri' } }, required: ['s'] } };
+    const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, tools: [WEATHER_TOOL, tool], messages: [{ role: 'user', content: 'pick' }] })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400 });
+    expect((error as { error: { error: { message: string } } }).error.error.message).toMatch(/^tools\.1\.input_schema: `format: "iri"` at '\/properties\/s' is not supported/);
+  });
+
+  it('the Anthropic SDK tool loop runs two rounds of forced calls, each input valid', async () => {
+    const replies = await sdkToolLoop(target, { tools: [{ ...WEATHER_TOOL, strict: true }], tool_choice: { type: 'any' }, max_tokens: 64 }, 2);
+    expect(replies).toHaveLength(2);
+    for (const reply of replies) {
+      expect(reply.stop_reason).toBe('tool_use');
+      for (const call of calls(reply)) expect(validWeather(call.input), JSON.stringify(call.input)).toBe(true);
+    }
+    expect(replies[1]!.usage.input_tokens).toBeGreaterThan(replies[0]!.usage.input_tokens);
+  });
+});
+
+describe('client libraries', () => {
+  // Within what the AI SDK keeps of a schema for Anthropic's structured outputs (it strips length and
+  // range bounds, which its own zod check then enforces on the answer).
+  const Recipe = z.object({ title: z.string(), servings: z.number().int(), vegan: z.boolean(), course: z.enum(['starter', 'main', 'dessert']), steps: z.array(z.string()), note: z.string().optional() });
+  const { $schema: _, ...recipeSchema } = z.toJSONSchema(Recipe);
+
+  it.each(['jsonTool', 'outputFormat'] as const)('AI SDK generateObject (structuredOutputMode %s) returns a schema-valid object', async (mode) => {
+    const { generateObject } = await import('ai');
+    for (const temperature of [0, 1]) {
+      const { object } = await generateObject({
+        model: aiSdkModel(target), schema: Recipe, prompt: 'A recipe.', temperature, maxOutputTokens: 120, maxRetries: 0,
+        providerOptions: { anthropic: { structuredOutputMode: mode } },
+      });
+      expect(ajv.validate(recipeSchema, object), JSON.stringify(object)).toBe(true);
+    }
+  });
+
+  it('LangChain withStructuredOutput returns a schema-valid object', async () => {
+    for (const temperature of [0, 1]) {
+      const result = await langchainChat(target, { maxTokens: 120, temperature }).withStructuredOutput(Recipe, { name: 'recipe' }).invoke('A recipe.');
+      expect(ajv.validate(recipeSchema, result), JSON.stringify(result)).toBe(true);
     }
   });
 });

@@ -73,6 +73,14 @@ export class JsonCompletion {
 
   private char(c: string): void {
     const top = this.stack.at(-1);
+    // Whitespace between tokens (the grammar writes none where the schema is known; untyped parts may).
+    const ws = c === ' ' || c === '\n' || c === '\t' || c === '\r';
+    if (ws && top?.kind === 'number') {
+      this.stack.pop();
+      this.valueEnded();
+      return;
+    }
+    if (ws && top?.kind !== 'string') return;
     if (!top) return this.startValue(this.root, c);
     switch (top.kind) {
       case 'string':

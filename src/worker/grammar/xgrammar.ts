@@ -20,6 +20,7 @@ import type { LoadedTokenizer } from '../load.js';
 
 /** The part of the package's API used here (lib/xgrammar.d.ts). */
 interface XGrammarApi {
+  Testings: { _jsonSchemaToEBNF(schema: string, anyWhitespace: boolean, indent: number, separators: readonly [string, string], strictMode: boolean): Promise<string> };
   TokenizerInfo: { createTokenizerInfo(vocab: string[], vocabType: string, prependSpace: boolean, vocabSize: number, stopTokenIds: number[]): Promise<TokenizerInfo> };
   GrammarCompiler: { createGrammarCompiler(info: TokenizerInfo, cacheEnabled: boolean): Promise<GrammarCompiler> };
   GrammarMatcher: { createGrammarMatcher(compiled: CompiledGrammar, overrideStopTokens?: number[], terminateWithoutStopToken?: boolean, maxRollbackTokens?: number): Promise<XMatcher> };
@@ -31,7 +32,7 @@ interface CompiledGrammar {
   dispose(): void;
 }
 interface GrammarCompiler {
-  compileJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: [string, string], strictMode: boolean): Promise<CompiledGrammar>;
+  compileJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: readonly [string, string], strictMode: boolean): Promise<CompiledGrammar>;
   compileStructuralTag(tag: Record<string, unknown>): Promise<CompiledGrammar>;
 }
 interface XMatcher {
@@ -111,6 +112,22 @@ export interface Matcher {
   dispose(): void;
 }
 
+/** JSON as the grammar writes it: no whitespace between tokens, no properties beyond the schema's. */
+const COMPACT = [false, -1, [',', ':'], true] as const satisfies readonly [boolean, number, readonly [string, string], boolean];
+
+/**
+ * A structural tag whose JSON-schema parts are compact JSON: the tag format's own json_schema
+ * allows any whitespace, in which a weak model wanders until its budget is spent, so each becomes
+ * the grammar the converter writes for it with whitespace off (the compiler namespaces its rules).
+ */
+async function compactTag(node: unknown): Promise<unknown> {
+  if (Array.isArray(node)) return Promise.all(node.map(compactTag));
+  if (typeof node !== 'object' || node === null) return node;
+  const record = node as Record<string, unknown>;
+  if (record.type === 'json_schema') return { type: 'grammar', grammar: await xgrammar().Testings._jsonSchemaToEBNF(JSON.stringify(record.json_schema), ...COMPACT) };
+  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, await compactTag(v)] as const)));
+}
+
 /**
  * A matcher for `source`, compiled for this model (cached by source). Throws what the compiler
  * throws for a grammar it cannot build (the caller refuses the request).
@@ -124,8 +141,8 @@ export async function matcherFor(loaded: LoadedTokenizer & { eosTokenIds: number
   } else {
     compiled =
       source.kind === 'json_schema'
-        ? grammars.compiler.compileJSONSchema(JSON.stringify(source.schema), false, -1, [',', ':'], true)
-        : grammars.compiler.compileStructuralTag({ type: 'structural_tag', format: source.tag });
+        ? grammars.compiler.compileJSONSchema(JSON.stringify(source.schema), ...COMPACT)
+        : compactTag(source.tag).then((format) => grammars.compiler.compileStructuralTag({ type: 'structural_tag', format: format as Record<string, unknown> }));
     // A failed compile is not kept.
     compiled.catch(() => grammars.compiled.get(key) === compiled && grammars.compiled.delete(key));
     while (grammars.compiled.size >= COMPILED_PER_MODEL) {
