@@ -49,7 +49,16 @@ export class JsonCompletion {
   push(text: string): string {
     for (let i = 0; i < text.length; i++) {
       if (this.done) return text.slice(i);
-      if (!this.lost) this.char(text[i]!);
+      if (this.lost) continue;
+      const c = text[i]!;
+      // A number ends at the first character that cannot continue it, which belongs to what follows.
+      const top = this.stack.at(-1);
+      if (top?.kind === 'number' && !/[0-9eE.+-]/.test(c)) {
+        this.stack.pop();
+        this.valueEnded();
+        if (this.done) return text.slice(i);
+      }
+      this.char(c);
     }
     return '';
   }
@@ -74,13 +83,7 @@ export class JsonCompletion {
   private char(c: string): void {
     const top = this.stack.at(-1);
     // Whitespace between tokens (the grammar writes none where the schema is known; untyped parts may).
-    const ws = c === ' ' || c === '\n' || c === '\t' || c === '\r';
-    if (ws && top?.kind === 'number') {
-      this.stack.pop();
-      this.valueEnded();
-      return;
-    }
-    if (ws && top?.kind !== 'string') return;
+    if ((c === ' ' || c === '\n' || c === '\t' || c === '\r') && top?.kind !== 'string') return;
     if (!top) return this.startValue(this.root, c);
     switch (top.kind) {
       case 'string':
@@ -102,13 +105,8 @@ export class JsonCompletion {
         } else top.text += c;
         return;
       case 'number':
-        if (/[0-9eE.+-]/.test(c)) {
-          top.text += c;
-          return;
-        }
-        this.stack.pop();
-        this.valueEnded();
-        return this.char(c);
+        top.text += c; // push() ends the number at a character that cannot continue it
+        return;
       case 'literal':
         top.text += c;
         if (top.text === top.word) {
@@ -229,10 +227,13 @@ export class JsonCompletion {
         return frame.word.slice(frame.text.length);
       case 'number':
         return completeNumber(frame.text, frame.schema);
-      case 'string':
-        if (frame.escape > 0) return undefined;
-        if (frame.isKey) return this.closeKey(this.stack[at - 1] as Extract<Frame, { kind: 'object' }>, frame.text);
-        return this.closeString(frame.schema, frame.text);
+      case 'string': {
+        // Inside an escape: `\n` after a lone backslash, zeros for the hex digits a `\u` still needs.
+        const escape = frame.escape === 0 ? '' : frame.escape === 1 && frame.text.endsWith('\\') ? 'n' : '0'.repeat(frame.escape);
+        const typed = frame.text + escape;
+        const rest = frame.isKey ? this.closeKey(this.stack[at - 1] as Extract<Frame, { kind: 'object' }>, typed) : this.closeString(frame.schema, typed);
+        return rest === undefined ? undefined : escape + rest;
+      }
       case 'object': {
         const inner = this.stack[at + 1];
         if (inner?.kind === 'string' && inner.isKey) return '}'; // the key's closing already added the rest
@@ -277,10 +278,10 @@ export class JsonCompletion {
 
   /** A key being written: the shortest property name it can still become, then its value and the rest. */
   private closeKey(object: Extract<Frame, { kind: 'object' }>, typed: string): string | undefined {
-    const previous = object.keys.at(-1);
-    const { required, optional } = this.nextProperties(object, previous);
+    // The key being written is one of the properties after the last one, in order; it cannot skip a required one.
+    const previous = object.keys.at(-2);
     let best: string | undefined;
-    for (const name of [...required.slice(0, 1), ...optional]) {
+    for (const name of this.candidateKeys(object, previous)) {
       if (!name.startsWith(typed)) continue;
       const rest = this.afterKeyText(object, name, `${JSON.stringify(name).slice(1 + typed.length)}`);
       if (rest !== undefined && (best === undefined || rest.length < best.length)) best = rest;
@@ -300,6 +301,15 @@ export class JsonCompletion {
 
   private afterKey(object: Extract<Frame, { kind: 'object' }>, name: string): string | undefined {
     return this.afterKeyText(object, name, '');
+  }
+
+  /** The properties that may come next after `previous`: in schema order, up to the first required one. */
+  private candidateKeys(object: Extract<Frame, { kind: 'object' }>, previous: string | undefined): string[] {
+    const { required } = this.nextProperties(object, previous);
+    const names = isObject(object.schema.properties) ? Object.keys(object.schema.properties) : [];
+    const after = previous === undefined ? names : names.slice(names.indexOf(previous) + 1);
+    const stop = required[0] === undefined ? after.length : after.indexOf(required[0]) + 1;
+    return after.slice(0, stop).filter((n) => !object.keys.includes(n));
   }
 
   /** Properties after `previous` in schema order, required and optional. */

@@ -1,0 +1,95 @@
+/**
+ * The grammar layer (src/worker/grammar) on the bundled model's real tokenizer and vocabulary: what
+ * the masks allow at the points that matter, token by token, without sampling (so nothing here
+ * depends on the random weights).
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { scanModels } from '../../src/models/registry.js';
+import { loadModel, type LoadedModel } from '../../src/worker/load.js';
+import { planConstraint } from '../../src/worker/grammar/constraint.js';
+import { matcherFor, type Matcher } from '../../src/worker/grammar/xgrammar.js';
+import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
+import { CoreError } from '../../src/core/errors.js';
+import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+
+let loaded: LoadedModel;
+let vocab: number;
+beforeAll(async () => {
+  const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
+  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
+});
+
+const WEATHER: ToolSpec = { name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false }, strict: true };
+const NOTE: ToolSpec = { name: 'note', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } };
+const request = (extra: Partial<ChatRequest>): ChatRequest => ({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'hi' }], maxTokens: 100, sampling: {}, stopStrings: [], ...extra });
+const ids = (text: string) => loaded.tokenizer.encode(text, { add_special_tokens: false });
+const allows = (mask: Uint32Array, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+
+async function matcher(req: ChatRequest): Promise<Matcher> {
+  const constraint = planConstraint(req, 'hermes');
+  expect(constraint).toBeDefined();
+  return matcherFor(loaded, vocab, constraint!.source);
+}
+
+/** Feeds `text` token by token, each checked against the mask first. */
+async function feed(m: Matcher, text: string): Promise<void> {
+  for (const id of ids(text)) {
+    expect(allows(await m.mask(), id), `token ${JSON.stringify(loaded.tokenizer.decode([id]))} of ${JSON.stringify(text)}`).toBe(true);
+    expect(m.accept(id)).toBe(true);
+  }
+}
+
+describe('constraints on the bundled model', () => {
+  it('auto with a strict tool: free text passes untouched; a call the model opens is constrained to the schema', async () => {
+    const m = await matcher(request({ tools: [WEATHER, NOTE], toolChoice: { mode: 'auto', parallel: true } }));
+    await feed(m, 'Sure, let me check that for you. {} [] "quotes" ');
+    const eos = loaded.eosTokenIds[0]!;
+    expect(allows(await m.mask(), eos)).toBe(true); // free text may end here
+    await feed(m, '<tool_call>\n{"name": "get_weather", "arguments": {');
+    const mask = await m.mask();
+    expect(allows(mask, ids('"')[0]!)).toBe(true);
+    expect(allows(mask, ids('}')[0]!)).toBe(false); // city is required
+    expect(allows(mask, eos)).toBe(false);
+    await feed(m, '"city":"Paris"}}\n</tool_call>');
+    expect(allows(await m.mask(), eos)).toBe(true);
+    m.dispose();
+  });
+
+  it('tool_choice tool: only the named tool, from the first token; nothing but the end after one call when parallel calls are off', async () => {
+    const m = await matcher(request({ tools: [WEATHER, NOTE], toolChoice: { mode: 'tool', name: 'note', parallel: false } }));
+    const first = await m.mask();
+    expect(allows(first, ids('Sure')[0]!)).toBe(false);
+    expect(allows(first, loaded.eosTokenIds[0]!)).toBe(false);
+    await feed(m, '<tool_call>\n{"name": "');
+    expect(allows(await m.mask(), ids('get')[0]!)).toBe(false);
+    await feed(m, 'note", "arguments": {"text":"x"}}\n</tool_call>');
+    const after = await m.mask();
+    const allowed = [...Array(vocab).keys()].filter((id) => allows(after, id));
+    expect(allowed.length).toBeGreaterThan(0);
+    expect(allowed.filter((id) => !loaded.eosTokenIds.includes(id))).toEqual([]);
+    m.dispose();
+  });
+
+  it('an output schema: compact JSON only, whitespace outside strings refused', async () => {
+    const m = await matcher(request({ outputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }));
+    await feed(m, '{"n":');
+    const mask = await m.mask();
+    expect(allows(mask, ids(' ')[0]!)).toBe(false);
+    expect(allows(mask, ids('7')[0]!)).toBe(true);
+    m.dispose();
+  });
+
+  it('no constraint when nothing asks for one; a strict tool with an unsupported feature is refused with where it is', () => {
+    expect(planConstraint(request({ tools: [NOTE], toolChoice: { mode: 'auto', parallel: true } }), 'hermes')).toBeUndefined();
+    const bad: ToolSpec = { ...WEATHER, inputSchema: { type: 'object', properties: { n: { type: 'number', minimum: 0.5 } } } };
+    let error: unknown;
+    try {
+      planConstraint(request({ tools: [NOTE, bad], toolChoice: { mode: 'auto', parallel: true } }), 'hermes');
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(CoreError);
+    expect((error as CoreError).details).toMatchObject({ reason: 'tool', item: 1, feature: 'minimum on a non-integer number', schemaPath: '/properties/n' });
+  });
+});
