@@ -58,8 +58,16 @@ function allowedIds(vocab: number, mask: LogitsMask): number {
   let n = 0;
   const words = Math.min(mask.length, Math.ceil(vocab / 32));
   for (let w = 0; w < words; w++) {
-    for (let bits = mask[w]! | 0; bits !== 0; bits &= bits - 1) {
-      const id = w * 32 + 31 - Math.clz32(bits & -bits);
+    const bits = mask[w]! | 0;
+    if (bits === 0) continue;
+    const base = w * 32;
+    if (bits === -1 && base + 32 <= vocab) {
+      // A whole word allowed (inside a grammar's free string, most are): no bit walking.
+      for (let j = 0; j < 32; j++) ids[n++] = base + j;
+      continue;
+    }
+    for (let rest = bits; rest !== 0; rest &= rest - 1) {
+      const id = base + 31 - Math.clz32(rest & -rest);
       if (id >= vocab) break;
       ids[n++] = id;
     }
@@ -69,14 +77,32 @@ function allowedIds(vocab: number, mask: LogitsMask): number {
 }
 
 function argmax(logits: Float32Array, mask: LogitsMask | undefined): number {
-  if (!mask) {
-    let best = 0;
-    for (let i = 1; i < logits.length; i++) if (logits[i]! > logits[best]!) best = i;
-    return best;
+  let best = 0;
+  let top = logits[0]!;
+  for (let i = 1; i < logits.length; i++) {
+    const v = logits[i]!;
+    if (v > top) {
+      top = v;
+      best = i;
+    }
   }
-  const n = allowedIds(logits.length, mask);
-  let best = ids[0]!;
-  for (let j = 1; j < n; j++) if (logits[ids[j]!]! > logits[best]!) best = ids[j]!;
+  // The first argmax overall, when the mask allows it, is the first argmax of the allowed tokens.
+  if (!mask || ((mask[best >>> 5]! >>> (best & 31)) & 1) === 1) return best;
+  const words = Math.min(mask.length, Math.ceil(logits.length / 32));
+  best = -1;
+  top = -Infinity;
+  for (let w = 0; w < words; w++) {
+    for (let rest = mask[w]! | 0; rest !== 0; rest &= rest - 1) {
+      const id = w * 32 + 31 - Math.clz32(rest & -rest);
+      if (id >= logits.length) break;
+      const v = logits[id]!;
+      if (best < 0 || v > top) {
+        top = v;
+        best = id;
+      }
+    }
+  }
+  if (best < 0) throw emptyMask();
   return best;
 }
 
