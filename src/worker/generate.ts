@@ -18,6 +18,7 @@ import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import { planConstraint } from './grammar/constraint.js';
+import type { ToolFormat } from './tools/types.js';
 import { Guide } from './grammar/guide.js';
 import { CoreError } from '../core/errors.js';
 import type { WorkerLog } from './log.js';
@@ -268,15 +269,25 @@ function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32
  * The guide for a request whose output is constrained (an output schema, a forced or strict tool
  * call), its grammar compiled; undefined when the output is free.
  */
-async function guideFor(loaded: LoadedModel, request: ChatRequest, format: Parameters<typeof planConstraint>[1], batched: boolean, log?: WorkerLog): Promise<Guide | undefined> {
+async function guideFor(loaded: LoadedModel, request: ChatRequest, format: ToolFormat, batched: boolean, log?: WorkerLog): Promise<Guide | undefined> {
   const constraint = planConstraint(request, format);
   if (!constraint) return undefined;
   const reason = request.outputSchema ? 'output' : 'tool';
   if (!batched) {
     throw new CoreError('schema_unsupported', 'This model is served by transformers.js generate (its export is not one the batch decoder drives), which has no constrained decoding', { reason });
   }
-  for (const r of constraint.relaxed) log?.('warn', `tool ${r.tool}: input schema feature ${r.feature} at '${r.path || '/'}' is not enforced by the grammar (the tool is not strict)`);
-  return Guide.create(loaded, vocabSizeOf(loaded), constraint, reason);
+  const create = (c: NonNullable<typeof constraint>) => {
+    for (const r of c.relaxed) log?.('warn', `tool ${r.tool}: input schema feature ${r.feature} at '${r.path || '/'}' is not enforced by the grammar (the tool is not strict)`);
+    return Guide.create(loaded, vocabSizeOf(loaded), c, reason);
+  };
+  try {
+    return await create(constraint);
+  } catch (error) {
+    // A tool that is not strict is never refused for its schema: without its value checks, again.
+    const loose = request.tools?.some((t) => !t.strict) ? planConstraint(request, format, true) : undefined;
+    if (!loose) throw error;
+    return create(loose);
+  }
 }
 
 const vocabSizeOf = (loaded: LoadedModel) => (loaded.model.config as unknown as { vocab_size: number }).vocab_size;

@@ -97,6 +97,32 @@ describe('structured outputs: output_config.format and output_format', () => {
     );
   });
 
+  it('a schema the grammar compiler refuses (a regex it cannot parse) is a 400 with the compiler\'s reason', async () => {
+    const schema = { type: 'object', properties: { s: { type: 'string', pattern: '(unclosed' } }, required: ['s'] };
+    const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema } } })).catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 400 });
+    expect((error as { error: { error: { message: string } } }).error.error.message).toMatch(/^output_config\.format\.schema: .*Regex parsing error at position \d+: The parenthesis is not closed/);
+    // The worker's grammar compiler still serves the next request.
+    const ok = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
+    expect(validPerson(JSON.parse(textOf(ok)))).toBe(true);
+  });
+
+  it('with thinking on: a thinking block first, then the text as valid JSON', async () => {
+    for (const temperature of [0, 1]) {
+      const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 2048, temperature, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: 'Think, then describe a person.' }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
+      expect(message.content[0]!.type).toBe('thinking');
+      const text = textOf(message);
+      expect(validPerson(JSON.parse(text)), text).toBe(true);
+    }
+  });
+
+  it('with thinking on and a small budget: the thought is closed in time for the answer to complete', async () => {
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] };
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 1100, temperature: 1, thinking: { type: 'enabled', budget_tokens: 1090 }, messages: [{ role: 'user', content: 'Think long.' }], output_config: { format: { type: 'json_schema', schema } } }));
+    const text = textOf(message);
+    expect(ajv.validate(schema, JSON.parse(text)), text).toBe(true);
+  });
+
   it('both output_config.format and output_format: a 400', async () => {
     const format = { type: 'json_schema', schema: PERSON };
     const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format }, output_format: format })).catch((e: unknown) => e);
@@ -142,6 +168,13 @@ describe('forced and strict tool calls', () => {
     const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, tools: [tool], tool_choice: { type: 'tool', name: 'pick' }, messages: [{ role: 'user', content: 'pick' }] }));
     expect(message.stop_reason).toBe('tool_use');
     expect(typeof (calls(message)[0]!.input as { s: unknown }).s).toBe('string');
+  });
+
+  it('a non-strict tool with a pattern the compiler cannot parse is served without its value checks', async () => {
+    const tool = { name: 'word', description: 'A word.', input_schema: { type: 'object', properties: { w: { type: 'string', pattern: '^\\p{L}+$' } }, required: ['w'] } };
+    const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, tools: [tool], tool_choice: { type: 'any' }, messages: [{ role: 'user', content: 'a word' }] }));
+    expect(message.stop_reason).toBe('tool_use');
+    expect(typeof (calls(message)[0]!.input as { w: unknown }).w).toBe('string');
   });
 
   it('a strict tool whose schema the grammar cannot express is a 400 naming the tool and the feature', async () => {

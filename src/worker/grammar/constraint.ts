@@ -45,8 +45,11 @@ export interface Constraint {
   relaxed: Array<SchemaFeature & { tool: string }>;
 }
 
-/** The constraint a request asks for, or undefined when its output is free. */
-export function planConstraint(request: ChatRequest, format: ToolFormat): Constraint | undefined {
+/**
+ * The constraint a request asks for, or undefined when its output is free. `loose`: tools that are
+ * not strict lose every value check too (for when the compiler refused their relaxed schemas).
+ */
+export function planConstraint(request: ChatRequest, format: ToolFormat, loose = false): Constraint | undefined {
   const output = request.outputSchema;
   if (output) refuseUnsupported(output, { reason: 'output' });
   const choice = request.toolChoice;
@@ -62,9 +65,9 @@ export function planConstraint(request: ChatRequest, format: ToolFormat): Constr
   const relaxed: Constraint['relaxed'] = [];
   const calls = (useTools ? allowed : []).map((tool) => {
     if (tool.strict) return { name: tool.name, schema: tool.inputSchema };
-    const loose = relaxSchema(tool.inputSchema);
-    relaxed.push(...loose.relaxed.map((f) => ({ ...f, tool: tool.name })));
-    return { name: tool.name, schema: loose.schema };
+    const relaxedTool = relaxSchema(tool.inputSchema, loose);
+    relaxed.push(...relaxedTool.relaxed.map((f) => ({ ...f, tool: tool.name })));
+    return { name: tool.name, schema: relaxedTool.schema };
   });
   const parallel = choice?.parallel ?? true;
   const tags = calls.map(({ name, schema }) => ({

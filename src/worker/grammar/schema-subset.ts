@@ -83,17 +83,21 @@ function walk(schema: unknown, path: string, visit: (node: JsonSchema, path: str
   }
 }
 
+/** Keywords a compile can still refuse for their values (a regex it cannot parse, min above max). */
+const VALUE_CHECKED = ['pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'enum', 'const'];
+
 /**
  * `schema` with every unsupported feature's keyword removed (oneOf becomes anyOf, its widening):
  * every value the original accepts, the relaxed one accepts. The features removed are returned too.
+ * `loose`: also the keywords in VALUE_CHECKED, for a schema whose relaxed form the compiler refused.
  */
-export function relaxSchema(schema: JsonSchema): { schema: JsonSchema; relaxed: SchemaFeature[] } {
+export function relaxSchema(schema: JsonSchema, loose = false): { schema: JsonSchema; relaxed: SchemaFeature[] } {
   const relaxed: SchemaFeature[] = [];
   const copy = (node: unknown, path: string): unknown => {
     if (!isObject(node)) return node;
     const out: JsonSchema = {};
     for (const [key, value] of Object.entries(node)) {
-      const feature = featureOf(node, key, value);
+      const feature = featureOf(node, key, value) ?? (loose && VALUE_CHECKED.includes(key) ? key : undefined);
       if (feature) relaxed.push({ path, feature });
       if (feature && key === 'oneOf' && Array.isArray(value)) {
         if (!('anyOf' in node)) out.anyOf = value.map((sub, i) => copy(sub, pointer(path, 'oneOf', i)));

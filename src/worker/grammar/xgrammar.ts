@@ -112,6 +112,33 @@ export interface Matcher {
   dispose(): void;
 }
 
+/**
+ * Runs a compile, turning the compiler's refusal into an Error with its reason. XGrammar reports a
+ * grammar it cannot build (a regex it cannot parse, minimum above maximum, an empty enum) on stderr
+ * as `[FATAL] file:line: reason` and then aborts the call with a bare "Aborted()" (the module stays
+ * usable); the line is caught here, kept out of the log, and becomes the message.
+ */
+async function withCompilerMessages<T>(compile: () => Promise<T>): Promise<T> {
+  const lines: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    if (/\[(FATAL|WARNING)\]|^Aborted\(\)/.test(text)) {
+      lines.push(text.trim());
+      return true;
+    }
+    return (write as (...args: unknown[]) => boolean).call(process.stderr, chunk, ...rest);
+  }) as typeof process.stderr.write;
+  try {
+    return await compile();
+  } catch (error) {
+    const fatal = lines.find((l) => l.includes('[FATAL]'));
+    throw new Error(fatal ? fatal.replace(/^.*?\[FATAL\]\s*\S+:\d+:\s*/, '') : error instanceof Error ? error.message : String(error));
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
 /** JSON as the grammar writes it: no whitespace between tokens, no properties beyond the schema's. */
 const COMPACT = [false, -1, [',', ':'], true] as const satisfies readonly [boolean, number, readonly [string, string], boolean];
 
@@ -139,10 +166,11 @@ export async function matcherFor(loaded: LoadedTokenizer & { eosTokenIds: number
   if (compiled) {
     grammars.compiled.delete(key); // most recently used last
   } else {
-    compiled =
+    compiled = withCompilerMessages(() =>
       source.kind === 'json_schema'
         ? grammars.compiler.compileJSONSchema(JSON.stringify(source.schema), ...COMPACT)
-        : compactTag(source.tag).then((format) => grammars.compiler.compileStructuralTag({ type: 'structural_tag', format: format as Record<string, unknown> }));
+        : compactTag(source.tag).then((format) => grammars.compiler.compileStructuralTag({ type: 'structural_tag', format: format as Record<string, unknown> })),
+    );
     // A failed compile is not kept.
     compiled.catch(() => grammars.compiled.get(key) === compiled && grammars.compiled.delete(key));
     while (grammars.compiled.size >= COMPILED_PER_MODEL) {
