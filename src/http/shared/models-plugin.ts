@@ -28,8 +28,8 @@ const support = (supported: boolean) => (supported ? yes : no);
 
 /**
  * What Anthropic's Models API says of a model, true for this local one: its window, its output
- * limit, and what it can do (thinking only where its chat template has a switch; no images, PDFs,
- * server tools, batches or context management here).
+ * limit, and what it can do (thinking only where its chat template has a switch; structured outputs
+ * by grammar on chat models; no images, PDFs, server tools, batches or context management here).
  */
 function capabilities(model: ModelInfo) {
   const chat = model.task === 'chat';
@@ -42,7 +42,7 @@ function capabilities(model: ModelInfo) {
     image_input: no,
     pdf_input: no,
     server_tools: { supported: false, code_execution: no, web_search: no },
-    structured_outputs: no,
+    structured_outputs: support(chat),
     // `supported`: the model really thinks. `types`: what a request may send without a 400 — every
     // type, on every chat model (one without a switch answers without thinking).
     thinking: { supported: chat && model.thinking, types: { enabled: support(chat), adaptive: support(chat), disabled: support(chat), between_tools: no } },
