@@ -138,7 +138,8 @@ describe('POST /v1/messages (fake inference)', () => {
     ['a thinking budget under 1024', { ...valid, max_tokens: 60, thinking: { type: 'enabled', budget_tokens: 100 } }, /thinking\.budget_tokens: must be at least 1024/],
     ['a thinking budget not under max_tokens', { ...valid, thinking: { type: 'enabled', budget_tokens: 1024 } }, /budget_tokens: must be less than max_tokens/],
     ['a PDF document', { ...valid, messages: [{ role: 'user', content: [{ type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: 'x' } }] }] }, /`document \(base64 source\)`/],
-    ['structured output', { ...valid, output_config: { format: { type: 'json_schema', schema: {} } } }, /structured output/],
+    ['an output format other than json_schema', { ...valid, output_config: { format: { type: 'json_object' } } }, /^output_config\.format\.type: /],
+    ['an output format without its schema', { ...valid, output_format: { type: 'json_schema' } }, /^output_format\.schema: /],
     ['max_tokens above the model’s output limit', { ...valid, max_tokens: 1000 }, /^max_tokens: 1000 > 64, which is the maximum allowed number of output tokens for fake-chat$/],
     ['a prompt that fills the context', { ...valid, messages: [{ role: 'user', content: 'word '.repeat(64) }] }, /^prompt is too long: 64 tokens > 63 maximum$/],
   ])('400 invalid_request_error for %s', async (_name, body, message) => {
