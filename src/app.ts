@@ -131,7 +131,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   });
 
   await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
-  await app.register(openAiPlugin, { inference, checkKey });
+  await app.register(openAiPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
   await app.register(modelsPlugin, { inference, checkKey });
 
   app.setNotFoundHandler((request, reply) =>

@@ -46,7 +46,7 @@ function request(loaded: LoadedModel, constrained: boolean, i: number, mode: Mod
   return {
     model: loaded.info.id, messages: [{ role: 'user', content: `${PROMPT} (${i})` }], maxTokens: TOKENS,
     sampling: mode === 'greedy' ? { temperature: 0 } : { temperature: 1, topK: 0, topP: 1 }, stopStrings: [],
-    ...(constrained ? { outputSchema: SCHEMA } : {}),
+    ...(constrained ? { output: { schema: SCHEMA, strict: true } } : {}),
   };
 }
 
@@ -81,7 +81,7 @@ for (const dir of values.models!.split(',').map((d) => path.resolve(d))) {
   const vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 
   // Compile: the tokenizer description (once per model and worker), a schema's first compile, then cached.
-  const source = (key: string) => planConstraint({ ...request(loaded, true, 0), outputSchema: { ...SCHEMA, properties: { ...SCHEMA.properties, [key]: { type: 'boolean' } } } }, 'hermes')!.source;
+  const source = (key: string) => planConstraint({ ...request(loaded, true, 0), output: { schema: { ...SCHEMA, properties: { ...SCHEMA.properties, [key]: { type: 'boolean' } } }, strict: true } }, 'hermes')!.source;
   let t = performance.now();
   (await matcherFor(loaded, vocab, source('warm'))).dispose();
   const firstEverMs = performance.now() - t;

@@ -67,14 +67,4 @@ export function formerSample(logits: Float32Array, plan: SamplingPlan, mask?: Lo
   return order[cut - 1]!;
 }
 
-/** A small seeded generator (mulberry32) for repeatable draws. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+export { seededRandom } from '../../src/worker/decode/sampler.js';

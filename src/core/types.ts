@@ -50,6 +50,8 @@ export interface SamplingOptions {
   temperature?: number;
   topP?: number;
   topK?: number;
+  /** Seeds the sampler's random numbers: the same request on the same model samples the same tokens. */
+  seed?: number;
 }
 
 export interface ChatPrompt {
@@ -67,8 +69,11 @@ export interface ChatRequest extends ChatPrompt {
   sampling: SamplingOptions;
   /** Texts that end the generation when it produces them (not shown). */
   stopStrings: string[];
-  /** A JSON Schema the answer's text must be a valid instance of (constrained decoding). */
-  outputSchema?: Record<string, unknown>;
+  /**
+   * The answer's text must be a valid instance of this JSON Schema (constrained decoding). `strict`:
+   * a feature the grammar cannot enforce refuses the request; otherwise that feature is relaxed.
+   */
+  output?: { schema: Record<string, unknown>; strict: boolean };
 }
 
 /**
@@ -100,6 +105,8 @@ export interface ChatResult {
    */
   cachedInputTokens?: number;
   outputTokens: number;
+  /** Of `outputTokens`, those of the model's thinking (its tags included). */
+  reasoningTokens?: number;
 }
 
 /**

@@ -15,6 +15,7 @@ import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
 import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
+import { seededRandom } from './decode/sampler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import { planConstraint } from './grammar/constraint.js';
@@ -160,10 +161,15 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   let firstTokenMs: number | null = null;
   // With thinking, the grammar governs the answer after the thought's closing tag.
   let thought = thinking === undefined;
+  /** Tokens of the thought, its tags included, once it has closed. */
+  let thoughtTokens: number | undefined;
   const onToken = (id: number) => {
     firstTokenMs ??= performance.now() - started;
     if (guide && thought) guide.accept(id);
-    else if (id === thinking?.closeId) thought = true;
+    else if (id === thinking?.closeId) {
+      thought = true;
+      thoughtTokens = generated.length + 1;
+    }
     generated.push(id);
     if (eos.has(id)) return;
     if (answer.thinking) thinkingTokens++;
@@ -190,6 +196,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     temperature: sampling.temperature || defaults.temperature || 1,
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
+    ...(sampling.seed !== undefined ? { random: seededRandom(sampling.seed) } : {}),
   };
   // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
@@ -241,7 +248,10 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   else finish = 'length';
   const text = answer.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');
   return {
-    result: { parts: answer.parts, text, finish, stopString, inputTokens, cachedInputTokens, outputTokens: generated.length },
+    result: {
+      parts: answer.parts, text, finish, stopString, inputTokens, cachedInputTokens, outputTokens: generated.length,
+      ...(thinking ? { reasoningTokens: thoughtTokens ?? generated.length } : {}),
+    },
     cancelled: cancelled(),
     timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },
     ...(decoding?.cache ? { promptCache: decoding.cache.stats() } : {}),
@@ -272,7 +282,7 @@ function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32
 async function guideFor(loaded: LoadedModel, request: ChatRequest, format: ToolFormat, batched: boolean, log?: WorkerLog): Promise<Guide | undefined> {
   const constraint = planConstraint(request, format);
   if (!constraint) return undefined;
-  const reason = request.outputSchema ? 'output' : 'tool';
+  const reason = request.output ? 'output' : 'tool';
   if (!batched) {
     throw new CoreError('schema_unsupported', 'This model is served by transformers.js generate (its export is not one the batch decoder drives), which has no constrained decoding', { reason });
   }
@@ -283,8 +293,9 @@ async function guideFor(loaded: LoadedModel, request: ChatRequest, format: ToolF
   try {
     return await create(constraint);
   } catch (error) {
-    // A tool that is not strict is never refused for its schema: without its value checks, again.
-    const loose = request.tools?.some((t) => !t.strict) ? planConstraint(request, format, true) : undefined;
+    // A schema that is not strict is never refused: without its value checks, again.
+    const relaxable = request.tools?.some((t) => !t.strict) || request.output?.strict === false;
+    const loose = relaxable ? planConstraint(request, format, true) : undefined;
     if (!loose) throw error;
     return create(loose);
   }

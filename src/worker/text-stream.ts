@@ -76,6 +76,11 @@ export class TextStream {
     return this.release(true);
   }
 
+  /** The last tokens end inside a character (their text is held until it completes). */
+  get incomplete(): boolean {
+    return this.readOffset < this.ids.length;
+  }
+
   /** The final text: everything shown, stop string excluded. */
   get shownText(): string {
     return this.text.slice(0, this.emitted);

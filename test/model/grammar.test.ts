@@ -72,7 +72,7 @@ describe('constraints on the bundled model', () => {
   });
 
   it('an output schema: compact JSON only, whitespace outside strings refused', async () => {
-    const m = await matcher(request({ outputSchema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }));
+    const m = await matcher(request({ output: { schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }, strict: true } }));
     await feed(m, '{"n":');
     const mask = await m.mask();
     expect(allows(mask, ids(' ')[0]!)).toBe(false);

@@ -71,17 +71,18 @@ export function toChatRequest(body: MessagesBody): ChatRequest {
     maxTokens: body.max_tokens,
     sampling: { temperature: body.temperature, topP: body.top_p, topK: body.top_k },
     stopStrings: body.stop_sequences ?? [],
-    ...outputSchemaOf(body),
+    ...outputOf(body),
   };
 }
 
 /** Structured outputs, in the current form or the beta one (not both). */
-function outputSchemaOf(body: MessagesBody): { outputSchema?: Record<string, unknown> } {
+function outputOf(body: MessagesBody): Pick<ChatRequest, 'output'> {
   const current = body.output_config?.format;
   const beta = body.output_format;
   if (current && beta) throw invalidRequest('output_format: send either output_config.format or the beta output_format, not both', 'output_format');
   const format = current ?? beta;
-  return format ? { outputSchema: format.schema } : {};
+  // Anthropic enforces every schema it accepts: the grammar refuses what it cannot enforce.
+  return format ? { output: { schema: format.schema, strict: true } } : {};
 }
 
 const unsupported = (field: string, feature: string, model: string) =>

@@ -3,7 +3,8 @@
  * the SSE events of a stream, and the error envelope.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import type { AnswerPart, ChatEvent, ChatResult, FinishReason } from '../../core/types.js';
+import type { AnswerPart, ChatResult, FinishReason } from '../../core/types.js';
+import type { PartEvent } from '../shared/stream.js';
 import type { KnownError } from '../shared/errors.js';
 import { anthropicErrors } from './errors.js';
 
@@ -94,7 +95,6 @@ export const streamEvents = {
   },
 };
 
-type PartEvent = Exclude<ChatEvent, { type: 'start' }>;
 
 /**
  * The content-block events of one stream: each core part event as Anthropic's block events. A

@@ -10,8 +10,8 @@ interface Row {
   type: 'invalid_request_error' | 'server_error';
   /** The envelope's `code`; the error code itself when absent. */
   code?: string;
-  /** The envelope's `param` when the error does not name one. */
-  param?: string;
+  /** The envelope's `param` when the error does not name one (from its details, for some codes). */
+  param?: string | ((error: KnownError) => string);
   message?: (error: KnownError) => string;
 }
 
@@ -27,8 +27,16 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: { ...invalid, param: 'model' },
   wrong_model_task: { ...invalid, param: 'model' },
   template_rejected: { ...invalid, param: 'messages' },
-  // Chat completions (a later dialect) words its own fields; embeddings never constrain.
-  schema_unsupported: invalid,
+  // Chat completions only: an output schema or a strict tool the grammar cannot enforce.
+  schema_unsupported: {
+    ...invalid,
+    param: ({ details: d }) => (d.reason === 'tool' ? `tools[${d.item}].function.parameters` : 'response_format'),
+    message: ({ message, details: d }) => {
+      const field = d.reason === 'tool' ? `tools[${d.item}].function.parameters` : 'response_format.json_schema.schema';
+      if (d.feature === undefined) return `${field}: ${message}`;
+      return `${field}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and strict json_schema); remove it, or send strict: false`;
+    },
+  },
   prompt_too_long: {
     ...invalid,
     code: 'context_length_exceeded',
@@ -93,6 +101,7 @@ export const openAiErrors: ErrorDialect = {
   render(error, _requestId) {
     const row = OPENAI_ERRORS[error.code];
     const message = row.message?.(error) ?? error.message;
-    return { status: row.status, body: { error: { message, type: row.type, param: error.param ?? row.param ?? null, code: row.code ?? error.code } } };
+    const param = error.param ?? (typeof row.param === 'function' ? row.param(error) : row.param) ?? null;
+    return { status: row.status, body: { error: { message, type: row.type, param, code: row.code ?? error.code } } };
   },
 };

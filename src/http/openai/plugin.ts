@@ -1,6 +1,7 @@
 /**
- * The OpenAI embeddings dialect: POST /v1/embeddings and POST /v1/engines/{model}/embeddings, one
- * handler. Its own error handler renders every failure in OpenAI's envelope.
+ * The OpenAI dialect: chat (POST /v1/chat/completions, JSON or SSE) and embeddings (POST
+ * /v1/embeddings and POST /v1/engines/{model}/embeddings, one handler). Its own error handler renders
+ * every failure in OpenAI's envelope.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import type { InferenceService } from '../../core/types.js';
@@ -10,13 +11,22 @@ import { openAiErrors } from './errors.js';
 import { parseBody } from '../shared/validation.js';
 import { renderEmbeddings, toEmbedRequest } from './convert.js';
 import { embeddingsSchema, unknownKeysMessage } from './schema.js';
+import { chatSchema } from './chat-schema.js';
+import { toChatCompletionRequest } from './chat-convert.js';
+import { chunkFrames, newCompletionId, renderCompletion } from './chat-render.js';
+import { abortOnDisconnect, streamChat } from '../shared/stream.js';
 
 export interface OpenAiPluginOptions {
   inference: InferenceService;
   checkKey: KeyChecker;
+  /** Interval of SSE comment pings on an open stream. */
+  pingIntervalMs: number;
+  /** Bytes a stream may have queued for a client that does not read before it is dropped. */
+  streamBufferLimit: number;
 }
 
-export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app, { inference, checkKey }) => {
+export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app, options) => {
+  const { inference, checkKey } = options;
   app.setErrorHandler((error, request, reply) => sendError(openAiErrors, error, request, reply));
 
   app.addHook(
@@ -31,5 +41,18 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
     return renderEmbeddings(embedRequest.model, result, encodingFormat);
   };
   app.post('/v1/embeddings', handler);
+
+  app.post('/v1/chat/completions', async (request, reply) => {
+    const body = parseBody(chatSchema, request.body, { unknownKeys: unknownKeysMessage });
+    // No limit asked for: the model's output limit, which the window then bounds (as the peers do).
+    const chatRequest = toChatCompletionRequest(body, inference.findModel(body.model)?.maxOutputTokens ?? 1);
+    const abort = abortOnDisconnect(reply);
+    const id = newCompletionId();
+    if (!body.stream) return renderCompletion(id, body.model, await inference.chat(chatRequest, { signal: abort.signal }));
+    return streamChat(request, reply, {
+      inference, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
+      frames: chunkFrames(id, body.model, body.stream_options?.include_usage === true, request.id),
+    });
+  });
   app.post('/v1/engines/:model/embeddings', handler);
 };

@@ -197,3 +197,15 @@ export function sample(logits: Float32Array, plan: SamplingPlan, mask?: LogitsMa
   if (!plan.doSample) return argmax(logits, mask);
   return draw(candidates(logits, plan, mask), (plan.random ?? Math.random)());
 }
+
+/** A small seeded generator (mulberry32): repeatable draws for a request's `seed`. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

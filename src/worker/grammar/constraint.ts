@@ -46,12 +46,12 @@ export interface Constraint {
 }
 
 /**
- * The constraint a request asks for, or undefined when its output is free. `loose`: tools that are
- * not strict lose every value check too (for when the compiler refused their relaxed schemas).
+ * The constraint a request asks for, or undefined when its output is free. `loose`: schemas that are
+ * not strict (tools, a non-strict output) lose every value check too (for when the compiler refused
+ * their relaxed form).
  */
 export function planConstraint(request: ChatRequest, format: ToolFormat, loose = false): Constraint | undefined {
-  const output = request.outputSchema;
-  if (output) refuseUnsupported(output, { reason: 'output' });
+  const output = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(request.output.schema, loose).schema);
   const choice = request.toolChoice;
   const tools = request.tools?.length && choice?.mode !== 'none' ? request.tools : [];
   const allowed = choice?.mode === 'tool' ? tools.filter((t) => t.name === choice.name) : tools;
@@ -91,9 +91,10 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   return { source: { kind: 'structural_tag', tag: triggered }, tracker: () => new CallsTracker(callLayout, 'triggered'), relaxed };
 }
 
-function refuseUnsupported(schema: JsonSchema, where: { reason: 'output' | 'tool'; item?: number }): void {
+/** The schema itself when the grammar enforces all of it; otherwise a CoreError naming the first feature it cannot. */
+function refuseUnsupported(schema: JsonSchema, where: { reason: 'output' | 'tool'; item?: number }): JsonSchema {
   const [first] = unsupportedFeatures(schema);
-  if (!first) return;
+  if (!first) return schema;
   throw new CoreError('schema_unsupported', `The schema uses ${first.feature} at '${first.path || '/'}', which constrained decoding cannot enforce`, {
     ...where,
     feature: first.feature,

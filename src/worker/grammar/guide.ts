@@ -13,8 +13,11 @@ import { TextStream } from '../text-stream.js';
 import type { Constraint, ConstraintTracker } from './constraint.js';
 import { matcherFor, type Matcher } from './xgrammar.js';
 
-/** Tokens forced early, beyond the completion's own: what one free token can add to it. */
-const MARGIN_TOKENS = 2;
+/**
+ * Tokens forcing starts early by, beyond the completion's own: what one free token can add to it,
+ * and the last bytes of a character the text may end inside (up to three tokens) when it is due.
+ */
+const MARGIN_TOKENS = 5;
 
 export class Guide {
   private forcing: number[] | null = null;
@@ -49,11 +52,15 @@ export class Guide {
   /** The tokens allowed next, `remaining` tokens (this one included) before the limit. */
   async mask(remaining: number): Promise<Uint32Array> {
     const allowed = await this.matcher.mask();
-    this.forcing ??= this.completionToForce(remaining);
+    // Inside a character the completion (worked out on whole characters) cannot start yet: the
+    // model writes the character's last bytes first, under the grammar.
+    if (this.forcing === null && !this.stream.incomplete) this.forcing = this.completionToForce(remaining);
     const next = this.forcing?.[0];
     if (next === undefined) return allowed;
     if (((allowed[next >>> 5]! >>> (next & 31)) & 1) === 0) {
-      this.forcing = [];
+      // The completion was wrong for the grammar's state: this token is the model's, under the
+      // grammar; the completion is worked out again at the next one.
+      this.forcing = null;
       return allowed;
     }
     const only = new Uint32Array(allowed.length);

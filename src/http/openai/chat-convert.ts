@@ -1,0 +1,151 @@
+/**
+ * OpenAI chat wire body -> internal ChatRequest. The conversation goes to the model's chat template
+ * as sent (OpenAI does not merge turns): `system` and `developer` messages, wherever they are, form
+ * the system prompt in order; an assistant message's `tool_calls` become its tool calls (their
+ * `arguments` parsed), a `tool` message one tool result; a final assistant message without tool calls
+ * is a prefill that the answer continues (as llama-server does). What the server cannot do is refused
+ * with a 400 naming the field, never ignored: images and audio, penalties, logit bias, n > 1.
+ */
+import { clip } from '../../core/errors.js';
+import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
+import { HttpError, invalidRequest } from '../shared/errors.js';
+import type { ChatBody, ChatMessageBody } from './chat-schema.js';
+
+type Part = { type: string; text?: string };
+
+const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
+
+/** `defaultMaxTokens`: the model's output limit, for a request that names none (the window then bounds it). */
+export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number): ChatRequest {
+  refuseUnserved(body);
+  const system: string[] = [];
+  const messages: ChatMessage[] = [];
+  const callNames = new Map<string, string>();
+  body.messages.forEach((message, i) => {
+    const where = `messages[${i}]`;
+    const converted = convertMessage(message, where, body.model, callNames);
+    if (converted === 'system') system.push(textOf(message.content as string | Part[], `${where}.content`, body.model));
+    else messages.push(converted);
+  });
+  if (messages.length === 0) throw invalidRequest('messages: at least one message other than system or developer is required', 'messages');
+  const systemText = system.join('\n\n');
+  const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? defaultMaxTokens;
+  return {
+    model: body.model,
+    ...(system.length > 0 ? { system: systemText } : {}),
+    messages,
+    ...toolsOf(body),
+    ...(reasoningOf(body) ? { thinking: { enabled: true } } : {}),
+    maxTokens,
+    sampling: {
+      ...(body.temperature != null ? { temperature: body.temperature } : {}),
+      ...(body.top_p != null ? { topP: body.top_p } : {}),
+      ...(body.top_k != null ? { topK: body.top_k } : {}),
+      ...(body.seed != null ? { seed: body.seed } : {}),
+    },
+    stopStrings: body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== ''),
+    ...outputOf(body),
+  };
+}
+
+function refuseUnserved(body: ChatBody): void {
+  if (body.n != null && body.n > 1) throw unsupported('n', `only 1 choice per request is served (got ${body.n}); send n: 1 and repeat the request, or leave n out`);
+  for (const field of ['frequency_penalty', 'presence_penalty'] as const) {
+    const value = body[field];
+    if (value != null && value !== 0) throw unsupported(field, `penalties are not served by this server (got ${value}); send 0 or leave it out`);
+  }
+  if (body.logit_bias && Object.keys(body.logit_bias).length > 0) throw unsupported('logit_bias', 'logit bias is not served by this server; leave it out');
+  if (body.logprobs || (body.top_logprobs ?? 0) > 0) throw unsupported(body.logprobs ? 'logprobs' : 'top_logprobs', 'log probabilities are not served by this server yet; leave it out');
+  if (body.modalities && body.modalities.some((m) => m !== 'text')) throw unsupported('modalities', `only "text" output is served (got ${body.modalities.map((m) => JSON.stringify(clip(m, 32))).join(', ')})`);
+  if (body.audio != null) throw unsupported('audio', 'audio output is not served by this server');
+  if (body.prediction != null) throw unsupported('prediction', 'predicted outputs are not served by this server');
+  if (body.web_search_options != null) throw unsupported('web_search_options', 'web search is not available on this server');
+  if (body.functions != null || body.function_call != null) {
+    throw unsupported(body.functions != null ? 'functions' : 'function_call', 'the legacy functions API is not served; send `tools` and `tool_choice`');
+  }
+}
+
+/** One wire message as a core turn, or 'system' for a system or developer message (joined by the caller). */
+function convertMessage(message: ChatMessageBody, where: string, model: string, callNames: Map<string, string>): ChatMessage | 'system' {
+  switch (message.role) {
+    case 'system':
+    case 'developer':
+      return 'system';
+    case 'user':
+      return { role: 'user', content: textOf(message.content, `${where}.content`, model) };
+    case 'assistant': {
+      const calls = (message.tool_calls ?? []).map((call, j): ToolCall => {
+        callNames.set(call.id, call.function.name);
+        return { id: call.id, name: call.function.name, input: argumentsOf(call.function.arguments, `${where}.tool_calls[${j}].function.arguments`) };
+      });
+      return {
+        role: 'assistant',
+        content: message.content == null ? '' : textOf(message.content, `${where}.content`, model),
+        ...(calls.length > 0 ? { toolCalls: calls } : {}),
+        ...(message.reasoning_content ? { reasoning: message.reasoning_content } : {}),
+      };
+    }
+    case 'tool':
+      return { role: 'tool', content: textOf(message.content, `${where}.content`, model), callId: message.tool_call_id, name: callNames.get(message.tool_call_id) ?? '' };
+    case 'function':
+      throw unsupported(`${where}.role`, 'the legacy "function" role is not served; send tool results as role "tool" with tool_call_id');
+  }
+}
+
+/** Text parts joined; any other part is refused with its place. */
+function textOf(content: string | Part[], where: string, model: string): string {
+  if (typeof content === 'string') return content;
+  return content
+    .map((part, j) => {
+      if (part.type === 'text' && typeof part.text === 'string') return part.text;
+      if (part.type === 'text') throw invalidRequest(`${where}[${j}].text: Field required`, `${where}[${j}].text`);
+      throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send text parts`);
+    })
+    .join('');
+}
+
+/** A call's `arguments`: a JSON object as a string (an empty string means no arguments). */
+function argumentsOf(text: string, where: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidRequest(`${where}: not valid JSON (${clip(text, 64)})`, where);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest(`${where}: must be a JSON object`, where);
+  return value as Record<string, unknown>;
+}
+
+function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {
+  const tools = (body.tools ?? []).map(({ function: f }): ToolSpec => ({
+    name: f.name,
+    ...(f.description !== undefined ? { description: f.description } : {}),
+    inputSchema: f.parameters ?? { type: 'object', properties: {} },
+    ...(f.strict ? { strict: true } : {}),
+  }));
+  const choice = body.tool_choice;
+  if (choice != null && typeof choice === 'object' && choice.type !== 'function') {
+    throw unsupported('tool_choice.type', `\`${clip(String(choice.type), 64)}\` is not served; send "none", "auto", "required" or {type: "function", function: {name}}`);
+  }
+  const named = typeof choice === 'object' && choice !== null ? (choice as { function: { name: string } }).function.name : undefined;
+  if (named !== undefined && !tools.some((t) => t.name === named)) throw invalidRequest(`tool_choice.function.name: no tool named \`${clip(named, 64)}\` in \`tools\``, 'tool_choice');
+  if (choice != null && choice !== 'none' && tools.length === 0) throw invalidRequest('tool_choice: requires `tools`', 'tool_choice');
+  if (tools.length === 0) return {};
+  const mode: ToolChoice['mode'] = named !== undefined ? 'tool' : choice === 'required' ? 'any' : choice === 'none' ? 'none' : 'auto';
+  return { tools, toolChoice: { mode, ...(named !== undefined ? { name: named } : {}), parallel: body.parallel_tool_calls ?? true } };
+}
+
+/** reasoning_effort: none and minimal turn the model's thinking off; low to xhigh turn it on. */
+function reasoningOf(body: ChatBody): boolean {
+  const effort = body.reasoning_effort;
+  return effort != null && effort !== 'none' && effort !== 'minimal';
+}
+
+/** response_format: json_object is any JSON object; json_schema its schema (enforced exactly when strict). */
+function outputOf(body: ChatBody): Pick<ChatRequest, 'output'> {
+  const format = body.response_format;
+  if (!format || format.type === 'text') return {};
+  if (format.type === 'json_object') return { output: { schema: { type: 'object', additionalProperties: true }, strict: false } };
+  return { output: { schema: format.json_schema.schema ?? { type: 'object', additionalProperties: true }, strict: format.json_schema.strict === true } };
+}
