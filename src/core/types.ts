@@ -69,6 +69,8 @@ export interface ChatRequest extends ChatPrompt {
   sampling: SamplingOptions;
   /** Texts that end the generation when it produces them (not shown). */
   stopStrings: string[];
+  /** Log probabilities of each generated token, with this many most likely alternatives (0..20). */
+  logprobs?: number;
   /**
    * The answer's text must be a valid instance of this JSON Schema (constrained decoding). `strict`:
    * a feature the grammar cannot enforce refuses the request; otherwise that feature is relaxed.
@@ -107,6 +109,20 @@ export interface ChatResult {
   outputTokens: number;
   /** Of `outputTokens`, those of the model's thinking (its tags included). */
   reasoningTokens?: number;
+  /** When the request asked for them: each generated token's log probability (the end token excepted). */
+  logprobs?: TokenLogprob[];
+}
+
+/**
+ * A generated token's log probability under the model's raw distribution (before temperature,
+ * top-k / top-p and any grammar), and the most likely alternatives. `text` is the token decoded on
+ * its own (a token inside a multi-byte character decodes to U+FFFD).
+ */
+export interface TokenLogprob {
+  token: number;
+  text: string;
+  logprob: number;
+  top: Array<{ token: number; text: string; logprob: number }>;
 }
 
 /**
@@ -118,7 +134,9 @@ export type ChatEvent =
   | { type: 'start'; inputTokens: number; cachedInputTokens?: number }
   | { type: 'part_start'; index: number; part: { kind: 'text' } | { kind: 'thinking' } | { kind: 'tool_call'; id: string; name: string } }
   | { type: 'part_delta'; index: number; text: string; outputTokens: number }
-  | { type: 'part_stop'; index: number };
+  | { type: 'part_stop'; index: number }
+  /** Sent before the token's text, when the request asked for log probabilities. */
+  | { type: 'token_logprobs'; entry: TokenLogprob };
 
 export type EmbedInput = string | number[];
 

@@ -7,7 +7,7 @@
 import type { MessagePort } from 'node:worker_threads';
 import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
 import type { Fault } from '../core/hooks.js';
-import type { ChatRequest, FinishReason } from '../core/types.js';
+import type { ChatRequest, FinishReason, TokenLogprob } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
 import { TextStream } from './text-stream.js';
 import type { LoadedModel } from './load.js';
@@ -16,6 +16,7 @@ import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
 import { seededRandom } from './decode/sampler.js';
+import { stepLogprobs, type StepLogprobs } from './decode/logprobs.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import { planConstraint } from './grammar/constraint.js';
@@ -163,8 +164,18 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   let thought = thinking === undefined;
   /** Tokens of the thought, its tags included, once it has closed. */
   let thoughtTokens: number | undefined;
+  // Log probabilities, when asked for: worked out from the step's logits (observe), sent before the token's text.
+  const logprobs: TokenLogprob[] = [];
+  let stepLogprob: StepLogprobs | undefined;
+  const tokenText = (id: number) => loaded.tokenizer.decode([id], { skip_special_tokens: false });
   const onToken = (id: number) => {
     firstTokenMs ??= performance.now() - started;
+    if (stepLogprob && !eos.has(id)) {
+      const entry: TokenLogprob = { token: id, text: tokenText(id), logprob: stepLogprob.logprob, top: stepLogprob.top.map((t) => ({ ...t, text: tokenText(t.token) })) };
+      logprobs.push(entry);
+      send({ type: 'token_logprobs', entry });
+    }
+    stepLogprob = undefined;
     if (guide && thought) guide.accept(id);
     else if (id === thinking?.closeId) {
       thought = true;
@@ -226,7 +237,12 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     if (on && !prefilled && slowPrefillMs > 0) block(slowPrefillMs);
     prefilled ||= on;
   };
-  const spec: SequenceSpec = { promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy, ...(logitsMask ? { logitsMask } : {}), ...(decoding?.cache ? { prefix: prefix ?? null } : {}) };
+  const top = request.logprobs;
+  const observe = top === undefined ? undefined : (row: Float32Array, token: number) => void (stepLogprob = stepLogprobs(row, token, top));
+  const spec: SequenceSpec = {
+    promptIds: prompt.ids, maxTokens, sampling: plan, onToken: (id) => (onToken(id), shouldStop(id)), cancelled, busy,
+    ...(logitsMask ? { logitsMask } : {}), ...(observe ? { observe } : {}), ...(decoding?.cache ? { prefix: prefix ?? null } : {}),
+  };
   let peakBatch: number;
   try {
     peakBatch = decoding ? await decoding.decoder.run(spec) : (await generateWithTransformers(loaded, spec, loaded.eosTokenIds), 1);
@@ -251,6 +267,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     result: {
       parts: answer.parts, text, finish, stopString, inputTokens, cachedInputTokens, outputTokens: generated.length,
       ...(thinking ? { reasoningTokens: thoughtTokens ?? generated.length } : {}),
+      ...(top !== undefined ? { logprobs } : {}),
     },
     cancelled: cancelled(),
     timing: { firstTokenMs, totalMs: performance.now() - started, peakBatch },

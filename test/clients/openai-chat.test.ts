@@ -132,6 +132,26 @@ describe('openai SDK', () => {
     expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
   });
 
+  it('logprobs with top_logprobs: one entry per generated token; greedy picks the most likely; streamed the same', async () => {
+    const params = { model: CHAT_MODEL, max_completion_tokens: 10, temperature: 0, logprobs: true, top_logprobs: 3, messages: [{ role: 'user' as const, content: 'Count.' }] };
+    const completion = await openai.chat.completions.create(params);
+    const content = completion.choices[0]!.logprobs!.content!;
+    const endedByEos = completion.choices[0]!.finish_reason === 'stop';
+    expect(content).toHaveLength(completion.usage!.completion_tokens - (endedByEos ? 1 : 0));
+    for (const entry of content) {
+      expect(entry.top_logprobs).toHaveLength(3);
+      expect(entry.logprob).toBeLessThanOrEqual(0);
+      expect(entry.top_logprobs[0]!.token).toBe(entry.token);
+      expect(entry.top_logprobs[0]!.logprob).toBeCloseTo(entry.logprob, 6);
+      expect(entry.top_logprobs[1]!.logprob).toBeLessThanOrEqual(entry.top_logprobs[0]!.logprob);
+      expect(entry.bytes).toEqual([...Buffer.from(entry.token, 'utf8')]);
+    }
+    const stream = await openai.chat.completions.create({ ...params, stream: true });
+    const streamed: OpenAI.ChatCompletionTokenLogprob[] = [];
+    for await (const chunk of stream) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
+    expect(streamed).toEqual(content);
+  });
+
   it('reasoning_effort turns thinking on: reasoning_content and reasoning_tokens', async () => {
     const completion = await openai.chat.completions.create({ model: CHAT_MODEL, max_completion_tokens: 24, temperature: 1, reasoning_effort: 'low', messages: [{ role: 'user', content: 'Think.' }] });
     const message = completion.choices[0]!.message as { reasoning_content?: string };
@@ -145,6 +165,7 @@ describe('openai SDK', () => {
     ['n above 1', { n: 2 }, 'n', /only 1 choice per request/],
     ['a penalty', { frequency_penalty: 0.5 }, 'frequency_penalty', /penalties are not served/],
     ['logit bias', { logit_bias: { '1': 5 } }, 'logit_bias', /logit bias is not served/],
+    ['top_logprobs without logprobs', { top_logprobs: 2 }, 'top_logprobs', /requires logprobs: true/],
     ['an unknown argument', { frobnicate: 1 }, null, /^Unrecognized request argument supplied: frobnicate$/],
     ['broken tool-call arguments in history', { messages: [{ role: 'user', content: 'x' }, { role: 'assistant', tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{oops' } }] }, { role: 'tool', tool_call_id: 'c1', content: 'y' }] }, 'messages[1].tool_calls[0].function.arguments', /not valid JSON/],
     ['a strict schema feature the grammar cannot enforce', { response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'object', properties: { n: { type: 'integer', multipleOf: 2 } } } } } }, 'response_format', /^response_format\.json_schema\.schema: `multipleOf` at '\/properties\/n' is not supported/],

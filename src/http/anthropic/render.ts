@@ -105,6 +105,8 @@ export class BlockEvents {
   private readonly thoughts = new Map<number, string>();
 
   frames(event: PartEvent): string {
+    // Log probabilities are not part of this dialect (never asked for by its converter).
+    if (event.type === 'token_logprobs') return '';
     const index = event.index;
     if (event.type === 'part_start') {
       this.kinds.set(index, event.part.kind);

@@ -5,6 +5,7 @@
  * `arguments` parsed), a `tool` message one tool result; a final assistant message without tool calls
  * is a prefill that the answer continues (as llama-server does). What the server cannot do is refused
  * with a 400 naming the field, never ignored: images and audio, penalties, logit bias, n > 1.
+ * Log probabilities are the model's raw distribution (src/worker/decode/logprobs.ts).
  */
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
@@ -44,6 +45,7 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
       ...(body.seed != null ? { seed: body.seed } : {}),
     },
     stopStrings: body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== ''),
+    ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
     ...outputOf(body),
   };
 }
@@ -55,7 +57,7 @@ function refuseUnserved(body: ChatBody): void {
     if (value != null && value !== 0) throw unsupported(field, `penalties are not served by this server (got ${value}); send 0 or leave it out`);
   }
   if (body.logit_bias && Object.keys(body.logit_bias).length > 0) throw unsupported('logit_bias', 'logit bias is not served by this server; leave it out');
-  if (body.logprobs || (body.top_logprobs ?? 0) > 0) throw unsupported(body.logprobs ? 'logprobs' : 'top_logprobs', 'log probabilities are not served by this server yet; leave it out');
+  if (body.top_logprobs != null && !body.logprobs) throw invalidRequest('top_logprobs: requires logprobs: true', 'top_logprobs');
   if (body.modalities && body.modalities.some((m) => m !== 'text')) throw unsupported('modalities', `only "text" output is served (got ${body.modalities.map((m) => JSON.stringify(clip(m, 32))).join(', ')})`);
   if (body.audio != null) throw unsupported('audio', 'audio output is not served by this server');
   if (body.prediction != null) throw unsupported('prediction', 'predicted outputs are not served by this server');

@@ -4,7 +4,7 @@
  * SSE comments, which the SDKs skip).
  */
 import { randomBytes } from 'node:crypto';
-import type { AnswerPart, ChatResult, FinishReason } from '../../core/types.js';
+import type { AnswerPart, ChatResult, FinishReason, TokenLogprob } from '../../core/types.js';
 import type { KnownError } from '../shared/errors.js';
 import type { PartEvent, StartEvent, StreamFrames } from '../shared/stream.js';
 import { openAiErrors } from './errors.js';
@@ -41,6 +41,14 @@ const toolCall = (part: Extract<AnswerPart, { kind: 'tool_call' }>) => ({
   function: { name: part.call.name, arguments: JSON.stringify(part.call.input) },
 });
 
+/** A token's log probability as OpenAI writes it (`bytes`: the UTF-8 of its text). */
+function logprobEntry(entry: TokenLogprob) {
+  const wire = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token, 'utf8')] });
+  return { ...wire(entry.text, entry.logprob), top_logprobs: entry.top.map((t) => wire(t.text, t.logprob)) };
+}
+
+const logprobsOf = (entries: TokenLogprob[] | undefined) => (entries ? { content: entries.map(logprobEntry), refusal: null } : null);
+
 export function renderCompletion(id: string, model: string, result: ChatResult) {
   const calls = result.parts.filter((p): p is Extract<AnswerPart, { kind: 'tool_call' }> => p.kind === 'tool_call');
   const reasoning = result.parts.filter((p) => p.kind === 'thinking').map((p) => (p as { text: string }).text).join('');
@@ -61,7 +69,7 @@ export function renderCompletion(id: string, model: string, result: ChatResult) 
           ...(calls.length > 0 ? { tool_calls: calls.map(toolCall) } : {}),
           ...(reasoning !== '' ? { reasoning_content: reasoning } : {}),
         },
-        logprobs: null,
+        logprobs: logprobsOf(result.logprobs),
         finish_reason: FINISH_REASONS[result.finish],
       },
     ],
@@ -76,7 +84,15 @@ export function chunkFrames(id: string, model: string, includeUsage: boolean, re
   const created = Math.floor(Date.now() / 1000);
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
     data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: SYSTEM_FINGERPRINT, choices, ...(includeUsage ? { usage: null } : {}), ...extra });
-  const delta = (d: Record<string, unknown>) => chunk([{ index: 0, delta: d, logprobs: null, finish_reason: null }]);
+  /** Log probabilities of tokens whose text has not gone out yet: they ride on the next chunk. */
+  let pending: TokenLogprob[] = [];
+  const take = () => {
+    if (pending.length === 0) return null;
+    const out = logprobsOf(pending);
+    pending = [];
+    return out;
+  };
+  const delta = (d: Record<string, unknown>) => chunk([{ index: 0, delta: d, logprobs: take(), finish_reason: null }]);
   const kinds = new Map<number, AnswerPart['kind']>();
   /** The index of each call among the answer's calls (OpenAI numbers tool_calls from 0). */
   const callIndex = new Map<number, number>();
@@ -90,13 +106,17 @@ export function chunkFrames(id: string, model: string, includeUsage: boolean, re
         return delta({ tool_calls: [{ index: callIndex.get(event.index), id: callId(event.part.id), type: 'function', function: { name: event.part.name, arguments: '' } }] });
       }
       if (event.type === 'part_stop') return '';
+      if (event.type === 'token_logprobs') {
+        pending.push(event.entry);
+        return '';
+      }
       const kind = kinds.get(event.index);
       if (kind === 'thinking') return delta({ reasoning_content: event.text });
       if (kind === 'tool_call') return delta({ tool_calls: [{ index: callIndex.get(event.index), function: { arguments: event.text } }] });
       return delta({ content: event.text });
     },
     end: (result: ChatResult) =>
-      chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: FINISH_REASONS[result.finish] }]) +
+      chunk([{ index: 0, delta: {}, logprobs: take(), finish_reason: FINISH_REASONS[result.finish] }]) +
       (includeUsage ? data({ id, object: 'chat.completion.chunk', created, model, system_fingerprint: SYSTEM_FINGERPRINT, choices: [], usage: usage(result) }) : '') +
       'data: [DONE]\n\n',
     error: (error: KnownError) => data(openAiErrors.render(error, requestId).body) + 'data: [DONE]\n\n',

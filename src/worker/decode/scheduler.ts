@@ -33,6 +33,8 @@ export interface SequenceSpec {
    * asynchronous (a grammar matcher's API is); the batch's masks are awaited together after the pass.
    */
   logitsMask?: () => LogitsMask | undefined | Promise<LogitsMask | undefined>;
+  /** Shown each step's logits row (only read, valid during the call) and the token chosen from it, before onToken. */
+  observe?: (logits: Float32Array, token: number) => void;
   /**
    * Told when a forward pass this sequence takes part in starts (true) and ends (false): its own
    * prefill, or a batched step it is in. The pool's watchdog uses it to tell a sequence stuck in a
@@ -232,7 +234,9 @@ export class BatchDecoder {
 
   /** Samples row `row` of the logits for `seq` (under its mask) and hands it the token; true when the sequence is over. */
   private next(seq: Sequence, logits: OrtTensor, row: number, mask: LogitsMask | undefined): boolean {
-    const token = sample(lastLogits(logits, row), seq.spec.sampling, mask);
+    const rowLogits = lastLogits(logits, row);
+    const token = sample(rowLogits, seq.spec.sampling, mask);
+    seq.spec.observe?.(rowLogits, token);
     seq.generated++;
     seq.tokens.push(token);
     return seq.spec.onToken(token) || seq.generated >= seq.spec.maxTokens || seq.spec.cancelled();
