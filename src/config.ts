@@ -7,11 +7,23 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
+import { parseDuration } from './core/duration.js';
 
 const csv = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
   z.array(z.string().min(1)),
 );
+const duration = z.preprocess((v) => (typeof v === 'string' ? (parseDuration(v) ?? v) : v), z.number({ message: 'expected a duration such as 5m, 30s, 0 or -1' }).int());
+const durationMap = z.preprocess((v) => {
+  if (Array.isArray(v)) v = v.join(',');
+  if (typeof v !== 'string') return v;
+  // "tiny-qwen3-random=10m,glove-sif-100d=-1"
+  return Object.fromEntries(v.split(',').filter(Boolean).map((pair) => {
+    const at = pair.lastIndexOf('=');
+    const text = pair.slice(at + 1).trim();
+    return [pair.slice(0, at).trim(), parseDuration(text) ?? text];
+  }));
+}, z.record(z.string().min(1), z.number().int()));
 const bool = z.preprocess((v) => (typeof v === 'string' ? /^(1|true|yes|on)$/i.test(v) : v), z.boolean());
 const aliasMap = z.preprocess((v) => {
   if (Array.isArray(v)) v = v.join(',');
@@ -91,6 +103,22 @@ export const configSchema = z.object({
   /** Interval of `ping` events on an open Messages stream (keeps proxies from timing it out). */
   pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /**
+   * Models loaded at start and kept loaded (`*`: all). Any other model is loaded on its first request
+   * (which waits for it) and unloaded after keepAlive without requests. (Ollama: OLLAMA_KEEP_ALIVE=-1
+   * for a model; LM Studio: a model loaded by hand rather than just-in-time.)
+   */
+  preload: csv.default([]),
+  /** Idle time after which a model is unloaded: 5m, 30s, 0 (right after each request), -1 (never). Ollama's OLLAMA_KEEP_ALIVE, LM Studio's idle TTL. */
+  keepAlive: duration.default(5 * 60_000),
+  /** Per-model keep-alive: id=5m,id2=-1. */
+  modelKeepAlive: durationMap.default({}),
+  /** Most models loaded at once (0: no limit); loading another unloads the least recently used idle one. Ollama's OLLAMA_MAX_LOADED_MODELS. */
+  maxLoadedModels: z.coerce.number().int().min(0).default(0),
+  /** How long a request waits for its model to load before it is answered 503/529 (0: no bound). */
+  modelLoadTimeoutMs: z.coerce.number().int().min(0).default(120_000),
+  /** How often the models folder is read again for added, removed or replaced models (0: only at start). */
+  modelsRescanMs: z.coerce.number().int().min(0).default(2_000),
   /** Build missing bundled models at start (they are also built on npm install). */
   buildBundledModels: bool.default(true),
 }).refine((c) => c.bodyTimeoutMs > c.headersTimeoutMs, { message: 'bodyTimeoutMs must be larger than headersTimeoutMs (it counts from the first byte, headers included)', path: ['bodyTimeoutMs'] });
@@ -110,6 +138,8 @@ const envName = (field: Field) => field.replace(/[A-Z]/g, (c) => `_${c}`).toUppe
 const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true } | null>> = {
   apiKeys: { flag: 'api-key', multiple: true },
   modelAliases: { flag: 'alias', multiple: true },
+  preload: { flag: 'preload', multiple: true },
+  modelKeepAlive: { flag: 'model-keep-alive', multiple: true },
   buildBundledModels: null,
 };
 const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate']);
@@ -137,6 +167,7 @@ export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DI
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
+  [--preload ID|* ...] [--keep-alive 5m|0|-1] [--model-keep-alive ID=DURATION ...] [--max-loaded-models N] [--model-load-timeout-ms MS] [--models-rescan-ms MS]
 Environment: ${FIELDS.map(envName).join(', ')}, CONFIG_FILE.`;
 
 export class ConfigError extends Error {}

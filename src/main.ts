@@ -28,12 +28,14 @@ async function main(): Promise<void> {
   const modelsDir = path.resolve(config.modelsDir);
   if (config.buildBundledModels) buildBundledModels(modelsDir);
 
-  const scan = scanModels({ modelsDir, defaultPoolSize: config.workersPerModel });
+  const scanAll = () => scanModels({ modelsDir, defaultPoolSize: config.workersPerModel });
+  const scan = scanAll();
   for (const skipped of scan.skipped) say(`[models] skipped models/${skipped.folder}: ${skipped.reason}`);
-  if (scan.models.length === 0) {
+  if (scan.models.length === 0 && config.modelsRescanMs === 0) {
     say(`[models] no usable model folders in ${modelsDir}`);
     process.exit(1);
   }
+  if (scan.models.length === 0) say(`[models] no usable model folders in ${modelsDir} yet: models added there are served without a restart`);
 
   let host = config.host;
   if (config.apiKeys.length === 0) {
@@ -62,6 +64,14 @@ async function main(): Promise<void> {
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },
+    lifecycle: {
+      pinned: config.preload,
+      keepAliveMs: config.keepAlive,
+      modelKeepAliveMs: config.modelKeepAlive,
+      maxLoadedModels: config.maxLoadedModels,
+      loadTimeoutMs: config.modelLoadTimeoutMs,
+      rescan: { scan: () => scanAll().models, intervalMs: config.modelsRescanMs },
+    },
   });
   const app = await buildApp({ config, inference, metrics, logger });
 
@@ -78,7 +88,8 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   const address = await app.listen({ host, port: config.port });
-  say(`[server] listening on ${address} with ${scan.models.map((m) => `${m.id} (${m.task})`).join(', ')}`);
+  const pinned = (id: string) => config.preload.includes('*') || config.preload.includes(id);
+  say(`[server] listening on ${address} with ${scan.models.map((m) => `${m.id} (${m.task}${pinned(m.id) ? ', loaded' : ', loads on first request'})`).join(', ')}`);
 }
 
 main().catch((error) => {

@@ -73,6 +73,18 @@ export function createMetrics(): Metrics {
     },
   });
   new client.Gauge({
+    name: 'model_loaded', help: '1 while the model is loaded (its workers hold it), 0 when its next request will load it', labelNames: ['model'], registers: [registry],
+    collect() {
+      for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.state === 'unloaded' || m.state === 'loading' ? 0 : 1);
+    },
+  });
+  new client.Gauge({
+    name: 'model_loaded_bytes', help: 'Bytes of the graph and weights files of a loaded model (each of its workers holds a copy)', labelNames: ['model'], registers: [registry],
+    collect() {
+      for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.state === 'loaded' || m.state === undefined ? (m.fileBytes ?? 0) : 0);
+    },
+  });
+  new client.Gauge({
     name: 'model_ready', help: '1 when every worker of the model has it loaded', labelNames: ['model'], registers: [registry],
     collect() {
       for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.ready ? 1 : 0);

@@ -6,6 +6,7 @@
  *   models rm <id>
  *   models pack <id...> -o FILE.tar
  *   models unpack FILE.tar [--force]
+ *   models ps [--url http://127.0.0.1:8080] [--all]      (what a running server has loaded)
  *
  * Common flags: --models-dir DIR (default: models, or MODELS_DIR). The hub is HF_ENDPOINT
  * (default https://huggingface.co); gated repositories need HF_TOKEN.
@@ -18,6 +19,7 @@ import { scanModels } from '../models/registry.js';
 import { formatBytes, listFiles } from '../models/hub/checksums.js';
 import { pack, unpack } from '../models/hub/pack.js';
 import { pull } from '../models/hub/pull.js';
+import { ps } from './ps.js';
 
 const USAGE = `Usage:
   models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID] [--endpoint URL]
@@ -25,6 +27,7 @@ const USAGE = `Usage:
   models rm <id>
   models pack <id...> -o FILE.tar
   models unpack FILE.tar [--force]
+  models ps [--url URL] [--all]   what a running server has loaded (API_KEYS' first key is sent)
 Flags for every command: --models-dir DIR (default: models, or MODELS_DIR)
 Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co), HF_TOKEN (gated repositories)`;
 
@@ -62,6 +65,8 @@ export async function run(argv: string[], env: Record<string, string | undefined
       output: { type: 'string', short: 'o' },
       force: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
+      url: { type: 'string' },
+      all: { type: 'boolean', default: false },
     },
   });
   const [command, ...args] = positionals;
@@ -117,6 +122,10 @@ export async function run(argv: string[], env: Record<string, string | undefined
       if (args.length !== 1) throw new UsageError('unpack takes one archive');
       const ids = await unpack({ modelsDir, archive: path.resolve(args[0]!), force: values.force, log });
       log(`ready: ${ids.join(', ')} in ${modelsDir}`);
+      return 0;
+    }
+    case 'ps': {
+      process.stdout.write(await ps(values.url ?? `http://127.0.0.1:${env.PORT ?? 8080}`, env.API_KEYS?.split(',')[0]?.trim() || undefined, values.all!));
       return 0;
     }
     default:

@@ -155,6 +155,8 @@ export interface EmbedResult {
 export interface CallOptions {
   /** Aborted when the client goes away; generation stops at the next decoding step. */
   signal?: AbortSignal;
+  /** How long the model stays loaded after this request (negative: until asked; 0: unloaded right after), as Ollama's keep_alive. */
+  keepAliveMs?: number;
 }
 
 export interface ChatCallOptions extends CallOptions {
@@ -170,6 +172,17 @@ export interface ModelStatus {
   queued: number;
   workers: number;
   workerRestarts: number;
+  /** loaded: its workers hold it; loading; unloaded: its next request loads it. */
+  state?: 'loaded' | 'loading' | 'unloaded';
+  /** Bytes of its graph and weights on disk. */
+  fileBytes?: number;
+  /** Requests holding it now. */
+  inflight?: number;
+  pinned?: boolean;
+  /** Unix ms: when it was loaded, when a request last released it, when it will unload if idle. */
+  loadedAt?: number;
+  lastUsed?: number;
+  expiresAt?: number;
 }
 
 /** What the HTTP layer needs from the inference core; tests substitute a fake. */

@@ -1,14 +1,38 @@
 /**
- * The inference core: model registry (id or alias -> pool), one ModelPool per model.
+ * The inference core: the models available (id or alias -> entry) and their lifecycle: a model is
+ * loaded on its first request (or at start when pinned), its workers are stopped after it has been
+ * idle for its keep-alive, at most maxLoadedModels are loaded at once, and the available set follows
+ * the models folder while the server runs. One ModelPool (and a tokenizer pool or an embedding
+ * batcher) per loaded model. A model is never unloaded under a request that holds it.
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
+import { modelFileBytes, modelSignature } from '../models/signature.js';
 import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
 import { ModelPool, type ModelPoolOptions, type PoolContext } from '../pool/model-pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
+
+/**
+ * When models are loaded and unloaded. Without it (tests, benchmarks), every model is loaded at
+ * start and kept: the former behaviour.
+ */
+export interface LifecycleOptions {
+  /** Ids loaded at start and never unloaded for idleness; `*` pins every model. */
+  pinned: string[];
+  /** Idle time after which a loaded model's workers are stopped (negative: never; 0: right after its last request). */
+  keepAliveMs: number;
+  /** Per-model keep-alive, by id (overrides keepAliveMs). */
+  modelKeepAliveMs?: Record<string, number>;
+  /** Most models loaded at once (0: no limit); loading one more unloads the least recently used idle one. */
+  maxLoadedModels: number;
+  /** How long a request may wait for its model to load before it is answered model_unavailable. */
+  loadTimeoutMs: number;
+  /** Reads the models available now (models/ and other sources), for models added or removed while running. */
+  rescan?: { scan: () => ModelInfo[]; intervalMs: number };
+}
 
 export interface LocalServiceOptions extends ModelPoolOptions {
   models: ModelInfo[];
@@ -22,91 +46,118 @@ export interface LocalServiceOptions extends ModelPoolOptions {
   logger?: Logger;
   /** Observers (metrics, test counters) and test-only fault injection. */
   hooks?: InferenceHooks;
+  lifecycle?: LifecycleOptions;
+}
+
+/** A loaded model's pools. */
+interface Loaded {
+  pool: ModelPool;
+  /** Chat models: a tokenizer-only pool, so token counting never waits behind generations. */
+  counter?: ModelPool;
+  /** Embedding models: gathers concurrent requests into shared forward passes. */
+  batcher?: EmbedBatcher;
+  at: number;
+}
+
+/** One model the service knows, loaded or not. */
+interface Entry {
+  info: ModelInfo;
+  signature: string;
+  fileBytes: number;
+  pinned: boolean;
+  loaded?: Loaded;
+  loading?: Promise<Loaded>;
+  /** Requests holding the model (waiting for it to load included). */
+  inflight: number;
+  lastUsed: number;
+  /** The keep-alive now in force: the model's own, or what the last request asked for. */
+  keepAliveMs: number;
+  idleTimer?: NodeJS.Timeout;
+  /** Removed or replaced on disk: no new requests; unloaded once the in-flight ones end. */
+  retired: boolean;
+}
+
+/** What a request holds while it uses a model; `release` when done. */
+interface Lease {
+  loaded: Loaded;
+  release: () => void;
 }
 
 export class LocalInferenceService implements InferenceService {
-  private readonly pools = new Map<string, ModelPool>();
-  /** Tokenizer-only pools of chat models: token counting never waits behind generations. */
-  private readonly tokenizerPools = new Map<string, ModelPool>();
-  private readonly batchers = new Map<string, EmbedBatcher>();
-  private readonly names = new Map<string, ModelInfo>();
-  /** Alias patterns, in configuration order; an exact name always wins over a pattern. */
-  private readonly patterns: Array<{ pattern: RegExp; model: ModelInfo }> = [];
+  /** The models available now, by id. */
+  private readonly entries = new Map<string, Entry>();
+  /** Removed or replaced models still finishing requests. */
+  private readonly retiring = new Set<Entry>();
   private readonly workerLogs: WorkerLogs;
   private readonly context: PoolContext;
+  private readonly lifecycle: LifecycleOptions;
+  private rescanTimer?: NodeJS.Timeout;
+  private closed = false;
 
   private constructor(private readonly options: LocalServiceOptions) {
     const logger = options.logger ?? silentLogger;
     this.workerLogs = listenToWorkerLogs(logger);
     this.context = { logger, hooks: options.hooks ?? {}, logChannel: this.workerLogs.channel };
-    for (const model of options.models) {
-      for (const name of [model.id, ...model.aliases]) this.names.set(name, model);
-    }
+    this.lifecycle = options.lifecycle ?? { pinned: ['*'], keepAliveMs: -1, maxLoadedModels: 0, loadTimeoutMs: 0 };
+    for (const info of options.models) this.add(info);
+    // Aliases name models by id, resolved at each lookup: a model added later is found, a removed one is not.
     for (const [alias, target] of Object.entries(options.aliases ?? {})) {
-      const model = this.names.get(target);
-      if (!model) throw new Error(`alias ${alias} points to unknown model ${target}`);
-      if (alias.includes('*')) this.patterns.push({ pattern: globPattern(alias), model });
-      else this.names.set(alias, model);
+      if (!this.entries.has(target)) throw new Error(`alias ${alias} points to unknown model ${target}`);
     }
   }
 
-  /** Starts one pool per model and waits until every worker has loaded its model. */
+  /** Starts the service: pinned models (every model, without lifecycle options) are loaded before it returns. */
   static async start(options: LocalServiceOptions): Promise<LocalInferenceService> {
     const service = new LocalInferenceService(options);
-    const { logger } = service.context;
     try {
-      await Promise.all(
-        options.models.map(async (model) => {
-          const started = Date.now();
-          const pool = new ModelPool(model, options, service.context);
-          service.pools.set(model.id, pool);
-          const pools = [pool];
-          if (model.task === 'chat') {
-            const counter = new ModelPool(model, options, service.context, 'tokenizer');
-            service.tokenizerPools.set(model.id, counter);
-            pools.push(counter);
-          } else {
-            service.batchers.set(model.id, new EmbedBatcher(pool, { ...options.embedBatching, maxQueue: options.maxQueue }));
-          }
-          const [notes = []] = await Promise.all(pools.map((p) => p.start()));
-          const { id, task, dtype, poolSize: workers } = model;
-          logger.info({ model: id, task, dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
-        }),
-      );
+      await Promise.all([...service.entries.values()].filter((e) => e.pinned).map((e) => service.load(e)));
     } catch (error) {
       await service.close();
       throw error;
+    }
+    const rescan = service.lifecycle.rescan;
+    if (rescan && rescan.intervalMs > 0) {
+      service.rescanTimer = setInterval(() => service.refresh(rescan.scan), rescan.intervalMs);
+      service.rescanTimer.unref();
     }
     return service;
   }
 
   status(): { models: ModelStatus[] } {
     return {
-      models: this.options.models.map((model) => {
-        const pool = this.pools.get(model.id);
+      models: [...this.entries.values()].map((entry) => {
+        const loaded = entry.loaded;
+        const pool = loaded?.pool;
         return {
-          id: model.id,
-          task: model.task,
-          ready: pool?.ready ?? false,
-          queued: (pool?.queueSize ?? 0) + (this.batchers.get(model.id)?.queued ?? 0),
+          id: entry.info.id,
+          task: entry.info.task,
+          // An unloaded model is ready too: its first request loads it.
+          ready: !loaded || pool!.ready,
+          state: loaded ? 'loaded' : entry.loading ? 'loading' : 'unloaded',
+          queued: (pool?.queueSize ?? 0) + (loaded?.batcher?.queued ?? 0),
           workers: pool?.size ?? 0,
           workerRestarts: pool?.workerRestarts ?? 0,
+          fileBytes: entry.fileBytes,
+          inflight: entry.inflight,
+          ...(loaded ? { loadedAt: loaded.at, lastUsed: entry.lastUsed } : {}),
+          ...(loaded && entry.inflight === 0 && !entry.pinned && entry.keepAliveMs >= 0 ? { expiresAt: entry.lastUsed + entry.keepAliveMs } : {}),
+          pinned: entry.pinned,
         };
       }),
     };
   }
 
   listModels(): ModelInfo[] {
-    return this.options.models;
+    return [...this.entries.values()].map((e) => e.info);
   }
 
   findModel(name: string): ModelInfo | undefined {
-    return this.names.get(name) ?? this.patterns.find((p) => p.pattern.test(name))?.model;
+    return this.entryNamed(name)?.info;
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
-    const pool = this.pool(request.model, 'chat');
-    const { id, maxOutputTokens } = pool.model;
+    const entry = this.entryFor(request.model, 'chat');
+    const { id, maxOutputTokens } = entry.info;
     if (request.maxTokens > maxOutputTokens) {
       throw new CoreError('output_limit_exceeded', `${request.maxTokens} output tokens asked for; the model \`${id}\` gives at most ${maxOutputTokens}.`, {
         model: request.model,
@@ -114,34 +165,247 @@ export class LocalInferenceService implements InferenceService {
         requested: request.maxTokens,
       });
     }
-    return pool.generate(request, options);
+    return this.using(entry, options, ({ pool }) => pool.generate(request, options));
   }
 
-  async countTokens(prompt: ChatPrompt, _options: CallOptions = {}): Promise<number> {
-    const pool = this.pool(prompt.model, 'chat');
-    return (this.tokenizerPools.get(pool.model.id) ?? pool).countTokens(prompt);
+  async countTokens(prompt: ChatPrompt, options: CallOptions = {}): Promise<number> {
+    return this.using(this.entryFor(prompt.model, 'chat'), options, ({ pool, counter }) => (counter ?? pool).countTokens(prompt));
   }
 
-  async embed(request: EmbedRequest, _options: CallOptions = {}): Promise<EmbedResult> {
-    const pool = this.pool(request.model, 'embedding');
-    return this.batchers.get(pool.model.id)!.embed({ inputs: request.inputs, dimensions: request.dimensions });
+  async embed(request: EmbedRequest, options: CallOptions = {}): Promise<EmbedResult> {
+    return this.using(this.entryFor(request.model, 'embedding'), options, ({ batcher }) => batcher!.embed({ inputs: request.inputs, dimensions: request.dimensions }));
+  }
+
+  /** Unloads a model now if no request holds it (as `keep_alive: 0` does); false when it is busy or not loaded. */
+  async unload(id: string): Promise<boolean> {
+    const entry = this.entries.get(id);
+    if (!entry?.loaded || entry.inflight > 0) return false;
+    await this.unloadEntry(entry, 'asked');
+    return true;
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.pools.values(), ...this.tokenizerPools.values()].map((pool) => pool.close()));
-    this.pools.clear();
-    this.tokenizerPools.clear();
+    this.closed = true;
+    clearInterval(this.rescanTimer);
+    const all = [...this.entries.values(), ...this.retiring];
+    for (const entry of all) clearTimeout(entry.idleTimer);
+    await Promise.all(all.map(async (entry) => {
+      const loaded = entry.loaded ?? (await entry.loading?.catch(() => undefined));
+      entry.loaded = undefined;
+      if (loaded) await closeLoaded(loaded);
+    }));
+    this.entries.clear();
+    this.retiring.clear();
     this.workerLogs.close();
   }
 
-  private pool(name: string, task: ModelInfo['task']): ModelPool {
-    const model = this.findModel(name);
-    if (!model) throw modelNotFound(name);
-    if (model.task !== task) throw wrongModelTask(name, model.task);
-    const pool = this.pools.get(model.id);
-    if (!pool) throw new CoreError('model_unavailable', `The model \`${name}\` is not loaded.`, { model: name });
-    return pool;
+  // ----------------------------------------------------------------------------------------------
+  // Models available
+
+  private add(info: ModelInfo): void {
+    const pinned = this.lifecycle.pinned.includes('*') || this.lifecycle.pinned.includes(info.id);
+    const keepAliveMs = pinned ? -1 : (this.lifecycle.modelKeepAliveMs?.[info.id] ?? this.lifecycle.keepAliveMs);
+    this.entries.set(info.id, { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false });
   }
+
+  /**
+   * Takes in the models available now: a new one is served (loaded on its first request, or now when
+   * pinned); a removed or replaced one stops taking requests and is unloaded once its in-flight ones end.
+   */
+  refresh(scan: () => ModelInfo[]): void {
+    if (this.closed) return;
+    let models: ModelInfo[];
+    try {
+      models = scan();
+    } catch (error) {
+      this.context.logger.warn({ err: error }, 'models rescan failed');
+      return;
+    }
+    const now = new Map(models.map((m) => [m.id, m]));
+    for (const entry of [...this.entries.values()]) {
+      const found = now.get(entry.info.id);
+      if (found && modelSignature(found) === entry.signature) continue;
+      this.entries.delete(entry.info.id);
+      this.retire(entry, found ? 'replaced' : 'removed');
+    }
+    for (const info of models) {
+      if (this.entries.has(info.id) || this.clashes(info)) continue;
+      this.add(info);
+      this.context.logger.info({ model: info.id, task: info.task }, `model ${info.id} available`);
+      const entry = this.entries.get(info.id)!;
+      if (entry.pinned) void this.load(entry).catch((error: unknown) => this.context.logger.error({ err: error, model: info.id }, `model ${info.id} failed to load`));
+    }
+  }
+
+  /** A new model whose id or alias another model already answers to is not taken in (the log says so). */
+  private clashes(info: ModelInfo): boolean {
+    const taken = [info.id, ...info.aliases].find((name) => this.entryNamed(name) !== undefined);
+    if (taken !== undefined) this.context.logger.warn({ model: info.id, name: taken }, `model ${info.id} skipped: the name ${taken} is taken`);
+    return taken !== undefined;
+  }
+
+  private retire(entry: Entry, why: 'removed' | 'replaced'): void {
+    entry.retired = true;
+    clearTimeout(entry.idleTimer);
+    this.context.logger.info({ model: entry.info.id, inflight: entry.inflight }, `model ${entry.info.id} ${why}`);
+    this.retiring.add(entry);
+    this.scheduleIdle(entry);
+  }
+
+  private entryNamed(name: string): Entry | undefined {
+    const direct = this.entries.get(name) ?? [...this.entries.values()].find((e) => e.info.aliases.includes(name));
+    if (direct) return direct;
+    const aliases = Object.entries(this.options.aliases ?? {});
+    const exact = aliases.find(([alias]) => alias === name);
+    if (exact) return this.entries.get(exact[1]);
+    const pattern = aliases.find(([alias]) => alias.includes('*') && globPattern(alias).test(name));
+    return pattern ? this.entries.get(pattern[1]) : undefined;
+  }
+
+  private entryFor(name: string, task: ModelInfo['task']): Entry {
+    const entry = this.entryNamed(name);
+    if (!entry) throw modelNotFound(name);
+    if (entry.info.task !== task) throw wrongModelTask(name, entry.info.task);
+    return entry;
+  }
+
+  // ----------------------------------------------------------------------------------------------
+  // Loading and unloading
+
+  /** Runs `work` with the model loaded (loading it first if need be), holding it meanwhile. */
+  private async using<T>(entry: Entry, options: CallOptions, work: (loaded: Loaded) => Promise<T>): Promise<T> {
+    const lease = await this.lease(entry, options);
+    try {
+      return await work(lease.loaded);
+    } finally {
+      lease.release();
+    }
+  }
+
+  private async lease(entry: Entry, options: CallOptions): Promise<Lease> {
+    entry.inflight++;
+    clearTimeout(entry.idleTimer);
+    const release = () => {
+      entry.inflight--;
+      entry.lastUsed = Date.now();
+      if (options.keepAliveMs !== undefined && !entry.pinned) entry.keepAliveMs = options.keepAliveMs;
+      this.scheduleIdle(entry);
+    };
+    try {
+      return { loaded: entry.loaded ?? (await this.waitForLoad(entry, options.signal)), release };
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /** The model's load, waited for at most loadTimeoutMs (0: no bound) or until the caller goes away. */
+  private async waitForLoad(entry: Entry, signal: AbortSignal | undefined): Promise<Loaded> {
+    const loading = this.load(entry);
+    const limit = this.lifecycle.loadTimeoutMs;
+    if (limit <= 0 && !signal) return loading;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        loading,
+        new Promise<never>((_, reject) => {
+          if (limit > 0) {
+            timer = setTimeout(() => reject(new CoreError('model_unavailable', `The model \`${entry.info.id}\` is still loading after ${limit} ms; try again shortly.`, { model: entry.info.id, limit })), limit);
+          }
+          onAbort = () => reject(new CoreError('internal', 'the client went away while the model loaded', { reason: 'cancelled' }));
+          signal?.addEventListener('abort', onAbort, { once: true });
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Loads the model's pools (once, however many ask), making room under maxLoadedModels first. */
+  private load(entry: Entry): Promise<Loaded> {
+    if (entry.loaded) return Promise.resolve(entry.loaded);
+    if (entry.loading) return entry.loading;
+    const loading = (async () => {
+      await this.makeRoom(entry);
+      const { info } = entry;
+      const started = Date.now();
+      const pool = new ModelPool(info, this.options, this.context);
+      const loaded: Loaded = { pool, at: 0 };
+      if (info.task === 'chat') loaded.counter = new ModelPool(info, this.options, this.context, 'tokenizer');
+      else loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
+      try {
+        const [notes = []] = await Promise.all([pool.start(), loaded.counter?.start()]);
+        const { id, task, dtype, poolSize: workers } = info;
+        this.context.logger.info({ model: id, task, dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
+      } catch (error) {
+        await closeLoaded(loaded);
+        throw error;
+      }
+      loaded.at = Date.now();
+      return loaded;
+    })();
+    entry.loading = loading;
+    loading.then(
+      (loaded) => {
+        entry.loading = undefined;
+        entry.loaded = loaded;
+        entry.lastUsed = Date.now();
+        if (this.closed) void this.unloadEntry(entry, 'closed');
+        else this.scheduleIdle(entry);
+      },
+      (error: unknown) => {
+        entry.loading = undefined;
+        this.context.logger.error({ err: error, model: entry.info.id }, `model ${entry.info.id} failed to load`);
+      },
+    );
+    return loading.catch((error: unknown) => {
+      throw error instanceof CoreError ? error : new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${(error as Error).message ?? error}`, { model: entry.info.id });
+    });
+  }
+
+  /** Under maxLoadedModels: unloads the least recently used idle, unpinned models until one more fits. */
+  private async makeRoom(entry: Entry): Promise<void> {
+    const max = this.lifecycle.maxLoadedModels;
+    if (max <= 0) return;
+    const loaded = () => [...this.entries.values(), ...this.retiring].filter((e) => e !== entry && (e.loaded || e.loading));
+    while (loaded().length >= max) {
+      const idle = loaded().filter((e) => e.loaded && e.inflight === 0 && !e.pinned).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (!idle) {
+        this.context.logger.warn({ model: entry.info.id, max }, `loading ${entry.info.id} beyond maxLoadedModels: every loaded model is busy or pinned`);
+        return;
+      }
+      await this.unloadEntry(idle, 'to make room');
+    }
+  }
+
+  /** Arms the idle unload of a loaded model that no request holds (now, for a retired one). */
+  private scheduleIdle(entry: Entry): void {
+    clearTimeout(entry.idleTimer);
+    if (this.closed || entry.inflight > 0 || (!entry.loaded && !entry.loading)) {
+      if (entry.retired && entry.inflight === 0 && !entry.loaded && !entry.loading) this.retiring.delete(entry);
+      return;
+    }
+    if (entry.retired) return void this.unloadEntry(entry, 'retired');
+    if (entry.pinned || entry.keepAliveMs < 0 || !entry.loaded) return;
+    entry.idleTimer = setTimeout(() => void this.unloadEntry(entry, 'idle'), entry.keepAliveMs);
+    entry.idleTimer.unref();
+  }
+
+  private async unloadEntry(entry: Entry, why: string): Promise<void> {
+    const loaded = entry.loaded;
+    if (!loaded || entry.inflight > 0) return;
+    entry.loaded = undefined;
+    clearTimeout(entry.idleTimer);
+    await closeLoaded(loaded);
+    if (entry.retired) this.retiring.delete(entry);
+    this.context.logger.info({ model: entry.info.id, why, idleMs: Date.now() - entry.lastUsed }, `model ${entry.info.id} unloaded`);
+  }
+}
+
+async function closeLoaded(loaded: Loaded): Promise<void> {
+  await Promise.all([loaded.pool.close(), loaded.counter?.close()]);
 }
 
 /** `claude-haiku-*` -> /^claude-haiku-.*$/: `*` matches any run of characters, everything else itself. */

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp, closeApp } from '../../src/app.js';
 import type { InferenceHooks } from '../../src/core/hooks.js';
 import { startRealService, type RealService } from './real-service.js';
+import type { LifecycleOptions } from '../../src/inference/service.js';
 import { createMetrics } from '../../src/metrics.js';
 
 export interface RealServer {
@@ -13,7 +14,10 @@ export interface RealServer {
 
 /** The real app on real workers, listening on a free loopback port. */
 export async function startRealServer(
-  options: { apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number; maxQueue?: number; generationBatchSize?: number; only?: string[] } = {},
+  options: {
+    apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
+    maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions;
+  } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();
   const service = await startRealService({ ...options, observers: [metrics.observer] });

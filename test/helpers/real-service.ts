@@ -1,6 +1,6 @@
 import type { Fault } from '../../src/core/hooks.js';
 import type { ChatRequest } from '../../src/core/types.js';
-import { LocalInferenceService } from '../../src/inference/service.js';
+import { LocalInferenceService, type LifecycleOptions } from '../../src/inference/service.js';
 import type { InferenceHooks, InferenceObserver } from '../../src/core/hooks.js';
 import type { Logger } from '../../src/core/log.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
@@ -29,7 +29,7 @@ export async function startRealService(
   options: {
     modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
-    script?: InferenceHooks['script']; promptCacheBytes?: number;
+    script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
@@ -50,6 +50,7 @@ export async function startRealService(
     embedBatching: { ...TEST_BATCHING, ...options.batching },
     logger: options.logger,
     ...(options.promptCacheBytes !== undefined ? { promptCacheBytes: options.promptCacheBytes } : {}),
+    ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
   });
   return Object.assign(service, { counters });
 }

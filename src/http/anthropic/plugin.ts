@@ -7,6 +7,7 @@ import type { InferenceService } from '../../core/types.js';
 import { requireKey, type KeyChecker } from '../shared/auth.js';
 import { invalidRequest, sendError } from '../shared/errors.js';
 import { abortOnDisconnect, streamChat } from '../shared/stream.js';
+import { keepAliveOf } from '../shared/keep-alive.js';
 import { parseBody } from '../shared/validation.js';
 import { anthropicErrors } from './errors.js';
 import { toChatPrompt, toChatRequest } from './convert.js';
@@ -37,18 +38,19 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
 
   app.post('/v1/messages/count_tokens', async (request) => {
     const prompt = toChatPrompt(parseBody(countTokensSchema, request.body));
-    return { input_tokens: await inference.countTokens(prompt) };
+    return { input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
   });
 
   app.post('/v1/messages', async (request, reply) => {
     const body = parseBody(messagesSchema, request.body);
     const chatRequest = toChatRequest(body);
     const abort = abortOnDisconnect(reply);
+    const call = { signal: abort.signal, ...keepAliveOf(request) };
     const id = newMessageId();
-    if (!body.stream) return renderMessage(id, body.model, await inference.chat(chatRequest, { signal: abort.signal }));
+    if (!body.stream) return renderMessage(id, body.model, await inference.chat(chatRequest, call));
     const blocks = new BlockEvents();
     return streamChat(request, reply, {
-      inference, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
+      inference, chatRequest, call, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
       frames: {
         start: (event) => streamEvents.messageStart(id, body.model, event),
         part: (event) => blocks.frames(event),

@@ -15,6 +15,7 @@ import { chatSchema } from './chat-schema.js';
 import { toChatCompletionRequest } from './chat-convert.js';
 import { chunkFrames, newCompletionId, renderCompletion } from './chat-render.js';
 import { abortOnDisconnect, streamChat } from '../shared/stream.js';
+import { keepAliveOf } from '../shared/keep-alive.js';
 
 export interface OpenAiPluginOptions {
   inference: InferenceService;
@@ -37,7 +38,7 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
   const handler = async (request: FastifyRequest<{ Params: { model?: string } }>) => {
     const body = parseBody(embeddingsSchema, request.body, { unknownKeys: unknownKeysMessage });
     const { request: embedRequest, encodingFormat } = toEmbedRequest(body, request.params.model);
-    const result = await inference.embed(embedRequest);
+    const result = await inference.embed(embedRequest, keepAliveOf(request));
     return renderEmbeddings(embedRequest.model, result, encodingFormat);
   };
   app.post('/v1/embeddings', handler);
@@ -47,10 +48,11 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
     // No limit asked for: the model's output limit, which the window then bounds (as the peers do).
     const chatRequest = toChatCompletionRequest(body, inference.findModel(body.model)?.maxOutputTokens ?? 1);
     const abort = abortOnDisconnect(reply);
+    const call = { signal: abort.signal, ...keepAliveOf(request) };
     const id = newCompletionId();
-    if (!body.stream) return renderCompletion(id, body.model, await inference.chat(chatRequest, { signal: abort.signal }));
+    if (!body.stream) return renderCompletion(id, body.model, await inference.chat(chatRequest, call));
     return streamChat(request, reply, {
-      inference, chatRequest, signal: abort.signal, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
+      inference, chatRequest, call, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
       frames: chunkFrames(id, body.model, body.stream_options?.include_usage === true, request.id),
     });
   });

@@ -5,7 +5,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { modelNotFound } from '../../core/errors.js';
-import type { InferenceService } from '../../core/types.js';
+import type { InferenceService, ModelStatus } from '../../core/types.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { requireKey, type KeyChecker } from './auth.js';
 import { dialectOf } from './dialect.js';
@@ -49,7 +49,26 @@ function capabilities(model: ModelInfo) {
   };
 }
 
-export function renderModel(model: ModelInfo) {
+/**
+ * Where the model is in its lifecycle (an extension: neither dialect has it): loaded or not, since
+ * when, when it unloads if left idle, and the bytes of its files.
+ */
+function lifecycle(status: ModelStatus | undefined) {
+  if (!status) return {};
+  const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  const state = status.state ?? 'loaded';
+  return {
+    loaded: state === 'loaded',
+    state,
+    pinned: status.pinned ?? true,
+    file_bytes: status.fileBytes ?? null,
+    loaded_at: iso(status.loadedAt),
+    last_used_at: iso(status.lastUsed || undefined),
+    expires_at: iso(status.expiresAt),
+  };
+}
+
+export function renderModel(model: ModelInfo, status?: ModelStatus) {
   return {
     id: model.id,
     object: 'model' as const,
@@ -68,6 +87,7 @@ export function renderModel(model: ModelInfo) {
     // Not in either dialect; clients ignore them and people find them useful.
     task: model.task,
     context_length: model.contextLength,
+    ...lifecycle(status),
   };
 }
 
@@ -80,6 +100,7 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
     if (!parsed.success) throw invalidRequest(`query: ${parsed.error.issues[0]!.message}`);
     const { limit, after_id, before_id } = parsed.data;
     const models = inference.listModels();
+    const statuses = new Map(inference.status().models.map((m) => [m.id, m]));
     const at = (id: string, field: string) => {
       const index = models.findIndex((m) => m.id === id);
       if (index === -1) throw invalidRequest(`${field}: no model \`${id}\` in the list; use an id from a previous page.`, field);
@@ -95,7 +116,7 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
     const hasMore = before_id !== undefined && after_id === undefined ? start > 0 : start + page.length < end;
     return {
       object: 'list',
-      data: page.map(renderModel),
+      data: page.map((m) => renderModel(m, statuses.get(m.id))),
       first_id: page[0]?.id ?? null,
       last_id: page.at(-1)?.id ?? null,
       has_more: hasMore,
@@ -105,6 +126,6 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
   app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
     const model = inference.findModel(request.params.id);
     if (!model) throw modelNotFound(request.params.id);
-    return renderModel(model);
+    return renderModel(model, inference.status().models.find((m) => m.id === model.id));
   });
 };

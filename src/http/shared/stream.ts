@@ -11,7 +11,7 @@
  * - A client that leaves cancels the generation (abortOnDisconnect).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ChatEvent, ChatRequest, ChatResult, InferenceService } from '../../core/types.js';
+import type { CallOptions, ChatEvent, ChatRequest, ChatResult, InferenceService } from '../../core/types.js';
 import { classify, type KnownError } from './errors.js';
 
 export type PartEvent = Exclude<ChatEvent, { type: 'start' }>;
@@ -38,7 +38,8 @@ export function abortOnDisconnect(reply: FastifyReply): AbortController {
 export interface StreamOptions {
   inference: InferenceService;
   chatRequest: ChatRequest;
-  signal: AbortSignal;
+  /** The abort signal (client gone) and the request's keep-alive. */
+  call: CallOptions & { signal: AbortSignal };
   pingIntervalMs: number;
   bufferLimit: number;
   frames: StreamFrames;
@@ -59,7 +60,7 @@ export async function streamChat(request: FastifyRequest, reply: FastifyReply, o
   let ping: NodeJS.Timeout | undefined;
   try {
     const result = await options.inference.chat(options.chatRequest, {
-      signal: options.signal,
+      ...options.call,
       onEvent: (event) => {
         if (event.type !== 'start') return write(frames.part(event));
         started = true;
