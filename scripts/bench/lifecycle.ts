@@ -54,7 +54,7 @@ async function settledRss(pid: number): Promise<number> {
   return rssOf(pid);
 }
 
-const server = await startServerProcess(['--keep-alive=-1', '--models-rescan-ms', '0']);
+const server = await startServerProcess(['--keep-alive=-1', '--models-rescan-ms', '0'], {}, { preloadAll: false });
 try {
   const idle = await settledRss(server.pid);
   const rows: Record<string, { cold: number[]; warm: number[]; added: number[]; returned: number[]; fileBytes: number }> = {};

@@ -13,8 +13,10 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-export function startServerProcess(args: string[], env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/main.ts'), '--port', '0', '--log-level', 'warn', ...args], {
+/** `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load. */
+export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true } = {}): Promise<ServerProcess> {
+  const preload = preloadAll ? ['--preload', '*'] : [];
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/main.ts'), '--port', '0', '--log-level', 'warn', ...preload, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });

@@ -32,7 +32,7 @@ export function startChildServer(options: ChildServerOptions = {}): Promise<Chil
   const { args = [], env = {}, startTimeoutMs = 120_000 } = options;
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', path.join(ROOT, 'models'), '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', ...args],
+    ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', path.join(ROOT, 'models'), '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', '--preload', '*', ...args],
     { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let log = '';

@@ -16,7 +16,7 @@ let child: ChildProcess;
 let url: string;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', '--max-queue', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', '--max-queue', '2', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
   url = await new Promise((resolve, reject) => {
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => {

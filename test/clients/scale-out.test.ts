@@ -35,7 +35,7 @@ function freePort(): Promise<number> {
 }
 
 function startReplica(): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(child);
   let stderr = '';
   return new Promise((resolve, reject) => {
