@@ -98,8 +98,12 @@ function readJson(file: string): Record<string, any> | undefined {
   }
 }
 
-/** Reads one model folder; throws with a readable reason when it cannot be served. */
-export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
+/**
+ * Reads one model folder; throws with a readable reason when it cannot be served. `options.id`
+ * fixes the id (a Hugging Face cache snapshot is named by its repository, `org/name`, whatever its
+ * folder or a manifest says).
+ */
+export function describeModel(dir: string, defaultPoolSize: number, options: { id?: string } = {}): ModelInfo {
   const folder = path.basename(dir);
   const rawManifest = readJson(path.join(dir, 'manifest.json')) ?? {};
   const parsed = manifestSchema.safeParse(rawManifest);
@@ -112,8 +116,8 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
   if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) throw new Error('no tokenizer.json');
   const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json')) ?? {};
 
-  const id = manifest.id ?? folder;
-  if (!MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
+  const id = options.id ?? manifest.id ?? folder;
+  if (options.id === undefined && !MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
 
   const architectures: string[] = Array.isArray(config.architectures) ? config.architectures : [];
   const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : 'embedding');
