@@ -90,6 +90,9 @@ describe('a Hugging Face cache served in place', () => {
     expect(cached.body.data[0].embedding).toHaveLength(100);
     expect(cached.body.data.map((d: { embedding: number[] }) => d.embedding)).toEqual(local.body.data.map((d: { embedding: number[] }) => d.embedding));
     expect(cached.body.usage).toEqual(local.body.usage);
+    // The model in an SDK baseURL (the legacy engines path), its slash as it is.
+    const viaEngine = await new OpenAI({ baseURL: `${server.url}/v1/engines/${CACHED_EMBED}`, apiKey: 'x', maxRetries: 0 }).embeddings.create({ model: CACHED_EMBED, input, encoding_format: 'float' });
+    expect(viaEngine.data.map((d) => d.embedding)).toEqual(local.body.data.map((d: { embedding: number[] }) => d.embedding));
   });
 
   it('keeps the derived last-position graph beside the blob it derives from, linked from the snapshot', () => {
