@@ -103,6 +103,7 @@ describe('models pull', () => {
     const dir = modelsDir('missing');
     await expect(pull({ repo: 'test-org/nope', revision: 'main', endpoint: hub.url, modelsDir: dir })).rejects.toThrow(/test-org\/nope@main: no such repository or revision on http:\/\/127\.0\.0\.1:\d+ \(404/);
     await expect(pull({ repo: REPO, revision: 'main', dtype: 'q4', endpoint: hub.url, modelsDir: dir, id: 'q4-try' })).rejects.toThrow(/@main has no onnx\/model_q4.onnx \(ONNX files in the repository: onnx\/model.onnx, onnx\/model_quantized.onnx\)/);
+    await expect(pull({ repo: REPO, revision: 'main', endpoint: hub.url, modelsDir: dir, id: 'tok', token: 'secret' })).rejects.toThrow(/HF_TOKEN must be a Hugging Face access token/);
     await expect(pull({ repo: REPO, revision: 'v9', endpoint: hub.url, modelsDir: dir, id: 'v9' })).rejects.toThrow(/@v9: no such repository or revision/);
     await expect(pull({ repo: REPO, revision: 'main', endpoint: 'http://127.0.0.1:9', modelsDir: dir, id: 'x' })).rejects.toThrow(/cannot reach http:\/\/127\.0\.0\.1:9/);
     await expect(pull({ repo: REPO, revision: 'main', endpoint: 'http://127.0.0.1:9', modelsDir: dir, id: 'x' })).rejects.toBeInstanceOf(PullError);

@@ -82,6 +82,8 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const target = path.join(options.modelsDir, id);
   if (!toCache && fs.existsSync(target)) throw new PullError(`models/${id} already exists; remove it first (models rm ${id}) or pull with --id`);
 
+  // @huggingface/hub refuses other tokens with a TypeError; say it in the user's words.
+  if (options.token && !options.token.startsWith('hf_')) throw new PullError('HF_TOKEN must be a Hugging Face access token (hf_...)');
   const hub = { hubUrl: options.endpoint.replace(/\/$/, ''), ...(options.token ? { accessToken: options.token } : {}) };
   const where = `${options.repo}@${options.revision}`;
   const commit = await asked(where, hub.hubUrl, async () => (await modelInfo({ ...hub, name: options.repo, revision: options.revision, additionalFields: ['sha'] })).sha);
