@@ -6,6 +6,8 @@
  *   GET /api/models/{repo}/revision/{rev}            model info with `sha`, the commit (modelInfo)
  *   GET /api/models/{repo}/tree/{rev}[/{path}]        the file list: path, size, git oid, lfs {oid: sha256, size}
  *                                                     (listFiles; ?recursive=true; paged with a Link header)
+ *   POST /api/models/{repo}/paths-info/{rev}          the same entries for the paths asked, with lastCommit
+ *                                                     (pathsInfo, which downloadFileToCacheDir calls)
  *   GET /{repo}/resolve/{rev}/{path}                  the file (downloadFile): large files by a redirect to
  *                                                     a CDN path, with X-Linked-Size and a sha256 X-Linked-Etag;
  *                                                     small files directly with a git-style ETag; X-Repo-Commit;
@@ -73,6 +75,21 @@ export async function startHubServer(repo: string, folder: string): Promise<HubS
   };
 
   const server = http.createServer((req, res) => {
+    if (req.method === 'POST') {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        requests.push({ url: req.url! });
+        const prefix = `/api/models/${repo}/paths-info/`;
+        if (!req.url!.startsWith(prefix)) return notFound(res, 'RepoNotFound', 'Repository not found');
+        if (!revisions.has(decodeURIComponent(req.url!.slice(prefix.length)))) return notFound(res, 'RevisionNotFound', 'Invalid rev id');
+        const asked = JSON.parse(body) as { paths: string[]; expand?: boolean };
+        const entries = treeEntries('', true).filter((e) => asked.paths.includes((e as { path: string }).path));
+        const lastCommit = { id: commit, title: 'stand-in commit', date: '2026-01-01T00:00:00.000Z' };
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(asked.expand ? entries.map((e) => ({ ...e, lastCommit })) : entries));
+      });
+      return;
+    }
     requests.push({ url: req.url!, range: req.headers.range });
     const url = new URL(req.url!, 'http://hub');
     const apiPrefix = `/api/models/${repo}/`;

@@ -16,6 +16,7 @@ import { scanModels } from '../../src/models/registry.js';
 import { repoFolderName, scanHuggingFaceCache } from '../../src/models/hf-cache.js';
 import { blobName, writeCachedRepo } from '../helpers/hf-cache-fixture.js';
 import { listFiles } from '../../src/models/hub/checksums.js';
+import { scanCacheDir, snapshotDownload } from '@huggingface/hub';
 import { buildChatFolder } from '../../scripts/models/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
@@ -186,6 +187,35 @@ describe('models pull --hf-cache (the Hugging Face cache layout)', () => {
     const derived = path.join(root, 'hf-cache', repoFolderName(REPO), 'snapshots', hub.commit, 'onnx', 'model.last-logits_quantized.onnx');
     expect(fs.lstatSync(derived).isSymbolicLink()).toBe(true);
     expect(path.dirname(fs.realpathSync(derived))).toBe(fs.realpathSync(path.join(root, 'hf-cache', repoFolderName(REPO), 'blobs')));
+  });
+
+  it('shares the cache with the hub\'s own client both ways: its snapshotDownload is served and reused, its scanCacheDir reads our pull', async () => {
+    // The hub's reader on what pull wrote (the cache of the first test).
+    const ours = await scanCacheDir(path.join(root, 'hf-cache'));
+    expect(ours.warnings).toEqual([]);
+    expect(ours.repos).toHaveLength(1);
+    expect(ours.repos[0]!.id).toEqual({ name: REPO, type: 'model' });
+    expect(ours.repos[0]!.revisions.map((r) => ({ commit: r.commitOid, refs: r.refs }))).toEqual([{ commit: hub.commit, refs: ['main'] }]);
+    // (Its scanner lists a snapshot's top-level files only.)
+    const revision = ours.repos[0]!.revisions[0]!;
+    expect(revision.files.map((f) => path.relative(revision.path, f.path)).sort()).toEqual(Q8_FILES.filter((f) => !f.includes('/')));
+    for (const file of revision.files) expect(path.dirname(file.blob.path)).toBe(fs.realpathSync(path.join(repoDir(path.join(root, 'hf-cache')), 'blobs')));
+
+    // The hub's writer (what huggingface_hub does in Python): the whole repository into a fresh cache.
+    const cache = modelsDir('hf-cache-theirs');
+    const debug = console.debug;
+    console.debug = () => {}; // it announces every file
+    try {
+      await snapshotDownload({ repo: REPO, cacheDir: cache, hubUrl: hub.url });
+    } finally {
+      console.debug = debug;
+    }
+    const { models, skipped } = scanHuggingFaceCache({ cacheDir: cache, defaultPoolSize: 1 });
+    expect(skipped).toEqual([]);
+    expect(models).toMatchObject([{ id: REPO, task: 'chat', dir: path.join(repoDir(cache), 'snapshots', hub.commit) }]);
+    hub.requests.length = 0;
+    await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache });
+    expect(hub.requests.filter((r) => r.url.includes('/resolve/') || r.url.startsWith('/cdn/'))).toEqual([]); // every blob was there
   });
 
   it('refuses --id: a cached model is named by its repository', async () => {
