@@ -56,6 +56,9 @@ beforeAll(() => {
   // An ONNX repository whose blob is gone (a broken link).
   snapshot('org/broken', COMMIT_A, embedding);
   fs.rmSync(path.join(cache, repoFolderName('org/broken'), 'blobs', `${COMMIT_A.slice(0, 8)}-tokenizer.json`));
+  // Another tool is still downloading: the graph is linked, its declared external weights not yet.
+  snapshot('org/downloading', COMMIT_A, { ...embedding, 'config.json': { architectures: ['BertModel'], 'transformers.js_config': { use_external_data_format: { 'model.onnx': 2 } } } });
+  ref('org/downloading', 'main', COMMIT_A);
   // Not candidates: no onnx/ folder, a dataset, a stray file.
   snapshot('org/pytorch-only', COMMIT_A, { 'config.json': {}, 'model.safetensors': '' });
   fs.mkdirSync(path.join(cache, 'datasets--org--data', 'snapshots', COMMIT_A, 'onnx'), { recursive: true });
@@ -82,6 +85,10 @@ describe('scanHuggingFaceCache', () => {
       { folder: path.join(cache, 'models--org--ambiguous'), reason: 'no refs/main and 2 snapshots; cannot tell which to serve' },
       { folder: path.join(cache, 'models--org--broken'), reason: 'no tokenizer.json' },
       { folder: path.join(cache, 'models--org--dangling'), reason: `refs/main names snapshot ${COMMIT_B}, which is not in snapshots/` },
+      {
+        folder: path.join(cache, 'models--org--downloading'),
+        reason: 'config.json declares 2 external data file(s) for onnx/model.onnx; onnx/model.onnx_data, onnx/model.onnx_data_1 missing (a download that has not finished?)',
+      },
     ]);
   });
 
@@ -106,7 +113,7 @@ describe('scanModelSources', () => {
       folder: path.join(cache, 'models--clash'),
       reason: `model id or alias "clash" is already used by ${path.join(modelsDir, 'clash')} (the models folder wins)`,
     });
-    expect(skipped).toHaveLength(4);
+    expect(skipped).toHaveLength(5);
   });
 
   it('reads models/ only when the cache is off', () => {
