@@ -36,21 +36,38 @@ Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co; --hub-u
 
 class UsageError extends Error {}
 
+const BAR_WIDTH = 24;
+
+/** One progress line; on a terminal with a bar and the transfer rate. */
+export function progressLine(o: { file: string; received: number; total: number | null; bytesPerSecond?: number; bar: boolean }): string {
+  const pct = o.total ? Math.floor((o.received / o.total) * 100) : null;
+  const sizes = `${formatBytes(o.received)}${o.total ? ` / ${formatBytes(o.total)}` : ''}`;
+  if (!o.bar) return `  ${o.file}  ${sizes}${pct !== null ? `  ${pct}%` : ''}`;
+  const filled = pct === null ? 0 : Math.min(BAR_WIDTH, Math.round((pct / 100) * BAR_WIDTH));
+  const rate = o.bytesPerSecond !== undefined ? `  ${formatBytes(o.bytesPerSecond)}/s` : '';
+  return `  ${o.file}  [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${pct !== null ? `${String(pct).padStart(3)}%  ` : ''}${sizes}${rate}`;
+}
+
 function progressPrinter() {
   const tty = process.stderr.isTTY;
   const lastStep = new Map<string, number>();
+  const started = new Map<string, { at: number; from: number }>();
   return (file: string, received: number, total: number | null) => {
-    const pct = total ? Math.floor((received / total) * 100) : null;
-    const line = `  ${file}  ${formatBytes(received)}${total ? ` / ${formatBytes(total)}  ${pct}%` : ''}`;
     if (tty) {
+      if (!started.has(file)) started.set(file, { at: Date.now(), from: received });
+      // The rate counts this run's bytes only (a resumed file starts part-way).
+      const { at, from } = started.get(file)!;
+      const elapsed = Date.now() - at;
+      const line = progressLine({ file, received, total, bar: true, ...(elapsed > 0 ? { bytesPerSecond: ((received - from) / elapsed) * 1000 } : {}) });
       process.stderr.write(`\r${line}\x1b[K${total !== null && received >= total ? '\n' : ''}`);
       return;
     }
     // Not a terminal: a line at every 25%.
+    const pct = total ? Math.floor((received / total) * 100) : null;
     const step = pct === null ? 0 : Math.floor(pct / 25);
     if (lastStep.get(file) !== step) {
       lastStep.set(file, step);
-      process.stderr.write(`${line}\n`);
+      process.stderr.write(`${progressLine({ file, received, total, bar: false })}\n`);
     }
   };
 }
