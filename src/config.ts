@@ -4,10 +4,13 @@
  * Nothing else in the server reads process.env or argv.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseDuration } from './core/duration.js';
+import { defaultHubCacheDir } from './models/hf-cache.js';
+import type { ModelSourcesOptions } from './models/sources.js';
 
 const csv = z.preprocess(
   (v) => (typeof v === 'string' ? v.split(',').map((s) => s.trim()).filter(Boolean) : v),
@@ -38,6 +41,16 @@ export const configSchema = z.object({
   port: z.coerce.number().int().min(0).max(65535).default(8080),
   /** Where model folders live (bundled ones are built here). */
   modelsDir: z.string().min(1).default('models'),
+  /**
+   * Also serve the ONNX models in the Hugging Face cache, in place, as `org/name` (what Python tools
+   * and `models pull --hf-cache` download). Off: models/ only.
+   */
+  hfCache: bool.default(true),
+  /**
+   * The Hugging Face cache folder. Default as the Hugging Face tools resolve it: HF_HUB_CACHE, else
+   * $HF_HOME/hub, else ~/.cache/huggingface/hub (see defaultHubCacheDir).
+   */
+  hfHubCache: z.string().min(1).optional(),
   /** Accepted API keys. Empty: no authentication, and the server keeps to loopback unless allowUnauthenticated. */
   apiKeys: csv.default([]),
   /** Bind a non-loopback host without API keys. Anyone who can reach the port can use the models. */
@@ -166,9 +179,9 @@ export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DI
   [--ort-allow-spinning true|false] [--last-position-logits true|false] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
-  [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
+  [--hf-cache true|false] [--hf-hub-cache DIR] [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
   [--preload ID|* ...] [--keep-alive 5m|0|-1] [--model-keep-alive ID=DURATION ...] [--max-loaded-models N] [--model-load-timeout-ms MS] [--models-rescan-ms MS]
-Environment: ${FIELDS.map(envName).join(', ')}, CONFIG_FILE.`;
+Environment: ${FIELDS.map(envName).join(', ')}, HF_HOME, CONFIG_FILE.`;
 
 export class ConfigError extends Error {}
 
@@ -192,7 +205,17 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
   if (!parsed.success) {
     throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
-  return Object.freeze({ ...parsed.data, help: values.help === true });
+  const hfHubCache = parsed.data.hfHubCache ?? defaultHubCacheDir(environment, os.homedir());
+  return Object.freeze({ ...parsed.data, hfHubCache, help: values.help === true });
+}
+
+/** Where models are found (models/ and, unless turned off, the Hugging Face cache): what main.ts scans, at start and on a rescan. */
+export function modelSources(config: Pick<Config, 'modelsDir' | 'hfCache' | 'hfHubCache' | 'workersPerModel'>): ModelSourcesOptions {
+  return {
+    modelsDir: path.resolve(config.modelsDir),
+    hfCacheDir: config.hfCache && config.hfHubCache ? path.resolve(config.hfHubCache) : null,
+    defaultPoolSize: config.workersPerModel,
+  };
 }
 
 export function isLoopback(host: string): boolean {

@@ -5,11 +5,11 @@
 import path from 'node:path';
 import { pino } from 'pino';
 import { buildApp, closeApp } from './app.js';
-import { ConfigError, isLoopback, loadConfig, USAGE } from './config.js';
+import { ConfigError, isLoopback, loadConfig, modelSources, USAGE } from './config.js';
 import { LocalInferenceService } from './inference/service.js';
 import { createMetrics } from './metrics.js';
 import { buildBundledModels } from './models/build-bundled.js';
-import { scanModels } from './models/registry.js';
+import { scanModelSources } from './models/sources.js';
 
 async function main(): Promise<void> {
   let config;
@@ -28,9 +28,9 @@ async function main(): Promise<void> {
   const modelsDir = path.resolve(config.modelsDir);
   if (config.buildBundledModels) buildBundledModels(modelsDir);
 
-  const scanAll = () => scanModels({ modelsDir, defaultPoolSize: config.workersPerModel });
-  const scan = scanAll();
-  for (const skipped of scan.skipped) say(`[models] skipped models/${skipped.folder}: ${skipped.reason}`);
+  const sources = modelSources(config);
+  const scan = scanModelSources(sources);
+  for (const skipped of scan.skipped) say(`[models] skipped ${skipped.folder}: ${skipped.reason}`);
   if (scan.models.length === 0 && config.modelsRescanMs === 0) {
     say(`[models] no usable model folders in ${modelsDir}`);
     process.exit(1);
@@ -70,7 +70,7 @@ async function main(): Promise<void> {
       modelKeepAliveMs: config.modelKeepAlive,
       maxLoadedModels: config.maxLoadedModels,
       loadTimeoutMs: config.modelLoadTimeoutMs,
-      rescan: { scan: () => scanAll().models, intervalMs: config.modelsRescanMs },
+      rescan: { scan: () => scanModelSources(sources).models, intervalMs: config.modelsRescanMs },
     },
   });
   const app = await buildApp({ config, inference, metrics, logger });

@@ -1,53 +1,76 @@
 /**
  * The `models` command: fetch models on a machine with a network, carry them to one without.
  *
- *   models pull <owner/name> [--revision main] [--dtype q8|q4|fp16|fp32|...] [--id ID] [--endpoint URL]
+ *   models pull <owner/name> [--revision main] [--dtype q8|q4|fp16|fp32|...] [--id ID | --hf-cache] [--hub-url URL]
  *   models list
  *   models rm <id>
  *   models pack <id...> -o FILE.tar
  *   models unpack FILE.tar [--force]
  *   models ps [--url http://127.0.0.1:8080] [--all]      (what a running server has loaded)
  *
- * Common flags: --models-dir DIR (default: models, or MODELS_DIR). The hub is HF_ENDPOINT
- * (default https://huggingface.co); gated repositories need HF_TOKEN.
+ * Common flags: --models-dir DIR (default: models, or MODELS_DIR); --hf-hub-cache DIR (default:
+ * HF_HUB_CACHE, $HF_HOME/hub or ~/.cache/huggingface/hub). The hub is --hub-url (or --endpoint), else
+ * HF_ENDPOINT, else https://huggingface.co; gated repositories need HF_TOKEN.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DTYPES, MODEL_ID_PATTERN, type Dtype } from '../models/manifest.js';
-import { scanModels } from '../models/registry.js';
+import { defaultHubCacheDir, repoFolderName } from '../models/hf-cache.js';
+import { scanModelSources } from '../models/sources.js';
 import { formatBytes, listFiles } from '../models/hub/checksums.js';
 import { pack, unpack } from '../models/hub/pack.js';
 import { pull } from '../models/hub/pull.js';
 import { ps } from './ps.js';
 
 const USAGE = `Usage:
-  models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID] [--endpoint URL]
-  models list
+  models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID | --hf-cache] [--hub-url URL]
+      --hf-cache: into the Hugging Face cache (shared with Python tools; served as owner/name)
+  models list                      models/ and the Hugging Face cache
   models rm <id>
   models pack <id...> -o FILE.tar
   models unpack FILE.tar [--force]
   models ps [--url URL] [--all]   what a running server has loaded (API_KEYS' first key is sent)
-Flags for every command: --models-dir DIR (default: models, or MODELS_DIR)
-Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co), HF_TOKEN (gated repositories)`;
+Flags for every command: --models-dir DIR (default: models, or MODELS_DIR),
+  --hf-hub-cache DIR (default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)
+Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co; --hub-url overrides),
+  HF_TOKEN (gated repositories), HF_HOME, HF_HUB_CACHE`;
 
 class UsageError extends Error {}
+
+const BAR_WIDTH = 24;
+
+/** One progress line; on a terminal with a bar and the transfer rate. */
+export function progressLine(o: { file: string; received: number; total: number | null; bytesPerSecond?: number; bar: boolean }): string {
+  const pct = o.total ? Math.floor((o.received / o.total) * 100) : null;
+  const sizes = `${formatBytes(o.received)}${o.total ? ` / ${formatBytes(o.total)}` : ''}`;
+  if (!o.bar) return `  ${o.file}  ${sizes}${pct !== null ? `  ${pct}%` : ''}`;
+  const filled = pct === null ? 0 : Math.min(BAR_WIDTH, Math.round((pct / 100) * BAR_WIDTH));
+  const rate = o.bytesPerSecond !== undefined ? `  ${formatBytes(o.bytesPerSecond)}/s` : '';
+  return `  ${o.file}  [${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}] ${pct !== null ? `${String(pct).padStart(3)}%  ` : ''}${sizes}${rate}`;
+}
 
 function progressPrinter() {
   const tty = process.stderr.isTTY;
   const lastStep = new Map<string, number>();
+  const started = new Map<string, { at: number; from: number }>();
   return (file: string, received: number, total: number | null) => {
-    const pct = total ? Math.floor((received / total) * 100) : null;
-    const line = `  ${file}  ${formatBytes(received)}${total ? ` / ${formatBytes(total)}  ${pct}%` : ''}`;
     if (tty) {
+      if (!started.has(file)) started.set(file, { at: Date.now(), from: received });
+      // The rate counts this run's bytes only (a resumed file starts part-way).
+      const { at, from } = started.get(file)!;
+      const elapsed = Date.now() - at;
+      const line = progressLine({ file, received, total, bar: true, ...(elapsed > 0 ? { bytesPerSecond: ((received - from) / elapsed) * 1000 } : {}) });
       process.stderr.write(`\r${line}\x1b[K${total !== null && received >= total ? '\n' : ''}`);
       return;
     }
     // Not a terminal: a line at every 25%.
+    const pct = total ? Math.floor((received / total) * 100) : null;
     const step = pct === null ? 0 : Math.floor(pct / 25);
     if (lastStep.get(file) !== step) {
       lastStep.set(file, step);
-      process.stderr.write(`${line}\n`);
+      process.stderr.write(`${progressLine({ file, received, total, bar: false })}\n`);
     }
   };
 }
@@ -62,6 +85,9 @@ export async function run(argv: string[], env: Record<string, string | undefined
       dtype: { type: 'string' },
       id: { type: 'string' },
       endpoint: { type: 'string' },
+      'hub-url': { type: 'string' },
+      'hf-cache': { type: 'boolean', default: false },
+      'hf-hub-cache': { type: 'string' },
       output: { type: 'string', short: 'o' },
       force: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
@@ -75,6 +101,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
     return command ? 0 : 2;
   }
   const modelsDir = path.resolve(values['models-dir'] ?? env.MODELS_DIR ?? 'models');
+  const hfCacheDir = path.resolve(values['hf-hub-cache'] ?? defaultHubCacheDir(env, os.homedir()));
   const log = (line: string) => process.stderr.write(`${line}\n`);
   switch (command) {
     case 'pull': {
@@ -85,7 +112,8 @@ export async function run(argv: string[], env: Record<string, string | undefined
         revision: values.revision!,
         dtype: values.dtype as Dtype | undefined,
         id: values.id,
-        endpoint: values.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co',
+        ...(values['hf-cache'] ? { hfCacheDir } : {}),
+        endpoint: values['hub-url'] ?? values.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co',
         token: env.HF_TOKEN,
         modelsDir,
         onProgress: progressPrinter(),
@@ -94,7 +122,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
       return 0;
     }
     case 'list': {
-      const { models, skipped } = scanModels({ modelsDir, defaultPoolSize: 1 });
+      const { models, skipped } = scanModelSources({ modelsDir, hfCacheDir, defaultPoolSize: 1 });
       const rows = models.map((m) => [m.id, m.task, m.dtype, formatBytes(folderSize(m.dir)), String(m.contextLength)]);
       const header = ['ID', 'TASK', 'DTYPE', 'SIZE', 'CONTEXT'];
       const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
@@ -106,6 +134,10 @@ export async function run(argv: string[], env: Record<string, string | undefined
       if (args.length === 0) throw new UsageError('rm takes one or more model ids');
       for (const id of args) {
         const dir = path.join(modelsDir, id);
+        if (id.includes('/') && fs.existsSync(path.join(hfCacheDir, repoFolderName(id)))) {
+          // Shared with Python tools: their cache, their tool to prune it.
+          throw new UsageError(`${id} is in the Hugging Face cache (${path.join(hfCacheDir, repoFolderName(id))}), which other tools share; remove it with \`huggingface-cli delete-cache\` or delete that folder`);
+        }
         if (!MODEL_ID_PATTERN.test(id) || !fs.existsSync(dir)) throw new UsageError(`no model folder models/${id}`);
         fs.rmSync(dir, { recursive: true, force: true });
         log(`removed models/${id}`);

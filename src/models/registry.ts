@@ -98,8 +98,12 @@ function readJson(file: string): Record<string, any> | undefined {
   }
 }
 
-/** Reads one model folder; throws with a readable reason when it cannot be served. */
-export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
+/**
+ * Reads one model folder; throws with a readable reason when it cannot be served. `options.id`
+ * fixes the id (a Hugging Face cache snapshot is named by its repository, `org/name`, whatever its
+ * folder or a manifest says).
+ */
+export function describeModel(dir: string, defaultPoolSize: number, options: { id?: string } = {}): ModelInfo {
   const folder = path.basename(dir);
   const rawManifest = readJson(path.join(dir, 'manifest.json')) ?? {};
   const parsed = manifestSchema.safeParse(rawManifest);
@@ -112,8 +116,8 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
   if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) throw new Error('no tokenizer.json');
   const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json')) ?? {};
 
-  const id = manifest.id ?? folder;
-  if (!MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
+  const id = options.id ?? manifest.id ?? folder;
+  if (options.id === undefined && !MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
 
   const architectures: string[] = Array.isArray(config.architectures) ? config.architectures : [];
   const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : 'embedding');
@@ -125,13 +129,19 @@ export function describeModel(dir: string, defaultPoolSize: number): ModelInfo {
   const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config));
   const onnxFile = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
   const contextLength = manifest.contextLength ?? contextFromConfig(config, tokenizerConfig);
+  const externalDataChunks = countExternalData(path.join(dir, onnxFile));
+  const declared = declaredExternalData(config, onnxFile);
+  if (declared > externalDataChunks) {
+    const missing = Array.from({ length: declared - externalDataChunks }, (_, i) => externalDataName(onnxFile, externalDataChunks + i));
+    throw new Error(`config.json declares ${declared} external data file(s) for ${onnxFile}; ${missing.join(', ')} missing (a download that has not finished?)`);
+  }
   return {
     id,
     task,
     dir: path.resolve(dir),
     dtype,
     onnxFile,
-    externalDataChunks: countExternalData(path.join(dir, onnxFile)),
+    externalDataChunks,
     contextLength,
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
     thinking: template !== undefined && /\benable_thinking\b/.test(template),
@@ -180,6 +190,25 @@ function contextFromConfig(config: Record<string, any>, tokenizerConfig: Record<
     if (typeof value === 'number' && Number.isInteger(value) && value > 0 && value < 1e7) return value;
   }
   return DEFAULT_CONTEXT;
+}
+
+/**
+ * External data files that config.json's `transformers.js_config.use_external_data_format` says this
+ * very graph has (an object keyed by its file name, as onnx-community exports write it: true is one,
+ * a number that many). Checked because a snapshot another tool is still downloading into can hold
+ * the graph before its weights. A value for every file at once (`true`, a number) is not taken at its
+ * word: exports write it for their default dtype, and the other dtypes' graphs may be inline, which
+ * the worker handles by counting the files present.
+ */
+function declaredExternalData(config: Record<string, any>, onnxFile: string): number {
+  const value = config['transformers.js_config']?.use_external_data_format;
+  if (value === null || typeof value !== 'object') return 0;
+  const count = Number(value[path.basename(onnxFile)] ?? 0);
+  return Number.isInteger(count) && count > 0 ? count : 0;
+}
+
+function externalDataName(onnxFile: string, index: number): string {
+  return `${onnxFile}_data${index === 0 ? '' : `_${index}`}`;
 }
 
 function countExternalData(onnxPath: string): number {

@@ -15,7 +15,7 @@ export interface RealServer {
 /** The real app on real workers, listening on a free loopback port. */
 export async function startRealServer(
   options: {
-    apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
+    apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; hfCacheDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
     maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions;
   } = {},
 ): Promise<RealServer> {

@@ -3,7 +3,8 @@ import type { ChatRequest } from '../../src/core/types.js';
 import { LocalInferenceService, type LifecycleOptions } from '../../src/inference/service.js';
 import type { InferenceHooks, InferenceObserver } from '../../src/core/hooks.js';
 import type { Logger } from '../../src/core/log.js';
-import { scanModels, type ModelInfo } from '../../src/models/registry.js';
+import type { ModelInfo } from '../../src/models/registry.js';
+import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
 import { MODELS_DIR } from './paths.js';
 
@@ -27,12 +28,12 @@ export type RealService = LocalInferenceService & { counters: Counters };
 
 export async function startRealService(
   options: {
-    modelsDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
+    modelsDir?: string; /** Also serve the models of this Hugging Face cache folder. */ hfCacheDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
     script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions;
   } = {},
 ): Promise<RealService> {
-  const { models, skipped } = scanModels({ modelsDir: options.modelsDir ?? MODELS_DIR, defaultPoolSize: 1 });
+  const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
   if (skipped.length) throw new Error(`unexpected skipped model folders: ${JSON.stringify(skipped)}`);
   const chosen: ModelInfo[] = models
     .filter((m) => !options.only || options.only.includes(m.id))

@@ -13,6 +13,10 @@ import { pull, PullError } from '../../src/models/hub/pull.js';
 import { pack, unpack, ArchiveError } from '../../src/models/hub/pack.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { scanModels } from '../../src/models/registry.js';
+import { repoFolderName, scanHuggingFaceCache } from '../../src/models/hf-cache.js';
+import { blobName, writeCachedRepo } from '../helpers/hf-cache-fixture.js';
+import { listFiles } from '../../src/models/hub/checksums.js';
+import { scanCacheDir, snapshotDownload } from '@huggingface/hub';
 import { buildChatFolder } from '../../scripts/models/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
@@ -78,7 +82,9 @@ describe('models pull', () => {
 
     hub.requests.length = 0;
     await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: dir });
-    expect(hub.requests.find((r) => r.url.includes('onnx_data'))?.range).toBe(`bytes=${partial}-`);
+    const size = fs.statSync(path.join(source, 'onnx/model_quantized.onnx_data')).size;
+    expect(hub.requests.filter((r) => r.url.includes('onnx_data')).map((r) => r.range)).toContain(`bytes=${partial}-${size - 1}`);
+    expect(hub.requests.filter((r) => r.url.includes('onnx_data')).map((r) => r.range)).not.toContain(undefined); // never the whole file again
     expect(hub.requests.some((r) => r.url.endsWith('/tokenizer.json'))).toBe(false); // finished files are not fetched again
     expect(sameBytes(path.join(dir, 'llama3-tiny-ONNX', 'onnx/model_quantized.onnx_data'), path.join(source, 'onnx/model_quantized.onnx_data'))).toBe(true);
   });
@@ -96,9 +102,124 @@ describe('models pull', () => {
 
   it('reports a missing repository or dtype clearly', async () => {
     const dir = modelsDir('missing');
-    await expect(pull({ repo: 'test-org/nope', revision: 'main', endpoint: hub.url, modelsDir: dir })).rejects.toThrow(/test-org\/nope@main has no config.json \(404/);
-    await expect(pull({ repo: REPO, revision: 'main', dtype: 'q4', endpoint: hub.url, modelsDir: dir, id: 'q4-try' })).rejects.toThrow(/has no onnx\/model_q4.onnx \(404/);
+    await expect(pull({ repo: 'test-org/nope', revision: 'main', endpoint: hub.url, modelsDir: dir })).rejects.toThrow(/test-org\/nope@main: no such repository or revision on http:\/\/127\.0\.0\.1:\d+ \(404/);
+    await expect(pull({ repo: REPO, revision: 'main', dtype: 'q4', endpoint: hub.url, modelsDir: dir, id: 'q4-try' })).rejects.toThrow(/@main has no onnx\/model_q4.onnx \(ONNX files in the repository: onnx\/model.onnx, onnx\/model_quantized.onnx\)/);
+    await expect(pull({ repo: REPO, revision: 'main', endpoint: hub.url, modelsDir: dir, id: 'tok', token: 'secret' })).rejects.toThrow(/HF_TOKEN must be a Hugging Face access token/);
+    await expect(pull({ repo: REPO, revision: 'v9', endpoint: hub.url, modelsDir: dir, id: 'v9' })).rejects.toThrow(/@v9: no such repository or revision/);
+    await expect(pull({ repo: REPO, revision: 'main', endpoint: 'http://127.0.0.1:9', modelsDir: dir, id: 'x' })).rejects.toThrow(/cannot reach http:\/\/127\.0\.0\.1:9/);
     await expect(pull({ repo: REPO, revision: 'main', endpoint: 'http://127.0.0.1:9', modelsDir: dir, id: 'x' })).rejects.toBeInstanceOf(PullError);
+  });
+});
+
+describe('models pull --hf-cache (the Hugging Face cache layout)', () => {
+  const repoDir = (cache: string) => path.join(cache, repoFolderName(REPO));
+  const Q8_FILES = ['config.json', 'generation_config.json', 'onnx/model_quantized.onnx', 'onnx/model_quantized.onnx_data', 'tokenizer.json', 'tokenizer_config.json'];
+
+  it('writes blobs by hash, snapshot links and refs/main only when complete; resumes a cut transfer from the .incomplete blob', async () => {
+    const cache = modelsDir('hf-cache');
+    const data = 'onnx/model_quantized.onnx_data';
+    const dataBlob = path.join(repoDir(cache), 'blobs', blobName(fs.readFileSync(path.join(source, data))));
+    hub.cutAfter.set(data, 100_000);
+    await expect(pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache })).rejects.toThrow(/onnx_data: download interrupted/);
+    // Half a pull is invisible: no snapshot, no ref, nothing to serve; the partial blob waits under huggingface_hub's name for it.
+    expect(fs.existsSync(path.join(repoDir(cache), 'snapshots'))).toBe(false);
+    expect(fs.existsSync(path.join(repoDir(cache), 'refs'))).toBe(false);
+    expect(scanHuggingFaceCache({ cacheDir: cache, defaultPoolSize: 1 })).toEqual({ models: [], skipped: [] });
+    const partial = fs.statSync(`${dataBlob}.incomplete`).size;
+    expect(partial).toBeGreaterThan(0);
+    expect(partial).toBeLessThanOrEqual(100_000);
+
+    hub.requests.length = 0;
+    const result = await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache });
+    const size = fs.statSync(path.join(source, data)).size;
+    expect(hub.requests.filter((r) => r.url.includes('onnx_data')).map((r) => r.range)).toContain(`bytes=${partial}-${size - 1}`);
+    expect(hub.requests.some((r) => r.url.endsWith('/tokenizer.json'))).toBe(false); // its blob is in: not fetched again
+
+    const snapshot = path.join(repoDir(cache), 'snapshots', hub.commit);
+    expect(result).toMatchObject({ id: REPO, dir: snapshot, commit: hub.commit });
+    expect(fs.readFileSync(path.join(repoDir(cache), 'refs', 'main'), 'utf8')).toBe(hub.commit);
+    expect(listFiles(snapshot)).toEqual(Q8_FILES);
+    for (const rel of Q8_FILES) {
+      const link = path.join(snapshot, rel);
+      const content = fs.readFileSync(path.join(source, rel));
+      expect(fs.lstatSync(link).isSymbolicLink(), rel).toBe(true);
+      expect(fs.readlinkSync(link), rel).toBe(path.relative(path.dirname(link), path.join(repoDir(cache), 'blobs', blobName(content))));
+      expect(fs.readFileSync(link).equals(content), rel).toBe(true);
+      expect(result.files[rel]?.size).toBe(content.length);
+    }
+    expect(fs.readdirSync(path.join(repoDir(cache), 'blobs')).filter((f) => f.endsWith('.incomplete'))).toEqual([]);
+    const { models, skipped } = scanHuggingFaceCache({ cacheDir: cache, defaultPoolSize: 1 });
+    expect(skipped).toEqual([]);
+    expect(models).toMatchObject([{ id: REPO, task: 'chat', dtype: 'q8', externalDataChunks: 1, dir: snapshot }]);
+  });
+
+  it('uses blobs another tool already downloaded, and refuses a corrupted file', async () => {
+    const cache = modelsDir('hf-cache-shared');
+    // What a Python tool leaves after loading only the tokenizer (its own snapshot of these files).
+    writeCachedRepo({ cacheDir: cache, repo: REPO, source, files: ['config.json', 'tokenizer.json', 'tokenizer_config.json'] });
+    hub.requests.length = 0;
+    hub.corrupt.add('generation_config.json');
+    try {
+      await expect(pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache })).rejects.toThrow(/generation_config\.json: checksum mismatch \(git-sha1 [0-9a-f]{40}, the hub lists [0-9a-f]{40}\)/);
+    } finally {
+      hub.corrupt.clear();
+    }
+    await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache });
+    const fetched = hub.requests.filter((r) => r.url.includes('/resolve/')).map((r) => r.url.replace(/^.*\/resolve\/[^/]+\//, ''));
+    expect(fetched.filter((rel) => ['config.json', 'tokenizer.json', 'tokenizer_config.json'].includes(rel))).toEqual([]);
+    expect(fetched).toContain('onnx/model_quantized.onnx');
+    expect(scanHuggingFaceCache({ cacheDir: cache, defaultPoolSize: 1 }).models.map((m) => m.id)).toEqual([REPO]);
+  });
+
+  it('the pulled snapshot (external weights, all links) serves what the models/ pull serves', async () => {
+    const request: ChatRequest = { model: REPO, messages: [{ role: 'user', content: 'Hello' }], maxTokens: 6, sampling: { temperature: 0 }, stopStrings: [] };
+    const service = await startRealService({ modelsDir: path.join(root, 'pulled'), hfCacheDir: path.join(root, 'hf-cache') });
+    try {
+      const cached = await service.chat(request);
+      const local = await service.chat({ ...request, model: 'llama3-tiny-ONNX' });
+      expect(cached.outputTokens).toBe(6);
+      expect(cached).toEqual(local);
+    } finally {
+      await service.close();
+    }
+    // Loaded through its last-position graph, which lives beside the export's blob: onnxruntime
+    // took the linked external weights (it refuses a graph whose weights leave its real folder).
+    const derived = path.join(root, 'hf-cache', repoFolderName(REPO), 'snapshots', hub.commit, 'onnx', 'model.last-logits_quantized.onnx');
+    expect(fs.lstatSync(derived).isSymbolicLink()).toBe(true);
+    expect(path.dirname(fs.realpathSync(derived))).toBe(fs.realpathSync(path.join(root, 'hf-cache', repoFolderName(REPO), 'blobs')));
+  });
+
+  it('shares the cache with the hub\'s own client both ways: its snapshotDownload is served and reused, its scanCacheDir reads our pull', async () => {
+    // The hub's reader on what pull wrote (the cache of the first test).
+    const ours = await scanCacheDir(path.join(root, 'hf-cache'));
+    expect(ours.warnings).toEqual([]);
+    expect(ours.repos).toHaveLength(1);
+    expect(ours.repos[0]!.id).toEqual({ name: REPO, type: 'model' });
+    expect(ours.repos[0]!.revisions.map((r) => ({ commit: r.commitOid, refs: r.refs }))).toEqual([{ commit: hub.commit, refs: ['main'] }]);
+    // (Its scanner lists a snapshot's top-level files only.)
+    const revision = ours.repos[0]!.revisions[0]!;
+    expect(revision.files.map((f) => path.relative(revision.path, f.path)).sort()).toEqual(Q8_FILES.filter((f) => !f.includes('/')));
+    for (const file of revision.files) expect(path.dirname(file.blob.path)).toBe(fs.realpathSync(path.join(repoDir(path.join(root, 'hf-cache')), 'blobs')));
+
+    // The hub's writer (what huggingface_hub does in Python): the whole repository into a fresh cache.
+    const cache = modelsDir('hf-cache-theirs');
+    const debug = console.debug;
+    console.debug = () => {}; // it announces every file
+    try {
+      await snapshotDownload({ repo: REPO, cacheDir: cache, hubUrl: hub.url });
+    } finally {
+      console.debug = debug;
+    }
+    const { models, skipped } = scanHuggingFaceCache({ cacheDir: cache, defaultPoolSize: 1 });
+    expect(skipped).toEqual([]);
+    expect(models).toMatchObject([{ id: REPO, task: 'chat', dir: path.join(repoDir(cache), 'snapshots', hub.commit) }]);
+    hub.requests.length = 0;
+    await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: root, hfCacheDir: cache });
+    expect(hub.requests.filter((r) => r.url.includes('/resolve/') || r.url.startsWith('/cdn/'))).toEqual([]); // every blob was there
+  });
+
+  it('refuses --id: a cached model is named by its repository', async () => {
+    await expect(pull({ repo: REPO, revision: 'main', endpoint: hub.url, modelsDir: root, hfCacheDir: modelsDir('hf-cache-id'), id: 'x' })).rejects.toThrow(/--id does not apply/);
   });
 });
 
@@ -121,6 +242,15 @@ describe('the models command (npm bin)', () => {
     expect(listed.stdout).toMatch(/cli-llama\s+chat\s+q8\s+[\d.]+ MB\s+2048/);
     expect((await cli(['rm', 'cli-llama', '--models-dir', dir])).status).toBe(0);
     expect(fs.readdirSync(dir)).toEqual([]);
+    const home = modelsDir('cli-home');
+    const cached = await cli(['pull', REPO, '--dtype', 'q8', '--hf-cache', '--hub-url', hub.url, '--models-dir', dir], { HF_HOME: home, HF_HUB_CACHE: '', HF_ENDPOINT: 'http://127.0.0.1:9' });
+    expect(cached.status, cached.stderr).toBe(0);
+    expect(fs.existsSync(path.join(home, 'hub', repoFolderName(REPO), 'refs', 'main'))).toBe(true);
+    const both = await cli(['list', '--models-dir', dir], { HF_HOME: home, HF_HUB_CACHE: '' });
+    expect(both.stdout).toMatch(new RegExp(`${REPO}\\s+chat\\s+q8\\s+[\\d.]+ MB\\s+2048`));
+    const rmCached = await cli(['rm', REPO, '--models-dir', dir], { HF_HOME: home, HF_HUB_CACHE: '' });
+    expect(rmCached.status).toBe(2);
+    expect(rmCached.stderr).toMatch(/is in the Hugging Face cache .*huggingface-cli delete-cache/);
     const bad = await cli(['frobnicate']);
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/unknown command "frobnicate"[\s\S]*Usage/);

@@ -35,9 +35,10 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
     requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }),
   );
 
-  const handler = async (request: FastifyRequest<{ Params: { model?: string } }>) => {
+  const handler = async (request: FastifyRequest<{ Params: { model?: string; org?: string } }>) => {
     const body = parseBody(embeddingsSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const { request: embedRequest, encodingFormat } = toEmbedRequest(body, request.params.model);
+    const { org, model } = request.params;
+    const { request: embedRequest, encodingFormat } = toEmbedRequest(body, org !== undefined && model !== undefined ? `${org}/${model}` : model);
     const result = await inference.embed(embedRequest, keepAliveOf(request));
     return renderEmbeddings(embedRequest.model, result, encodingFormat);
   };
@@ -57,4 +58,6 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
     });
   });
   app.post('/v1/engines/:model/embeddings', handler);
+  // A Hugging Face cache model (`org/name`) in an SDK baseURL: the slash arrives as it is.
+  app.post('/v1/engines/:org/:model/embeddings', handler);
 };

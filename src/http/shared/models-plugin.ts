@@ -123,9 +123,12 @@ export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app,
     };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/models/:id', async (request) => {
-    const model = inference.findModel(request.params.id);
-    if (!model) throw modelNotFound(request.params.id);
+  // A wildcard, not `:id`: Hugging Face cache models are named `org/name`, and clients send that
+  // slash as it is (curl) or encoded as %2F (the OpenAI and Anthropic SDKs); the router decodes both.
+  app.get<{ Params: { '*': string } }>('/v1/models/*', async (request) => {
+    const id = request.params['*'];
+    const model = inference.findModel(id);
+    if (!model) throw modelNotFound(id);
     return renderModel(model, inference.status().models.find((m) => m.id === model.id));
   });
 };

@@ -1,19 +1,33 @@
 /**
- * `models pull`: fetches the files one dtype of a Hugging Face ONNX export needs, from the hub's
- * `resolve` URLs or a mirror, into models/<id>.
+ * `models pull`: fetches the files one dtype of a Hugging Face ONNX export needs, with the hub's own
+ * client (`@huggingface/hub`), from the hub or a mirror (HF_ENDPOINT), into models/<id> or into the
+ * Hugging Face cache.
  *
- * Files land in models/.pull-<id>/ first (a dot folder the registry never loads). Each file is
- * downloaded to `<file>.part`, resumed with an HTTP Range request after an interruption, checked
- * against the size and sha256 the hub announces (X-Linked-Size / X-Linked-Etag, or a sha256 ETag),
- * and only then renamed. When every file is in, manifest.json (with the checksums) is written and
- * the folder is renamed to models/<id> in one step: a failed pull never leaves a loadable folder.
+ * The commit the revision points at is asked first (modelInfo), then the repository's file list at
+ * that commit (listFiles: paths, sizes, the sha256 of every LFS file and the git sha1 of the others),
+ * so no file is probed by a 404, every file comes from the same commit, and every file is checked
+ * against the hash the hub lists. Each file is fetched with downloadFile into a partial file; a
+ * pull that was cut resumes from the partial file's length with a Range request (the blob's
+ * slice), and a file whose hash is wrong is deleted and reported.
+ *
+ * models/ (default): files land in models/.pull-<id>/ (a dot folder the registry never loads) and
+ * are renamed into place once every file is in and manifest.json is written: a failed pull never
+ * leaves a loadable folder.
+ *
+ * The Hugging Face cache (`hfCacheDir`): the layout huggingface_hub writes, so Python tools and this
+ * server share downloads both ways. Contents go to blobs/<sha256 for LFS files, git sha1 otherwise>,
+ * partial files are blobs/<hash>.incomplete (as huggingface_hub names them: either tool resumes the
+ * other's), blobs already present are not fetched again; only when every blob is in are the
+ * snapshots/<commit>/ links and refs/<revision> written, so the server never sees half a snapshot.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { downloadFile, HubApiError, listFiles, modelInfo, type ListFileEntry } from '@huggingface/hub';
 import { describeModel } from '../registry.js';
+import { HUB_REPO_PATTERN, repoFolderName } from '../hf-cache.js';
 import { DTYPE_SUFFIX, DTYPES, MODEL_ID_PATTERN, type Dtype } from '../manifest.js';
-import type { FileSums } from './checksums.js';
+import type { FileSum, FileSums } from './checksums.js';
 
 export interface PullOptions {
   repo: string;
@@ -22,8 +36,10 @@ export interface PullOptions {
   /** Hub or mirror base URL (HF_ENDPOINT), e.g. https://huggingface.co */
   endpoint: string;
   modelsDir: string;
-  /** Folder name / model id; default: the repository name. */
+  /** Folder name / model id in models/; default: the repository name. Not with hfCacheDir (the id is then org/name). */
   id?: string;
+  /** Write into this Hugging Face cache folder (its layout) instead of models/. */
+  hfCacheDir?: string;
   /** Called as bytes arrive. */
   onProgress?: (file: string, received: number, total: number | null) => void;
   log?: (line: string) => void;
@@ -31,52 +47,123 @@ export interface PullOptions {
   token?: string;
 }
 
+export interface PullResult {
+  /** The model id the server will serve it as: the folder name in models/, `org/name` from the cache. */
+  id: string;
+  /** The model folder (models/<id>) or the snapshot folder in the cache. */
+  dir: string;
+  /** The commit the files come from. */
+  commit: string;
+  files: FileSums;
+}
+
 export class PullError extends Error {}
 
 const REQUIRED = ['config.json', 'tokenizer.json'];
 const OPTIONAL = ['generation_config.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'preprocessor_config.json'];
-const MAX_DATA_CHUNKS = 64;
 
-export async function pull(options: PullOptions): Promise<{ id: string; dir: string; files: FileSums }> {
+/** What the hub lists for one file: its size and the hash to check it by. */
+interface Expected {
+  rel: string;
+  size: number;
+  /** sha256 of an LFS file, git blob sha1 of the others: also its blob name in the cache. */
+  hash: { kind: 'sha256' | 'git-sha1'; value: string };
+}
+
+export async function pull(options: PullOptions): Promise<PullResult> {
   const log = options.log ?? (() => {});
-  const id = options.id ?? options.repo.split('/').at(-1)!;
-  if (!MODEL_ID_PATTERN.test(id)) throw new PullError(`"${id}" is not a usable model id; choose one with --id`);
-  if (!/^[\w.-]+\/[\w.-]+$/.test(options.repo)) throw new PullError(`"${options.repo}" is not a repository name of the form owner/name`);
+  if (!/^[\w.-]+\/[\w.-]+$/.test(options.repo) || !HUB_REPO_PATTERN.test(options.repo)) {
+    throw new PullError(`"${options.repo}" is not a repository name of the form owner/name`);
+  }
+  const toCache = options.hfCacheDir !== undefined;
+  if (toCache && options.id !== undefined) throw new PullError(`--id does not apply to the Hugging Face cache: the model is served as ${options.repo}`);
+  const id = toCache ? options.repo : (options.id ?? options.repo.split('/').at(-1)!);
+  if (!toCache && !MODEL_ID_PATTERN.test(id)) throw new PullError(`"${id}" is not a usable model id; choose one with --id`);
   const target = path.join(options.modelsDir, id);
-  if (fs.existsSync(target)) throw new PullError(`models/${id} already exists; remove it first (models rm ${id}) or pull with --id`);
-  const staging = path.join(options.modelsDir, `.pull-${id}`);
-  fs.mkdirSync(staging, { recursive: true });
+  if (!toCache && fs.existsSync(target)) throw new PullError(`models/${id} already exists; remove it first (models rm ${id}) or pull with --id`);
 
+  // @huggingface/hub refuses other tokens with a TypeError; say it in the user's words.
+  if (options.token && !options.token.startsWith('hf_')) throw new PullError('HF_TOKEN must be a Hugging Face access token (hf_...)');
+  const hub = { hubUrl: options.endpoint.replace(/\/$/, ''), ...(options.token ? { accessToken: options.token } : {}) };
+  const where = `${options.repo}@${options.revision}`;
+  const commit = await asked(where, hub.hubUrl, async () => (await modelInfo({ ...hub, name: options.repo, revision: options.revision, additionalFields: ['sha'] })).sha);
+  if (typeof commit !== 'string' || !/^[0-9a-f]{40}$/.test(commit)) throw new PullError(`${where}: the hub did not name the commit (got ${JSON.stringify(commit)})`);
+  const listed = new Map<string, ListFileEntry>();
+  await asked(where, hub.hubUrl, async () => {
+    for await (const entry of listFiles({ ...hub, repo: options.repo, revision: commit, recursive: true })) if (entry.type === 'file') listed.set(entry.path, entry);
+  });
+  const expected = (rel: string): Expected | undefined => {
+    const entry = listed.get(rel);
+    if (!entry) return undefined;
+    if (entry.lfs) return { rel, size: entry.lfs.size, hash: { kind: 'sha256', value: entry.lfs.oid } };
+    if (!entry.oid) throw new PullError(`${where}: the hub lists ${rel} without a hash`);
+    return { rel, size: entry.size, hash: { kind: 'git-sha1', value: entry.oid } };
+  };
+  const mustHave = (rel: string) => {
+    const found = expected(rel);
+    if (!found) throw new PullError(`${where} has no ${rel}${rel.startsWith('onnx/') ? ` (ONNX files in the repository: ${[...listed.keys()].filter((f) => /\.onnx$/.test(f)).join(', ') || 'none'})` : ''}`);
+    return found;
+  };
+
+  const store: Store = toCache
+    ? cacheStore(path.join(options.hfCacheDir!, repoFolderName(options.repo)), commit)
+    : folderStore(path.join(options.modelsDir, `.pull-${id}`));
   const files: FileSums = {};
-  const get = (rel: string, required: boolean) => download({ ...options, rel, staging, required, files });
+  const fetched: Expected[] = [];
+  const get = async (file: Expected) => {
+    files[file.rel] = await fetchFile({ ...options, ...hub, commit, file, store });
+    fetched.push(file);
+  };
 
-  for (const rel of REQUIRED) await get(rel, true);
-  const config = JSON.parse(fs.readFileSync(path.join(staging, 'config.json'), 'utf8')) as Record<string, any>;
+  const [configFile, tokenizerFile] = REQUIRED.map((rel) => mustHave(rel)) as [Expected, Expected];
+  await get(configFile);
+  const config = JSON.parse(fs.readFileSync(store.pathOf(configFile), 'utf8')) as Record<string, any>;
   const dtype = options.dtype ?? pickDtype(config);
-  log(`pulling ${options.repo}@${options.revision} as ${id} (dtype ${dtype})`);
-  for (const rel of OPTIONAL) await get(rel, false);
   const onnx = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
-  await get(onnx, true);
-  if (await get(`${onnx}_data`, false)) {
-    for (let chunk = 1; chunk < MAX_DATA_CHUNKS && (await get(`${onnx}_data_${chunk}`, false)); chunk++);
+  const onnxFile = mustHave(onnx);
+  log(`pulling ${where} (commit ${commit.slice(0, 12)}) as ${id} (dtype ${dtype})${toCache ? ` into ${options.hfCacheDir}` : ''}`);
+  await get(tokenizerFile);
+  for (const rel of OPTIONAL) {
+    const file = expected(rel);
+    if (file) await get(file);
+  }
+  await get(onnxFile);
+  // External weights: model.onnx_data, then model.onnx_data_1, _2, ... as the export numbers them.
+  const data = expected(`${onnx}_data`);
+  if (data) {
+    await get(data);
+    for (let chunk = 1, file = expected(`${onnx}_data_${chunk}`); file; file = expected(`${onnx}_data_${++chunk}`)) await get(file);
   }
 
-  const manifest = {
-    id,
-    dtype,
-    source: { repo: options.repo, revision: options.revision, endpoint: options.endpoint, pulledAt: new Date().toISOString() },
-    files,
-  };
-  for (const rel of Object.keys(files)) fs.rmSync(path.join(staging, `${rel}.sum`), { force: true });
-  fs.writeFileSync(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const dir = store.finish({ files: fetched, manifest: { id, dtype, source: { repo: options.repo, revision: options.revision, commit, endpoint: options.endpoint, pulledAt: new Date().toISOString() }, files } });
   try {
-    describeModel(staging, 1);
+    describeModel(dir, 1, toCache ? { id } : {});
   } catch (error) {
     throw new PullError(`the files were fetched but the server could not serve them: ${(error as Error).message}`);
   }
-  fs.renameSync(staging, target);
+  if (toCache) {
+    store.publish(options.revision);
+    log(`done: ${id} in the Hugging Face cache (${dir})`);
+    return { id, dir, commit, files };
+  }
+  fs.renameSync(dir, target);
   log(`done: models/${id}`);
-  return { id, dir: target, files };
+  return { id, dir: target, commit, files };
+}
+
+/** Runs a call to the hub and turns its failures into readable PullErrors. */
+async function asked<T>(where: string, hubUrl: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof HubApiError) {
+      if (error.statusCode === 404) throw new PullError(`${where}: no such repository or revision on ${hubUrl} (404: ${error.message})`);
+      if (error.statusCode === 401 || error.statusCode === 403) throw new PullError(`${where}: access denied (${error.statusCode}); gated repositories need HF_TOKEN`);
+      throw new PullError(`${where}: HTTP ${error.statusCode} from the hub (${error.message})`);
+    }
+    if (error instanceof PullError) throw error;
+    throw new PullError(`cannot reach ${hubUrl}: ${(error as Error).message}${(error as { cause?: Error }).cause ? ` (${(error as { cause: Error }).cause.message})` : ''}`);
+  }
 }
 
 function pickDtype(config: Record<string, any>): Dtype {
@@ -84,91 +171,136 @@ function pickDtype(config: Record<string, any>): Dtype {
   return typeof configured === 'string' && (DTYPES as string[]).includes(configured) ? (configured as Dtype) : 'fp32';
 }
 
-interface DownloadOptions extends PullOptions {
-  rel: string;
-  staging: string;
-  required: boolean;
-  files: FileSums;
+/** Where one layout keeps finished and partial files. */
+interface Store {
+  /** Where a finished file is. */
+  pathOf(file: Expected): string;
+  /** Where its partial download goes. */
+  partOf(file: Expected): string;
+  /** A finished file already there (from an earlier run, or from another tool sharing the cache): its sums, else undefined. */
+  done(file: Expected): FileSum | undefined;
+  /** Moves a verified partial file into place. */
+  complete(file: Expected, sum: FileSum): void;
+  /** Every file is in: lays out the folder the server reads (not yet visible to it); returns that folder. */
+  finish(o: { files: Expected[]; manifest: object }): string;
+  /** The cache only: points the revision's ref at the commit (the snapshot becomes the one served). */
+  publish(revision: string): void;
 }
 
-/** Fetches one file into the staging folder; false when an optional file does not exist. */
-async function download(o: DownloadOptions): Promise<boolean> {
-  const final = path.join(o.staging, o.rel);
-  const part = `${final}.part`;
-  const done = `${final}.sum`;
-  if (fs.existsSync(final) && fs.existsSync(done)) {
-    o.files[o.rel] = JSON.parse(fs.readFileSync(done, 'utf8'));
-    return true;
-  }
-  fs.mkdirSync(path.dirname(final), { recursive: true });
-  const url = `${o.endpoint.replace(/\/$/, '')}/${o.repo}/resolve/${encodeURIComponent(o.revision)}/${o.rel}`;
-  const offset = fs.existsSync(part) ? fs.statSync(part).size : 0;
-  const headers: Record<string, string> = {};
-  if (o.token) headers.authorization = `Bearer ${o.token}`;
-  if (offset > 0) headers.range = `bytes=${offset}-`;
+function folderStore(staging: string): Store {
+  const sumFile = (file: Expected) => `${path.join(staging, file.rel)}.sum`;
+  return {
+    pathOf: (file) => path.join(staging, file.rel),
+    partOf: (file) => `${path.join(staging, file.rel)}.part`,
+    done: (file) => (fs.existsSync(path.join(staging, file.rel)) && fs.existsSync(sumFile(file)) ? (JSON.parse(fs.readFileSync(sumFile(file), 'utf8')) as FileSum) : undefined),
+    complete(file, sum) {
+      fs.renameSync(`${path.join(staging, file.rel)}.part`, path.join(staging, file.rel));
+      fs.writeFileSync(sumFile(file), JSON.stringify(sum));
+    },
+    finish({ files, manifest }) {
+      for (const file of files) fs.rmSync(sumFile(file), { force: true });
+      fs.writeFileSync(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+      return staging;
+    },
+    publish() {},
+  };
+}
 
-  // The hub answers large files with a redirect to a CDN; the size and sha256 are on the first answer.
-  let res = await request(url, headers);
-  let announced = announcedSums(res.headers);
-  for (let hops = 0; res.status >= 300 && res.status < 400 && res.headers.get('location'); hops++) {
-    if (hops > 5) throw new PullError(`${o.rel}: too many redirects at ${url}`);
-    const next = new URL(res.headers.get('location')!, url).href;
-    res = await request(next, headers);
-    const more = announcedSums(res.headers);
-    announced = { size: announced.size ?? more.size, sha256: announced.sha256 ?? more.sha256 };
-  }
-  if (res.status === 404) {
-    await res.body?.cancel();
-    if (!o.required) return false;
-    throw new PullError(`${o.repo}@${o.revision} has no ${o.rel} (404 at ${url})`);
-  }
-  if (res.status === 401 || res.status === 403) throw new PullError(`${o.rel}: access denied (${res.status}); gated repositories need HF_TOKEN`);
-  if (res.status !== 200 && res.status !== 206) throw new PullError(`${o.rel}: HTTP ${res.status} from ${url}`);
+function cacheStore(repoDir: string, commit: string): Store {
+  const blob = (file: Expected) => path.join(repoDir, 'blobs', file.hash.value);
+  const snapshot = path.join(repoDir, 'snapshots', commit);
+  return {
+    pathOf: blob,
+    partOf: (file) => `${blob(file)}.incomplete`,
+    done(file) {
+      // A blob is named by its hash: one that is there with the right size is that file (huggingface_hub trusts it too).
+      if (!fs.existsSync(blob(file)) || fs.statSync(blob(file)).size !== file.size) return undefined;
+      return { size: file.size, sha256: file.hash.kind === 'sha256' ? file.hash.value : createHash('sha256').update(fs.readFileSync(blob(file))).digest('hex') };
+    },
+    complete(file) {
+      fs.renameSync(`${blob(file)}.incomplete`, blob(file));
+    },
+    finish({ files }) {
+      for (const file of files) {
+        const link = path.join(snapshot, file.rel);
+        fs.mkdirSync(path.dirname(link), { recursive: true });
+        const temp = `${link}.${process.pid}.link`;
+        fs.rmSync(temp, { force: true });
+        fs.symlinkSync(path.relative(path.dirname(link), blob(file)), temp);
+        fs.renameSync(temp, link);
+      }
+      return snapshot;
+    },
+    publish(revision) {
+      if (revision === commit) return; // pulled by commit: huggingface_hub writes no ref either
+      const ref = path.join(repoDir, 'refs', revision);
+      fs.mkdirSync(path.dirname(ref), { recursive: true });
+      fs.writeFileSync(`${ref}.${process.pid}.tmp`, commit);
+      fs.renameSync(`${ref}.${process.pid}.tmp`, ref);
+    },
+  };
+}
 
-  const resuming = res.status === 206 && offset > 0;
-  const hash = createHash('sha256');
-  if (resuming) for await (const chunk of fs.createReadStream(part)) hash.update(chunk as Buffer);
-  const contentLength = Number(res.headers.get('content-length'));
-  const total = announced.size ?? (Number.isFinite(contentLength) && contentLength > 0 ? contentLength + (resuming ? offset : 0) : null);
-  const out = fs.createWriteStream(part, { flags: resuming ? 'a' : 'w' });
-  let received = resuming ? offset : 0;
-  try {
-    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
-      hash.update(chunk);
-      received += chunk.byteLength;
-      if (!out.write(chunk)) await new Promise<void>((r) => out.once('drain', () => r()));
-      o.onProgress?.(o.rel, received, total);
+interface FetchOptions extends PullOptions {
+  hubUrl: string;
+  accessToken?: string;
+  commit: string;
+  file: Expected;
+  store: Store;
+}
+
+/** Fetches one file (resuming a partial one), verifies its size and hash, moves it into place; returns its sums. */
+async function fetchFile(o: FetchOptions): Promise<FileSum> {
+  const { file, store } = o;
+  const already = store.done(file);
+  if (already) {
+    o.onProgress?.(file.rel, file.size, file.size);
+    return already;
+  }
+  const part = store.partOf(file);
+  fs.mkdirSync(path.dirname(part), { recursive: true });
+  let offset = fs.existsSync(part) ? fs.statSync(part).size : 0;
+  if (offset > file.size) {
+    fs.rmSync(part);
+    offset = 0;
+  }
+  const sha256 = createHash('sha256');
+  const git = file.hash.kind === 'git-sha1' ? createHash('sha1').update(`blob ${file.size}\0`) : undefined;
+  const hashes: Hash[] = git ? [sha256, git] : [sha256];
+  if (offset > 0) for await (const chunk of fs.createReadStream(part)) for (const h of hashes) h.update(chunk as Buffer);
+
+  let received = offset;
+  if (offset < file.size) {
+    const blob = await asked(`${o.repo}@${o.revision}`, o.hubUrl, () =>
+      // xet off: the plain HTTP path, whose Range requests resume a cut transfer.
+      downloadFile({ repo: o.repo, path: file.rel, revision: o.commit, hubUrl: o.hubUrl, accessToken: o.accessToken, xet: false }),
+    );
+    if (!blob) throw new PullError(`${o.repo}@${o.commit} lists ${file.rel} but does not serve it`);
+    if (blob.size !== file.size) throw new PullError(`${file.rel}: the hub serves ${blob.size} bytes but lists ${file.size}`);
+    const out = fs.createWriteStream(part, { flags: offset > 0 ? 'a' : 'w' });
+    try {
+      // A slice from the offset is a Range request for the rest of the file.
+      for await (const chunk of (offset > 0 ? blob.slice(offset) : blob).stream() as unknown as AsyncIterable<Uint8Array>) {
+        for (const h of hashes) h.update(chunk);
+        received += chunk.byteLength;
+        if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+        o.onProgress?.(file.rel, received, file.size);
+      }
+    } catch (error) {
+      throw new PullError(`${file.rel}: download interrupted after ${received} bytes (${(error as Error).message ?? error}); run the same pull again to resume`);
+    } finally {
+      await new Promise<void>((resolve) => out.end(resolve));
     }
-  } catch (error) {
-    throw new PullError(`${o.rel}: download interrupted after ${received} bytes (${(error as Error).message}); run the same pull again to resume`);
-  } finally {
-    await new Promise<void>((resolve) => out.end(resolve));
+  } else {
+    o.onProgress?.(file.rel, received, file.size);
   }
-  const sha256 = hash.digest('hex');
-  if (total !== null && received !== total) {
-    throw new PullError(`${o.rel}: got ${received} of ${total} bytes; run the same pull again to resume`);
-  }
-  if (announced.sha256 && announced.sha256 !== sha256) {
+  if (received !== file.size) throw new PullError(`${file.rel}: got ${received} of ${file.size} bytes; run the same pull again to resume`);
+  const sum = { size: received, sha256: sha256.digest('hex') };
+  const actual = file.hash.kind === 'sha256' ? sum.sha256 : git!.digest('hex');
+  if (actual !== file.hash.value) {
     fs.rmSync(part, { force: true });
-    throw new PullError(`${o.rel}: checksum mismatch (sha256 ${sha256}, the hub announced ${announced.sha256}); the partial file was removed, pull again`);
+    throw new PullError(`${file.rel}: checksum mismatch (${file.hash.kind} ${actual}, the hub lists ${file.hash.value}); the partial file was removed, pull again`);
   }
-  fs.renameSync(part, final);
-  const sum = { size: received, sha256 };
-  fs.writeFileSync(done, JSON.stringify(sum));
-  o.files[o.rel] = sum;
-  return true;
-}
-
-async function request(url: string, headers: Record<string, string>): Promise<Response> {
-  try {
-    return await fetch(url, { headers, redirect: 'manual' });
-  } catch (error) {
-    throw new PullError(`cannot reach ${new URL(url).origin}: ${(error as Error).message}`);
-  }
-}
-
-function announcedSums(headers: Headers): { size?: number; sha256?: string } {
-  const size = Number(headers.get('x-linked-size'));
-  const tag = (headers.get('x-linked-etag') ?? headers.get('etag') ?? '').replace(/^W\//, '').replace(/"/g, '');
-  return { size: Number.isFinite(size) && size > 0 ? size : undefined, sha256: /^[0-9a-f]{64}$/.test(tag) ? tag : undefined };
+  store.complete(file, sum);
+  return sum;
 }

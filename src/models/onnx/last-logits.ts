@@ -174,22 +174,46 @@ function readStamp(file: string): string | undefined {
  * Writes (or reuses) the last-position graph beside a chat model's ONNX file; returns the base name
  * to load it by, or why the model keeps its own graph. It must sit in the same folder: onnxruntime
  * resolves external data relative to the graph and refuses paths that leave its folder.
+ *
+ * When the export is a symlink (a Hugging Face cache snapshot links every file into blobs/),
+ * onnxruntime follows the links and accepts external data only under the graph's folder or the
+ * folder the graph really lives in (its test_symlink_model_and_data_under_same_directory). So the
+ * rewritten graph is then written beside the export's real file, and linked from the snapshot:
+ * loaded through the link, its references (model.onnx, model.onnx_data, by their linked names)
+ * resolve into that same real folder.
  */
 export function prepareLastLogits(info: ModelInfo): { modelFileName: string } | { skipped: string } {
   const source = path.join(info.dir, info.onnxFile);
   const target = path.join(path.dirname(source), `${LAST_LOGITS_BASE}${DTYPE_SUFFIX[info.dtype]}.onnx`);
+  const linked = fs.lstatSync(source).isSymbolicLink();
+  const real = linked ? fs.realpathSync(source) : source;
+  // Beside the real file: `<blob>.last-logits_q4.onnx` in blobs/ (a name no hash takes).
+  const file = linked ? `${real}.${path.basename(target).slice('model.'.length)}` : target;
   const stamp = stampOf(source);
-  if (fs.existsSync(target) && readStamp(target) === stamp) return { modelFileName: LAST_LOGITS_BASE };
+  if (fs.existsSync(target) && readStamp(target) === stamp && (!linked || samePath(target, file))) return { modelFileName: LAST_LOGITS_BASE };
   const result = lastPositionLogits(fs.readFileSync(source), path.basename(source), stamp);
   if ('skipped' in result) return result;
   // Several workers may prepare the same model at once: each writes its own file, the renames are atomic.
-  const partial = `${target}.${process.pid}-${threadId}.partial`;
+  const suffix = `.${process.pid}-${threadId}.partial`;
   try {
-    fs.writeFileSync(partial, result.graph);
-    fs.renameSync(partial, target);
+    fs.writeFileSync(`${file}${suffix}`, result.graph);
+    fs.renameSync(`${file}${suffix}`, file);
+    if (linked) {
+      fs.symlinkSync(path.relative(path.dirname(target), file), `${target}${suffix}`);
+      fs.renameSync(`${target}${suffix}`, target);
+    }
   } catch (error) {
-    fs.rmSync(partial, { force: true });
+    fs.rmSync(`${file}${suffix}`, { force: true });
+    fs.rmSync(`${target}${suffix}`, { force: true });
     return { skipped: `cannot write ${path.relative(info.dir, target)}: ${(error as NodeJS.ErrnoException).code ?? error}` };
   }
   return { modelFileName: LAST_LOGITS_BASE };
+}
+
+function samePath(a: string, b: string): boolean {
+  try {
+    return fs.realpathSync(a) === fs.realpathSync(b);
+  } catch {
+    return false;
+  }
 }

@@ -1,0 +1,123 @@
+/**
+ * The Hugging Face cache, read in place: the folder every Python tool (transformers,
+ * huggingface_hub, sentence-transformers) and `models pull --hf-cache` download into.
+ *
+ *   <cache>/models--<org>--<name>/
+ *     refs/main                 the commit the branch `main` pointed at when last downloaded
+ *     snapshots/<commit>/...    the repository's files at that commit, as symlinks into blobs/
+ *     blobs/<sha256 or git sha1> the file contents, named by their hash
+ *
+ * (huggingface_hub `file_download.py`, `_CACHED_NO_EXIST`; the JavaScript `@huggingface/hub`
+ * `cache-management.ts` reads the same layout.) The snapshot refs/main names is served as the model
+ * `org/name`; its folder is what describeModel reads, symlinks and all.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describeModel, type ScanResult } from './registry.js';
+
+/** A Hugging Face repository id as the cache names it: `name` or `org/name`. */
+export const HUB_REPO_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}(\/[A-Za-z0-9][\w.-]{0,95})?$/;
+
+const COMMIT_PATTERN = /^[0-9a-f]{40}$/;
+
+export interface HubCacheScanOptions {
+  /** The hub cache folder (HF_HUB_CACHE; default ~/.cache/huggingface/hub). */
+  cacheDir: string;
+  defaultPoolSize: number;
+  /** The ref under refs/ that names the snapshot to serve. */
+  revision?: string;
+}
+
+/**
+ * Where the Hugging Face tools keep the cache, resolved as huggingface_hub (`constants.py`) and
+ * `@huggingface/hub` do: HF_HUB_CACHE, else the older HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, else
+ * $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub. Takes the environment as an
+ * argument: only the entry points read process.env.
+ */
+export function defaultHubCacheDir(environment: Record<string, string | undefined>, home: string): string {
+  const set = (name: string) => (environment[name] ? environment[name] : undefined);
+  return set('HF_HUB_CACHE')
+    ?? set('HUGGINGFACE_HUB_CACHE')
+    ?? path.join(set('HF_HOME') ?? path.join(set('XDG_CACHE_HOME') ?? path.join(home, '.cache'), 'huggingface'), 'hub');
+}
+
+/** `org/name` -> `models--org--name` (huggingface_hub `repo_folder_name`). */
+export function repoFolderName(repo: string): string {
+  return ['models', ...repo.split('/')].join('--');
+}
+
+/** `models--org--name` -> `org/name`; undefined for datasets, spaces and anything else. */
+export function repoOfFolder(folder: string): string | undefined {
+  if (!folder.startsWith('models--')) return undefined;
+  const repo = folder.slice('models--'.length).split('--').join('/');
+  return HUB_REPO_PATTERN.test(repo) ? repo : undefined;
+}
+
+/**
+ * The snapshot folder of a cached repository that `revision` names: refs/<revision> holds its
+ * commit. A repository downloaded by commit (no ref written) is served when it has exactly one
+ * snapshot. Throws with a readable reason otherwise.
+ */
+export function snapshotFolder(repoDir: string, revision = 'main'): string {
+  const snapshots = path.join(repoDir, 'snapshots');
+  const refFile = path.join(repoDir, 'refs', revision);
+  if (fs.existsSync(refFile)) {
+    const commit = fs.readFileSync(refFile, 'utf8').trim();
+    if (!COMMIT_PATTERN.test(commit)) throw new Error(`refs/${revision} does not hold a commit hash`);
+    const dir = path.join(snapshots, commit);
+    if (!isDirectory(dir)) throw new Error(`refs/${revision} names snapshot ${commit}, which is not in snapshots/`);
+    return dir;
+  }
+  const present = listDirectories(snapshots);
+  if (present.length === 1) return path.join(snapshots, present[0]!);
+  if (present.length === 0) throw new Error('no snapshot');
+  throw new Error(`no refs/${revision} and ${present.length} snapshots; cannot tell which to serve`);
+}
+
+/**
+ * Every ONNX model in the cache, named `org/name`. A repository with no `onnx/` folder in any
+ * snapshot (PyTorch or safetensors weights for Python tools, datasets, spaces) is not a candidate
+ * and is passed over silently; a candidate that cannot be served is skipped with the reason, and
+ * `folder` is then the repository's absolute path.
+ */
+export function scanHuggingFaceCache(options: HubCacheScanOptions): ScanResult {
+  const result: ScanResult = { models: [], skipped: [] };
+  const seen = new Map<string, string>();
+  for (const folder of listDirectories(options.cacheDir).sort((a, b) => a.localeCompare(b))) {
+    const repo = repoOfFolder(folder);
+    if (!repo) continue;
+    const repoDir = path.join(options.cacheDir, folder);
+    if (!listDirectories(path.join(repoDir, 'snapshots')).some((commit) => isDirectory(path.join(repoDir, 'snapshots', commit, 'onnx')))) continue;
+    try {
+      const info = describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo });
+      for (const name of [info.id, ...info.aliases]) {
+        const other = seen.get(name);
+        if (other) throw new Error(`model id or alias "${name}" is already used by ${other}`);
+      }
+      for (const name of [info.id, ...info.aliases]) seen.set(name, repo);
+      result.models.push(info);
+    } catch (error) {
+      result.skipped.push({ folder: repoDir, reason: (error as Error).message });
+    }
+  }
+  return result;
+}
+
+function isDirectory(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/** Names of the directories (or links to directories) in `dir`; none when it does not exist. */
+function listDirectories(dir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names.filter((name) => !name.startsWith('.') && isDirectory(path.join(dir, name)));
+}
