@@ -52,7 +52,10 @@ export interface LocalServiceOptions extends ModelPoolOptions {
 /** A loaded model's pools. */
 interface Loaded {
   pool: ModelPool;
-  /** Chat models: a tokenizer-only pool, so token counting never waits behind generations. */
+  /**
+   * Chat models: a tokenizer-only pool, so token counting never waits behind generations. Started on
+   * the first count (a tokenizer's objects cost tens of MiB per worker; many clients never count).
+   */
   counter?: ModelPool;
   /** Embedding models: gathers concurrent requests into shared forward passes. */
   batcher?: EmbedBatcher;
@@ -169,7 +172,15 @@ export class LocalInferenceService implements InferenceService {
   }
 
   async countTokens(prompt: ChatPrompt, options: CallOptions = {}): Promise<number> {
-    return this.using(this.entryFor(prompt.model, 'chat'), options, ({ pool, counter }) => (counter ?? pool).countTokens(prompt));
+    return this.using(this.entryFor(prompt.model, 'chat'), options, (loaded) => {
+      if (!loaded.counter) {
+        const counter = new ModelPool(loaded.pool.model, this.options, this.context, 'tokenizer');
+        loaded.counter = counter;
+        void counter.start().catch((error: unknown) => this.context.logger.error({ err: error, model: counter.model.id }, 'token counting pool failed to start'));
+      }
+      // Until its own pool is up, the generation pool counts.
+      return (loaded.counter.ready ? loaded.counter : loaded.pool).countTokens(prompt);
+    });
   }
 
   async embed(request: EmbedRequest, options: CallOptions = {}): Promise<EmbedResult> {
@@ -333,10 +344,9 @@ export class LocalInferenceService implements InferenceService {
       const started = Date.now();
       const pool = new ModelPool(info, this.options, this.context);
       const loaded: Loaded = { pool, at: 0 };
-      if (info.task === 'chat') loaded.counter = new ModelPool(info, this.options, this.context, 'tokenizer');
-      else loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
+      if (info.task === 'embedding') loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
       try {
-        const [notes = []] = await Promise.all([pool.start(), loaded.counter?.start()]);
+        const notes = await pool.start();
         const { id, task, dtype, poolSize: workers } = info;
         this.context.logger.info({ model: id, task, dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
       } catch (error) {
