@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { describeModel, type ScanResult } from './registry.js';
+import { admit, describeModel, isDirectory, type ScanResult } from './registry.js';
 
 /** A Hugging Face repository id as the cache names it: `name` or `org/name`. */
 export const HUB_REPO_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}(\/[A-Za-z0-9][\w.-]{0,95})?$/;
@@ -88,27 +88,9 @@ export function scanHuggingFaceCache(options: HubCacheScanOptions): ScanResult {
     if (!repo) continue;
     const repoDir = path.join(options.cacheDir, folder);
     if (!listDirectories(path.join(repoDir, 'snapshots')).some((commit) => isDirectory(path.join(repoDir, 'snapshots', commit, 'onnx')))) continue;
-    try {
-      const info = describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo });
-      for (const name of [info.id, ...info.aliases]) {
-        const other = seen.get(name);
-        if (other) throw new Error(`model id or alias "${name}" is already used by ${other}`);
-      }
-      for (const name of [info.id, ...info.aliases]) seen.set(name, repo);
-      result.models.push(info);
-    } catch (error) {
-      result.skipped.push({ folder: repoDir, reason: (error as Error).message });
-    }
+    admit(result, seen, repoDir, () => describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo }));
   }
   return result;
-}
-
-function isDirectory(p: string): boolean {
-  try {
-    return fs.statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
 }
 
 /** Names of the directories (or links to directories) in `dir`; none when it does not exist. */

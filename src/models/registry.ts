@@ -66,22 +66,30 @@ export function scanModels(options: ScanOptions): ScanResult {
   const seen = new Map<string, string>();
   for (const entry of entries) {
     const dir = path.join(options.modelsDir, entry.name);
-    try {
-      const info = describeModel(dir, options.defaultPoolSize);
-      for (const name of [info.id, ...info.aliases]) {
-        const other = seen.get(name);
-        if (other) throw new Error(`model id or alias "${name}" is already used by ${other}`);
-      }
-      for (const name of [info.id, ...info.aliases]) seen.set(name, entry.name);
-      result.models.push(info);
-    } catch (error) {
-      result.skipped.push({ folder: entry.name, reason: (error as Error).message });
-    }
+    admit(result, seen, entry.name, () => describeModel(dir, options.defaultPoolSize));
   }
   return result;
 }
 
-function isDirectory(p: string): boolean {
+/**
+ * Adds the model `describe` reads to a scan's result, or the folder to its skipped ones with the
+ * reason (unreadable, or an id or alias another folder of the scan already has). `seen`: names taken.
+ */
+export function admit(result: ScanResult, seen: Map<string, string>, folder: string, describe: () => ModelInfo): void {
+  try {
+    const info = describe();
+    for (const name of [info.id, ...info.aliases]) {
+      const other = seen.get(name);
+      if (other) throw new Error(`model id or alias "${name}" is already used by ${other}`);
+    }
+    for (const name of [info.id, ...info.aliases]) seen.set(name, folder);
+    result.models.push(info);
+  } catch (error) {
+    result.skipped.push({ folder, reason: (error as Error).message });
+  }
+}
+
+export function isDirectory(p: string): boolean {
   try {
     return fs.statSync(p).isDirectory();
   } catch {
