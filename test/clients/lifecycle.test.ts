@@ -28,9 +28,10 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const link = (id: string) => fs.symlinkSync(path.join(MODELS_DIR, id), path.join(dir, id));
 const unlink = (id: string) => fs.rmSync(path.join(dir, id));
 
-async function start(lifecycle: Partial<LifecycleOptions> = {}) {
+async function start(lifecycle: Partial<LifecycleOptions> = {}, pingIntervalMs?: number) {
   server = await startRealServer({
     modelsDir: dir,
+    ...(pingIntervalMs ? { pingIntervalMs } : {}),
     lifecycle: { pinned: [], keepAliveMs: 60_000, maxLoadedModels: 0, loadTimeoutMs: 60_000, rescan: { scan: () => scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models, intervalMs: 50 }, ...lifecycle },
   });
   return server;
@@ -109,6 +110,29 @@ describe('model lifecycle', () => {
     expect((await chat(s)).status).toBe(404);
     const res = await inflight;
     expect(await res.text()).toContain('event: message_stop');
+  });
+
+  it('a stream that waits for its model to load opens with pings (Messages: ping events; OpenAI: comments), then streams as usual', async () => {
+    link(CHAT_MODEL);
+    const s = await start({}, 100);
+    const anthropic = await (await chat(s, { stream: true })).text();
+    expect(anthropic.indexOf('event: ping')).toBeLessThan(anthropic.indexOf('event: message_start'));
+    expect(anthropic).toContain('event: message_stop');
+    await s.service.unload(CHAT_MODEL);
+    const res = await fetch(`${s.url}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: CHAT_MODEL, max_tokens: 4, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const openai = await res.text();
+    expect(openai.startsWith(': ping\n\n')).toBe(true);
+    expect(openai.trimEnd().endsWith('data: [DONE]')).toBe(true);
+  });
+
+  it('a prompt refused after the stream opened is an error event in the stream', async () => {
+    link(CHAT_MODEL);
+    const s = await start({}, 100);
+    const text = await (await chat(s, { stream: true, messages: [{ role: 'user', content: 'word '.repeat(40_000) }] })).text();
+    expect(text).toMatch(/event: error\ndata: .*prompt is too long/);
   });
 
   it('maxLoadedModels 1: loading a second model unloads the least recently used idle one', async () => {

@@ -16,13 +16,13 @@ export interface RealServer {
 export async function startRealServer(
   options: {
     apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; hfCacheDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
-    maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions;
+    maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions; pingIntervalMs?: number;
   } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();
   const service = await startRealService({ ...options, observers: [metrics.observer] });
   const app = await buildApp({
-    config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: 60_000 },
+    config: { apiKeys: options.apiKeys ?? [], bodyLimit: 8 * 1024 * 1024, pingIntervalMs: options.pingIntervalMs ?? 60_000 },
     inference: service,
     metrics,
   });

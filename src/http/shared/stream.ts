@@ -3,8 +3,10 @@
  * (the first once the worker has accepted the prompt, one per part event, the last with the result,
  * pings, an error after the start), this writes them with the parts every stream needs.
  *
- * - Headers go out only when the worker has accepted the prompt (the core's `start` event), so a
- *   prompt the model refuses is still an ordinary 4xx; after that, a failure is an error frame.
+ * - Headers go out when the worker has accepted the prompt (the core's `start` event), so a prompt
+ *   the model refuses is still an ordinary 4xx; after that, a failure is an error frame. A request
+ *   that waits longer than one ping interval for that (its model loading, a queue) opens the stream
+ *   then, with pings, so clients and proxies see it alive; a refusal after that is an error frame.
  * - A ping frame right after the start (the prompt is being processed) and then on an interval.
  * - A client that stops reading would grow the write queue without bound: past `bufferLimit` bytes
  *   queued the connection is dropped, which cancels the generation.
@@ -56,36 +58,47 @@ export async function streamChat(request: FastifyRequest, reply: FastifyReply, o
       raw.destroy();
     }
   };
-  let started = false;
+  let opened = false;
   let ping: NodeJS.Timeout | undefined;
+  const open = () => {
+    if (opened) return;
+    opened = true;
+    reply.hijack();
+    // No Connection header of our own: Node answers keep-alive, or close when the client asked for it.
+    raw.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'request-id': request.id,
+    });
+  };
+  const pinging = () => {
+    write(frames.ping());
+    ping ??= setInterval(() => write(frames.ping()), options.pingIntervalMs);
+  };
+  const early = setTimeout(() => (open(), pinging()), options.pingIntervalMs);
   try {
     const result = await options.inference.chat(options.chatRequest, {
       ...options.call,
       onEvent: (event) => {
         if (event.type !== 'start') return write(frames.part(event));
-        started = true;
-        reply.hijack();
-        // No Connection header of our own: Node answers keep-alive, or close when the client asked for it.
-        raw.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-cache',
-          'x-accel-buffering': 'no',
-          'request-id': request.id,
-        });
+        clearTimeout(early);
+        open();
         write(frames.start(event));
-        write(frames.ping());
-        ping = setInterval(() => write(frames.ping()), options.pingIntervalMs);
+        pinging();
       },
     });
     write(frames.end(result));
     raw.end();
   } catch (error) {
-    if (!started) throw error;
+    clearTimeout(early);
+    if (!opened) throw error;
     const known = classify(error);
     if (known.code === 'internal' || known.code === 'worker_failed') request.log.error({ err: error }, 'stream failed');
     write(frames.error(known));
     raw.end();
   } finally {
+    clearTimeout(early);
     clearInterval(ping);
   }
   return reply;
