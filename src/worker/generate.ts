@@ -216,6 +216,8 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   // spent (or once only the room the constrained answer needs is left); then the answer's grammar.
   const script = options.script === undefined ? undefined : [...loaded.tokenizer.encode(options.script, { add_special_tokens: false }), loaded.eosTokenIds[0]!];
   const remaining = () => maxTokens - generated.length;
+  /** The grammar was complete and the model cannot write its end token: the answer ended there. */
+  let grammarEnded = false;
   const logitsMask = script
     ? () => onlyToken(loaded, script[Math.min(generated.length, script.length - 1)]!)
     : thinking || guide
@@ -226,7 +228,10 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
             if (guide && remaining() <= guide.reserve + 1) return thinking.close;
             return undefined;
           }
-          return guide?.mask(remaining());
+          return guide?.mask(remaining()).then((mask) => {
+            if (mask === null) grammarEnded = true;
+            return mask;
+          });
         }
       : undefined;
   let prefilled = false;
@@ -256,10 +261,11 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   if (tail.delta) answer.push(tail.delta, generated.length);
   answer.finish(generated.length);
   const last = generated.at(-1);
+  const ended = grammarEnded || (last !== undefined && eos.has(last));
   let finish: FinishReason;
   if (stopString !== null) finish = 'stop_string';
-  else if (calls() > 0 && ((last !== undefined && eos.has(last)) || !parallel)) finish = 'tool_call';
-  else if (last !== undefined && eos.has(last)) finish = 'eos';
+  else if (calls() > 0 && (ended || !parallel)) finish = 'tool_call';
+  else if (ended) finish = 'eos';
   else if (generated.length >= room && room < request.maxTokens) finish = 'context_full';
   else finish = 'length';
   const text = answer.parts.map((p) => (p.kind === 'text' ? p.text : '')).join('');

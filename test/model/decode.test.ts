@@ -135,6 +135,17 @@ describe('logits mask seam', () => {
     };
     expect(await generate(decoder, promptOf('Say anything.'), forced.length, { logitsMask: mask })).toEqual(forced);
   });
+
+  it('a null mask ends the sequence there, without a token, in its prefill step or in a batch; the others go on', async () => {
+    const decoder = new BatchDecoder(loaded);
+    const a = promptOf('One two three.');
+    const soloA = await generate(decoder, a, 10);
+    expect(await generate(decoder, promptOf('Stop now.'), 10, { logitsMask: () => null })).toEqual([]);
+    let steps = 0;
+    const [tokensA, tokensB] = await Promise.all([generate(decoder, a, 10), generate(decoder, promptOf('Four five six seven.'), 10, { logitsMask: () => (++steps > 3 ? null : undefined) })]);
+    expect(tokensA).toEqual(soloA);
+    expect(tokensB).toHaveLength(3);
+  });
 });
 
 describe('failures stay with their sequence', () => {

@@ -29,10 +29,11 @@ export interface SequenceSpec {
   cancelled: () => boolean;
   /**
    * The tokens allowed next (./sampler.ts LogitsMask), asked before each token is chosen; undefined:
-   * every token. The chosen token then reaches `onToken`. The decoder only reads the mask. May be
-   * asynchronous (a grammar matcher's API is); the batch's masks are awaited together after the pass.
+   * every token; null: the sequence ends here, without a token (a grammar that is complete and whose
+   * end token the model cannot write). The chosen token then reaches `onToken`. The decoder only reads
+   * the mask. May be asynchronous (a grammar matcher's API is); the batch's masks are awaited together.
    */
-  logitsMask?: () => LogitsMask | undefined | Promise<LogitsMask | undefined>;
+  logitsMask?: () => LogitsMask | null | undefined | Promise<LogitsMask | null | undefined>;
   /** Shown each step's logits row (only read, valid during the call) and the token chosen from it, before onToken. */
   observe?: (logits: Float32Array, token: number) => void;
   /**
@@ -233,7 +234,8 @@ export class BatchDecoder {
   }
 
   /** Samples row `row` of the logits for `seq` (under its mask) and hands it the token; true when the sequence is over. */
-  private next(seq: Sequence, logits: OrtTensor, row: number, mask: LogitsMask | undefined): boolean {
+  private next(seq: Sequence, logits: OrtTensor, row: number, mask: LogitsMask | null | undefined): boolean {
+    if (mask === null) return true;
     const rowLogits = lastLogits(logits, row);
     const token = sample(rowLogits, seq.spec.sampling, mask);
     seq.spec.observe?.(rowLogits, token);

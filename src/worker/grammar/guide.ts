@@ -29,6 +29,7 @@ export class Guide {
     private readonly tracker: ConstraintTracker,
     /** Tokens the whole constrained output needs at least (its shortest form and the end token). */
     readonly reserve: number,
+    private readonly reason: 'output' | 'tool',
   ) {
     const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
     this.stream = new TextStream(decode, []);
@@ -46,12 +47,21 @@ export class Guide {
     const tracker = constraint.tracker();
     const shortest = tracker.completion();
     const reserve = (shortest ? loaded.tokenizer.encode(shortest, { add_special_tokens: false }).length : 0) + 1 + MARGIN_TOKENS;
-    return new Guide(loaded, matcher, tracker, reserve);
+    return new Guide(loaded, matcher, tracker, reserve, reason);
   }
 
-  /** The tokens allowed next, `remaining` tokens (this one included) before the limit. */
-  async mask(remaining: number): Promise<Uint32Array> {
+  /**
+   * The tokens allowed next, `remaining` tokens (this one included) before the limit; null when the
+   * output is complete and the grammar allows only an end token the model's vocabulary does not hold
+   * (the generation ends there). A grammar that needs a token the vocabulary lacks, mid-output, refuses
+   * the request (schema_unsupported) rather than sampling from nothing.
+   */
+  async mask(remaining: number): Promise<Uint32Array | null> {
     const allowed = await this.matcher.mask();
+    if (!allowed.some((word) => word !== 0)) {
+      if (this.tracker.completion() === '') return null;
+      throw new CoreError('schema_unsupported', "The model's vocabulary has no token the grammar allows next", { reason: this.reason });
+    }
     // Inside a character the completion (worked out on whole characters) cannot start yet: the
     // model writes the character's last bytes first, under the grammar.
     if (this.forcing === null && !this.stream.incomplete) this.forcing = this.completionToForce(remaining);
