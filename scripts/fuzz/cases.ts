@@ -47,7 +47,7 @@ export interface FuzzCase {
   then?: { bytes: Buffer; response: ExpectedResponse };
 }
 
-export const ENDPOINTS = ['messages', 'count_tokens', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw'] as const;
+export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 
 const NORMAL_TIMEOUT_MS = 30_000;
@@ -79,7 +79,7 @@ export function envelopesFor(target: string, headers: Array<[string, string]>): 
   const emptyOnly = present.length > 0 && !anthropic;
   if (decoded === undefined) return anthropic ? ['anthropic', 'neutral'] : ['openai', 'anthropic', 'neutral'];
   if (/^\/v1\/messages(\/|$)/.test(decoded)) return ['anthropic'];
-  if (/^\/v1\/(embeddings|engines\/)/.test(decoded)) return anthropic || emptyOnly ? ['openai', 'anthropic'] : ['openai'];
+  if (/^\/v1\/(embeddings|engines\/|chat\/completions)/.test(decoded)) return anthropic || emptyOnly ? ['openai', 'anthropic'] : ['openai'];
   if (anthropic) return ['anthropic'];
   return emptyOnly ? ['anthropic', 'openai'] : ['openai'];
 }
@@ -201,6 +201,20 @@ function validMessagesBody(rng: Random, withMaxTokens: boolean): Record<string, 
     if (rng.chance(0.1)) body.metadata = { user_id: 'u1' };
   }
   if (rng.chance(0.05)) body.thinking = { type: 'disabled' };
+  return body;
+}
+
+/** A chat completion as the `openai` SDK sends it, with the optional fields clients use. */
+function validChatBody(rng: Random): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: CHAT_MODEL, messages: [{ role: 'user', content: sentence(rng) }] };
+  body[rng.chance(0.5) ? 'max_completion_tokens' : 'max_tokens'] = rng.int(1, 4);
+  if (rng.chance(0.2)) (body.messages as unknown[]).unshift({ role: rng.pick(['system', 'developer']), content: sentence(rng) });
+  if (rng.chance(0.1)) body.messages = [{ role: 'user', content: [{ type: 'text', text: sentence(rng) }] }, { role: 'assistant', content: sentence(rng) }, { role: 'user', content: sentence(rng) }];
+  if (rng.chance(0.2)) body.temperature = rng.pick([0, 0.7, 1.5]);
+  if (rng.chance(0.1)) body.stop = rng.pick(['\n', ['END', '\n\n']]);
+  if (rng.chance(0.1)) body.seed = rng.int(0, 1000);
+  if (rng.chance(0.1)) body.response_format = { type: 'json_object' };
+  if (rng.chance(0.05)) body.logprobs = true;
   return body;
 }
 
@@ -348,8 +362,10 @@ function mutateSerialization(rng: Random, text: string): [Buffer, string] {
 
 /** Keeps a generation short: a fuzz case that reaches the model must not decode thousands of tokens. */
 function boundMaxTokens(body: Record<string, unknown>, cap: number): void {
-  const v = body.max_tokens;
-  if (typeof v === 'number' && Number.isInteger(v) && v > cap && v <= 4096) body.max_tokens = cap;
+  for (const field of ['max_tokens', 'max_completion_tokens']) {
+    const v = body[field];
+    if (typeof v === 'number' && Number.isInteger(v) && v > cap && v <= 4096) body[field] = cap;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -459,6 +475,29 @@ function messagesCase(rng: Random, id: string): FuzzCase {
   const draft = postDraft(rng, rng.chance(0.1) ? '/v1/messages?beta=true' : '/v1/messages', 'anthropic', body, MESSAGES_FIELDS, 8);
   if (mode === 'stream') draft.labels.unshift('stream');
   return finish(id, 'messages', draft);
+}
+
+const CHAT_FIELDS = ['messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'reasoning_effort', 'frequency_penalty', 'logit_bias', 'user', 'metadata'];
+
+function chatCase(rng: Random, id: string): FuzzCase {
+  const body = validChatBody(rng);
+  const stream = rng.chance(0.3);
+  if (stream) body.stream = true;
+  if (stream && rng.chance(0.5)) body.stream_options = { include_usage: true };
+  const draft = postDraft(rng, '/v1/chat/completions', 'openai', body, CHAT_FIELDS, 8);
+  // Without a limit a chat completion runs to the model's output limit (as the peers do): a body the
+  // mutations left without one gets a small one back, so no case runs for minutes.
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(draft.body!.toString());
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && !('max_tokens' in parsed) && !('max_completion_tokens' in parsed)) {
+    draft.body = Buffer.from(JSON.stringify({ ...parsed, max_completion_tokens: 4 }));
+  }
+  if (stream) draft.labels.unshift('stream');
+  return finish(id, 'chat', draft);
 }
 
 function countTokensCase(rng: Random, id: string): FuzzCase {
@@ -794,6 +833,7 @@ function rawCase(rng: Random, id: string): FuzzCase {
 const GENERATORS: Record<Endpoint, (rng: Random, id: string) => FuzzCase> = {
   messages: messagesCase,
   count_tokens: countTokensCase,
+  chat: chatCase,
   embeddings: embeddingsCase,
   engines: enginesCase,
   models: modelsCase,

@@ -148,11 +148,8 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
     }
   }
   if (status === 200 && /event-stream/i.test(contentType)) {
-    const events = [...text.matchAll(/^event: (\w+)/gm)].map((m) => m[1]);
     if (res.truncated) out.push({ check: 'stream', detail: 'stream cut off (connection closed mid-body)' });
-    else if (events[0] !== 'message_start' || !['message_stop', 'error'].includes(events.at(-1)!)) {
-      out.push({ check: 'stream', detail: `stream events ${events[0]} … ${events.at(-1)}` });
-    }
+    else out.push(...streamShape(text));
   }
   if (expected.head && res.body.length > 0) out.push({ check: 'HEAD', detail: 'HEAD response with a body' });
 
@@ -164,4 +161,28 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
     out.push({ check: 'request id', detail: `${status} without a request-id header` });
   }
   return out;
+}
+
+/**
+ * A complete stream in its dialect: Anthropic's named events from message_start (pings may come
+ * first, while a model loads) to message_stop or error; OpenAI's data lines of chat.completion.chunk
+ * objects (or an error object) ending with `data: [DONE]`.
+ */
+function streamShape(text: string): Violation[] {
+  const events = [...text.matchAll(/^event: (\w+)/gm)].map((m) => m[1]!).filter((e) => e !== 'ping');
+  if (events.length > 0) {
+    return events[0] !== 'message_start' || !['message_stop', 'error'].includes(events.at(-1)!) ? [{ check: 'stream', detail: `stream events ${events[0]} … ${events.at(-1)}` }] : [];
+  }
+  const data = [...text.matchAll(/^data: (.*)$/gm)].map((m) => m[1]!);
+  if (data.at(-1) !== '[DONE]') return [{ check: 'stream', detail: `chat stream does not end with data: [DONE] (last: ${(data.at(-1) ?? 'none').slice(0, 60)})` }];
+  for (const line of data.slice(0, -1)) {
+    let chunk: { object?: string; error?: unknown };
+    try {
+      chunk = JSON.parse(line) as typeof chunk;
+    } catch {
+      return [{ check: 'stream', detail: `chat stream line is not JSON: ${line.slice(0, 60)}` }];
+    }
+    if (chunk.object !== 'chat.completion.chunk' && chunk.error === undefined) return [{ check: 'stream', detail: `chat stream line is neither a chunk nor an error: ${line.slice(0, 60)}` }];
+  }
+  return [];
 }
