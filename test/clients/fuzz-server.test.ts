@@ -68,6 +68,7 @@ describe('fuzzing the server process over sockets', () => {
     const valid: Array<[string, Record<string, string>, string]> = [
       ['/v1/messages', anthropic, chat],
       ['/v1/messages/count_tokens', anthropic, JSON.stringify({ model: CHAT_MODEL, messages })],
+      ['/v1/chat/completions', openai, JSON.stringify({ model: CHAT_MODEL, max_completion_tokens: 2, messages })],
       ['/v1/embeddings', openai, embed],
       [`/v1/engines/${EMBED_MODEL}/embeddings`, openai, embed],
     ];
