@@ -10,7 +10,7 @@ import type { InferenceService } from './core/types.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
 import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
-import { answerExpectation, capConnections, clientErrorHandler, refuseTunnel } from './http/shared/connection.js';
+import { answerExpectation, capConnections, clientErrorHandler, lingerOnClose, refuseTunnel } from './http/shared/connection.js';
 import { dialectOf } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
@@ -87,6 +87,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   app.server.on('checkExpectation', answerExpectation);
   app.server.on('connect', refuseTunnel);
   capConnections(app.server, config.maxConnections);
+  lingerOnClose(app.server);
   app.decorate('closing', false);
   const checkKey = makeKeyChecker(config.apiKeys);
   // Both dialects speak JSON only; any other body type is a 415.

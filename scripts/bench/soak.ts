@@ -5,6 +5,7 @@
  *   npm run soak                                  10 minutes at 10 requests/s
  *   npm run soak -- --minutes 60 --rate 20        an hour at 20 requests/s
  *   npm run soak -- --minutes 2 --sample-seconds 2
+ *   npm run soak -- --prompt-cache-bytes 0        the prompt cache off (default: the server's, 1 GiB per worker)
  *
  * Load (open loop: a request starts every 1/rate s whatever the others do, up to MAX_IN_FLIGHT):
  * chat JSON and streamed (max_tokens 1-8), count_tokens, embeddings of one input and of batches,
@@ -14,7 +15,9 @@
  * Samples: resident memory from /proc/PID/status (VmRSS), and from the server's Prometheus /metrics
  * the main thread's V8 heap in use (nodejs_heap_size_used_bytes) and external memory
  * (nodejs_external_memory_bytes). What is left, RSS - heap - external, is reported as "native":
- * onnxruntime's arenas and buffers, the worker threads' own V8 heaps, code, allocator slack.
+ * onnxruntime's arenas and buffers, the worker threads' own V8 heaps, code, allocator slack. And the
+ * KV the prompt caches hold (prompt_cache_bytes), which grows by design up to --prompt-cache-bytes
+ * per worker: RSS less that KV shows whether anything else grows.
  *
  * Verdict: after a warm-up (the first 20% of the run), a least-squares line through each series;
  * memory is called bounded when the RSS line's growth over the measured window, slope × minutes,
@@ -37,9 +40,23 @@ const { values } = parseArgs({
     'warmup-fraction': { type: 'string', default: '0.2' },
     /** Bounded share of mean RSS that the fitted drift over the measured window may reach. */
     'drift-limit': { type: 'string', default: '0.05' },
+    'prompt-cache-bytes': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
   allowPositionals: false,
 });
+if (values.help) {
+  process.stdout.write(`npm run soak [-- options]
+  --minutes N               length of the run (default 10)
+  --rate N                  requests started per second, open loop (default 10)
+  --sample-seconds N        memory sample interval (default 5)
+  --warmup-fraction F       share of the run left out of the fits (default 0.2)
+  --drift-limit F           fitted RSS drift, as a share of mean RSS, still called bounded (default 0.05)
+  --prompt-cache-bytes N    the server's prompt cache per worker (default: the server's own, 1 GiB; 0 turns it off)
+Writes bench/results/soak.md and soak.json.
+`);
+  process.exit(0);
+}
 const MINUTES = Number(values.minutes);
 const RATE = Number(values.rate);
 const SAMPLE_MS = Number(values['sample-seconds']) * 1000;
@@ -133,7 +150,7 @@ function send(base: URL, agent: http.Agent, kind: Kind): Promise<Outcome> {
 // ---------------------------------------------------------------------------------------------
 // Samples and fits
 
-interface Sample { t: number; rssMiB: number; anonMiB: number; fileMiB: number; heapMiB: number; externalMiB: number; nativeMiB: number; promRssMiB: number; requests: number; load1: number }
+interface Sample { t: number; rssMiB: number; anonMiB: number; fileMiB: number; heapMiB: number; externalMiB: number; nativeMiB: number; cacheMiB: number; rssLessCacheMiB: number; promRssMiB: number; requests: number; load1: number }
 
 /** VmRSS and its anonymous and file-backed parts (kB) from /proc/PID/status. */
 function procStatus(pid: number): { rss: number; anon: number; file: number } {
@@ -145,6 +162,12 @@ function procStatus(pid: number): { rss: number; anon: number; file: number } {
 function metric(text: string, name: string): number {
   const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'm').exec(text);
   return m ? Number(m[1]) : NaN;
+}
+
+/** The sum of a metric's samples over its labels (one per model); undefined when it has none. */
+function metricSum(text: string, name: string): number | undefined {
+  const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.e+-]+)`, 'gm'))].map((m) => Number(m[1]));
+  return values.length ? values.reduce((a, b) => a + b, 0) : undefined;
 }
 
 async function getText(url: string): Promise<string> {
@@ -175,7 +198,8 @@ function fit(xs: number[], ys: number[]): { slope: number; stderr: number } {
 async function main(): Promise<void> {
   const loadStart = os.loadavg();
   process.stderr.write(`soak: starting the server; ${MINUTES} min at ${RATE} requests/s, a sample every ${SAMPLE_MS / 1000} s\n`);
-  const server = await startChildServer({ args: ['--api-key', API_KEY] });
+  const cacheArgs = values['prompt-cache-bytes'] !== undefined ? ['--prompt-cache-bytes', values['prompt-cache-bytes']] : [];
+  const server = await startChildServer({ args: ['--api-key', API_KEY, ...cacheArgs] });
   const base = new URL(server.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const outcomes: Outcome[] = [];
@@ -198,7 +222,9 @@ async function main(): Promise<void> {
     }
     const heap = metric(text, 'nodejs_heap_size_used_bytes') / MiB;
     const external = metric(text, 'nodejs_external_memory_bytes') / MiB;
-    samples.push({ t, rssMiB: rss, anonMiB: proc.anon / 1024, fileMiB: proc.file / 1024, heapMiB: heap, externalMiB: external, nativeMiB: rss - heap - external, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
+    // Absent until a worker first reports its cache: none held.
+    const cache = text ? (metricSum(text, 'prompt_cache_bytes') ?? 0) / MiB : NaN;
+    samples.push({ t, rssMiB: rss, anonMiB: proc.anon / 1024, fileMiB: proc.file / 1024, heapMiB: heap, externalMiB: external, nativeMiB: rss - heap - external, cacheMiB: cache, rssLessCacheMiB: rss - cache, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
   };
 
   await sample();
@@ -241,7 +267,7 @@ async function main(): Promise<void> {
   const measured = samples.filter((s) => s.t >= WARMUP * MINUTES && Number.isFinite(s.heapMiB));
   const window = measured.length ? measured.at(-1)!.t - measured[0]!.t : 0;
   const meanRss = measured.reduce((a, s) => a + s.rssMiB, 0) / Math.max(1, measured.length);
-  const series = [['RSS', 'rssMiB'], ['RSS anonymous', 'anonMiB'], ['RSS file-backed', 'fileMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB']] as const;
+  const series = [['RSS', 'rssMiB'], ['RSS anonymous', 'anonMiB'], ['RSS file-backed', 'fileMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB'], ['prompt cache KV held', 'cacheMiB'], ['RSS less prompt cache KV', 'rssLessCacheMiB']] as const;
   const fits = series.map(([name, key]) => {
     const ys = measured.map((s) => s[key]);
     const { slope, stderr } = fit(measured.map((s) => s.t), ys);
@@ -284,8 +310,8 @@ async function main(): Promise<void> {
     },
     {
       title: `Samples (every ${tableEvery === 1 ? 'minute' : '20 s'}; all ${samples.length} in soak.json)`,
-      columns: ['minute', 'RSS MiB', 'anon MiB', 'file MiB', 'heap used MiB', 'external MiB', 'native MiB', 'requests done', 'load 1 min'],
-      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.anonMiB.toFixed(1), s.fileMiB.toFixed(1), s.heapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
+      columns: ['minute', 'RSS MiB', 'anon MiB', 'file MiB', 'heap used MiB', 'external MiB', 'native MiB', 'prompt cache KV MiB', 'requests done', 'load 1 min'],
+      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.anonMiB.toFixed(1), s.fileMiB.toFixed(1), s.heapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.cacheMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
     },
     {
       title: 'Requests by kind and status',
@@ -302,7 +328,8 @@ async function main(): Promise<void> {
     { minutes: MINUTES, rate: RATE, achievedRate: achieved, started, skipped, sampleSeconds: SAMPLE_MS / 1000, warmupFraction: WARMUP, driftLimit: DRIFT_LIMIT, loadAverageStart: loadStart, loadAverageEnd: loadEnd, alive, verdict, bounded, fits, samples, statusCounts: Object.fromEntries(kinds.map((k) => [k, Object.fromEntries(statuses.map((st) => [st, count(k, st)]).filter(([, n]) => n))])) },
     tables,
     [
-      `${MINUTES} min at ${RATE} requests/s (achieved ${achieved.toFixed(1)}/s; ${started} started, ${skipped} skipped with ${MAX_IN_FLIGHT} in flight). Mix: ${MIX.map(([w, k]) => `${k} ${w}%`).join(', ')}.`,
+      `Prompt cache: ${values['prompt-cache-bytes'] === undefined ? 'the server default (1 GiB per worker)' : values['prompt-cache-bytes'] === '0' ? 'off' : `${values['prompt-cache-bytes']} bytes per worker`}. ` +
+        `${MINUTES} min at ${RATE} requests/s (achieved ${achieved.toFixed(1)}/s; ${started} started, ${skipped} skipped with ${MAX_IN_FLIGHT} in flight). Mix: ${MIX.map(([w, k]) => `${k} ${w}%`).join(', ')}.`,
       `Load average (1, 5, 15 min) at start ${loadStart.map((l) => l.toFixed(2)).join(', ')}; at end ${loadEnd.map((l) => l.toFixed(2)).join(', ')} (the machine is shared: other processes count too).`,
       'RSS is VmRSS of the server process (its worker threads included), split into anonymous and file-backed pages (RssAnon, RssFile); heap and external are the main thread\'s, from /metrics; native = RSS - heap - external (onnxruntime arenas and buffers, worker heaps, code).',
       `**${verdict}**`,

@@ -41,7 +41,10 @@ export interface FuzzCase {
   action: 'read' | 'abort-stream' | 'abort-early' | 'fin';
   /** Use a connection of its own (malformed HTTP leaves a connection unusable). */
   fresh: boolean;
-  /** Reading a full answer may take this long (prompts of a megabyte are tokenized first). */
+  /**
+   * Reading a full answer should take at most this long (prompts of a megabyte are tokenized first);
+   * a later answer is counted slow, and only none by the harness's hang timeout is a violation.
+   */
   timeoutMs: number;
   /** A second request for the same connection, sent once the first answers are in (fresh cases only). */
   then?: { bytes: Buffer; response: ExpectedResponse };
@@ -360,11 +363,23 @@ function mutateSerialization(rng: Random, text: string): [Buffer, string] {
   }
 }
 
-/** Keeps a generation short: a fuzz case that reaches the model must not decode thousands of tokens. */
+/**
+ * The most output the bundled chat model gives (its window, 32,768 tokens; GET /v1/models shows it
+ * as max_tokens): a larger max_tokens is refused (400), a smaller one is served.
+ */
+export const CHAT_MAX_OUTPUT_TOKENS = 32_768;
+
+/**
+ * Keeps a generation short: a fuzz case that reaches the model must not decode thousands of tokens.
+ * Every value the model would serve is lowered to `cap`; larger ones stay, to be refused. (This
+ * bound was 4,096, the model's window when the fuzzer was written; once the window became 32,768,
+ * the odd values 4097 and 32001 were served, generations of minutes that timed out the fuzzer's
+ * 30 s read and filled the worker's batch, so that short requests behind them timed out too.)
+ */
 function boundMaxTokens(body: Record<string, unknown>, cap: number): void {
   for (const field of ['max_tokens', 'max_completion_tokens']) {
     const v = body[field];
-    if (typeof v === 'number' && Number.isInteger(v) && v > cap && v <= 4096) body[field] = cap;
+    if (typeof v === 'number' && Number.isInteger(v) && v > cap && v <= CHAT_MAX_OUTPUT_TOKENS) body[field] = cap;
   }
 }
 

@@ -36,6 +36,9 @@ const nested = (depth: number) => '['.repeat(depth) + ']'.repeat(depth);
 /** Adds a field with raw JSON text as its value to a serialised object. */
 const withField = (json: string, key: string, value: string) => `${json.slice(0, -1)},"${key}":${value}}`;
 
+/** More than loopback socket buffers hold: the client is still writing when the answer comes. */
+const BIG_BODY = 4_000_000;
+
 /** Each case: what it sends and which envelopes its error answer may use. */
 export function knownCases(): FuzzCase[] {
   return [
@@ -67,6 +70,9 @@ export function knownCases(): FuzzCase[] {
     known('body longer than Content-Length (garbage after it)', Buffer.concat([request('POST', '/v1/embeddings', OPENAI, embed()), raw('garbage\r\nHost: x\r\n\r\n')]), { envelopes: ['openai', 'neutral'], responses: 2 }),
     known('body shorter than Content-Length, then FIN', raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"model":`), { envelopes: ['openai', 'neutral'], action: 'fin' }),
     known('CONNECT', raw('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: x\r\n\r\n'), { envelopes: ['openai', 'neutral'] }),
+    // Answered while the client is still sending: the server drains instead of resetting (lingering close).
+    known('bad header name, 4 MB of body behind it', Buffer.concat([raw(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nX-\u00fc: y\r\nContent-Length: ${BIG_BODY}\r\n\r\n`), Buffer.alloc(BIG_BODY, 'a')]), { envelopes: ['neutral'] }),
+    known('upgrade request refused (no key) before its 4 MB body is read', request('POST', '/v1/embeddings', [['Host', 'x'], ['Content-Type', 'application/json'], ['Connection', 'Upgrade'], ['Upgrade', 'h2c']], `{"input":"${'a'.repeat(BIG_BODY)}"}`), { envelopes: ['openai'] }),
     // Connections
     known('Connection: close, not streamed', request('POST', '/v1/messages', [...ANTHROPIC, ['Connection', 'close']], chat()), { envelopes: ['anthropic'], asksClose: true }),
     known('Connection: close, streamed', request('POST', '/v1/messages', [...ANTHROPIC, ['Connection', 'close']], chat({ stream: true })), { envelopes: ['anthropic'], asksClose: true }),

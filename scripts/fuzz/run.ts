@@ -16,7 +16,7 @@ import { randomInt } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { writeResults, type Table } from '../bench/report.js';
 import { API_KEY, ENDPOINTS, generateCase, type Endpoint } from './cases.js';
-import { formatSummary, runFuzz, type FuzzSummary } from './harness.js';
+import { formatSummary, HANG_TIMEOUT_MS, runFuzz, type FuzzSummary } from './harness.js';
 import { startChildServer, serverSettings, type ChildServer } from './server.js';
 import { formatSlowSummary, runSlowClients, slowClientSettings, type SlowSummary } from './slow.js';
 
@@ -31,8 +31,24 @@ const { values } = parseArgs({
     url: { type: 'string' },
     slow: { type: 'string' },
     'slow-seconds': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
   },
 });
+if (values.help) {
+  process.stdout.write(`npm run fuzz [-- options]
+  --runs N            cases per endpoint (FUZZ_RUNS; default 10,000)
+  --seed N            the seed (FUZZ_SEED; default random, printed)
+  --case E:I,...      replay these cases only, printing requests and answers (FUZZ_CASE)
+  --endpoints A,B     endpoints to fuzz (default all: ${ENDPOINTS.join(', ')})
+  --concurrency N     connections working at once (default 4)
+  --minutes N         stop starting cases after this long (default 60)
+  --url URL           fuzz a server already listening instead of starting src/main.ts
+  --slow N            N slow-header + N slow-body connections instead of the fuzzer
+  --slow-seconds N    how long to watch the slow connections
+Writes bench/results/fuzz.md and fuzz.json (slow-clients.* with --slow); exit status 1 on any violation.
+`);
+  process.exit(0);
+}
 
 const seed = Number(values.seed ?? process.env.FUZZ_SEED ?? randomInt(1, 2 ** 31));
 const runs = Number(values.runs ?? process.env.FUZZ_RUNS ?? 10_000);
@@ -101,7 +117,8 @@ function write(s: FuzzSummary): void {
     `Seed ${s.seed}: ${s.cases} cases (${s.runs} per endpoint${s.stoppedEarly ? ', stopped early at the time limit' : ''}) in ${(s.durationMs / 1000).toFixed(1)} s; ` +
       `**${s.violationCount} violations in ${s.violations.length} classes**. Replay: \`FUZZ_SEED=${s.seed} npm run fuzz\`; one case: \`FUZZ_SEED=${s.seed} FUZZ_CASE=raw:17 npm run fuzz\`.`,
     'Checks: status < 500; 4xx bodies in the envelope of the dialect (Anthropic on /v1/messages paths or with anthropic-version / vendor-version / x-api-key headers, OpenAI otherwise, the neutral one with Connection: close for malformed HTTP); ' +
-      'no stack traces or paths; a request asking Connection: close is answered with it; a server that closes a connection announced it; a second request on a kept-alive connection is answered; GET /health on a new connection answers within 2 s throughout.',
+      'no stack traces or paths; a request asking Connection: close is answered with it; a server that closes a connection announced it; a second request on a kept-alive connection is answered; GET /health on a new connection answers within 2 s throughout. ' +
+      `An answer later than its case's timeout (10 s for raw cases, 30 s for others) is counted "slow"; no answer within ${HANG_TIMEOUT_MS / 1000} s is a timeout violation.`,
   ]);
 }
 

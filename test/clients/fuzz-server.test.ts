@@ -22,6 +22,8 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 const SEED = Number(process.env.FUZZ_SEED ?? randomInt(1, 2 ** 31));
 /** A bound on each endpoint's run whatever the cases do. */
 const ENDPOINT_MAX_MS = 15_000;
+/** No answer within this is a hang (a violation): under the test's own time limit, so that it is reported as such. */
+const HANG_TIMEOUT_MS = 40_000;
 
 let server: ChildServer;
 const summaries: FuzzSummary[] = [];
@@ -40,14 +42,14 @@ const violations = (s: FuzzSummary) =>
 describe('fuzzing the server process over sockets', () => {
   describe('known cases', () => {
     it.each(knownCases().map((c) => [c.label, c] as const))('%s', async (_label, c) => {
-      const summary = await runFuzz({ port: server.port, seed: SEED, runs: 0, cases: [c], concurrency: 1, serverAlive: server.alive });
+      const summary = await runFuzz({ port: server.port, seed: SEED, runs: 0, cases: [c], concurrency: 1, serverAlive: server.alive, hangTimeoutMs: HANG_TIMEOUT_MS });
       expect(violations(summary)).toEqual([]);
     });
   });
 
   describe(`seeded cases (seed ${SEED})`, () => {
     it.each(ENDPOINTS)('%s', async (endpoint) => {
-      const summary = await runFuzz({ port: server.port, seed: SEED, runs: RUNS, endpoints: [endpoint], concurrency: 2, maxMs: ENDPOINT_MAX_MS, serverAlive: server.alive });
+      const summary = await runFuzz({ port: server.port, seed: SEED, runs: RUNS, endpoints: [endpoint], concurrency: 2, maxMs: ENDPOINT_MAX_MS, serverAlive: server.alive, hangTimeoutMs: HANG_TIMEOUT_MS });
       summaries.push(summary);
       console.log(formatSummary(summary));
       expect(violations(summary), `FUZZ_SEED=${SEED}`).toEqual([]);

@@ -111,6 +111,54 @@ describe('malformed HTTP gets the neutral envelope and Connection: close', () =>
   });
 });
 
+/**
+ * Sends `head`, then `bodyBytes` of body as fast as the socket takes them, while reading. Resolves
+ * with what came back and whether a write or read failed (a reset from the server).
+ */
+function sendWhileAnswered(head: string, bodyBytes: number): Promise<{ data: string; failure: string | undefined; closed: boolean }> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    let data = '';
+    let failure: string | undefined;
+    socket.on('data', (chunk) => (data += chunk.toString()));
+    socket.on('error', (error: NodeJS.ErrnoException) => (failure = error.code ?? error.message));
+    const timer = setTimeout(() => socket.destroy(), CLOSE_WAIT_MS);
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve({ data, failure, closed: true });
+    });
+    const chunk = Buffer.alloc(64 * 1024, 'a');
+    void (async () => {
+      socket.write(head);
+      for (let sent = 0; sent < bodyBytes && !socket.destroyed; sent += chunk.length) {
+        if (!socket.write(chunk)) await new Promise((r) => { socket.once('drain', r); socket.once('close', r); });
+      }
+      // The client is done sending; it waits for the server to close.
+    })();
+  });
+}
+
+describe('a client still sending its body when the server answers and closes gets the answer, not a reset', () => {
+  /** More than loopback socket buffers hold, so the client is still writing when the answer comes. */
+  const BODY_BYTES = 32 * 1024 * 1024;
+
+  it('malformed HTTP: the neutral 400, then a clean close once the client stops sending', async () => {
+    const reply = await sendWhileAnswered(`POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nBad Header\r\nContent-Length: ${BODY_BYTES}\r\n\r\n`, BODY_BYTES);
+    expect(reply.failure).toBeUndefined();
+    expect(reply.data).toMatch(/^HTTP\/1\.1 400 /);
+    expect(reply.data).toMatch(/\r\nConnection: close\r\n/i);
+    expect(reply.closed).toBe(true);
+  });
+
+  it('an answer given before the body is read (missing Host): the 400, then a clean close', async () => {
+    const reply = await sendWhileAnswered(`POST /v1/embeddings HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${BODY_BYTES}\r\n\r\n`, BODY_BYTES);
+    expect(reply.failure).toBeUndefined();
+    expect(reply.data).toMatch(/^HTTP\/1\.1 400 /);
+    expect(reply.data).toMatch(/\r\nconnection: close\r\n/i);
+    expect(reply.closed).toBe(true);
+  });
+});
+
 describe('framework errors get the dialect envelope', () => {
   it('bad percent-encoding in the path', async () => {
     const reply = await raw(['POST /v1/engines/%E0%A4%A/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}']);

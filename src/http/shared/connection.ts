@@ -4,7 +4,8 @@
  * envelope that both SDKs parse —
  *   {"type":"error","error":{"type":T,"message":M,"param":null,"code":C},"request_id":R}
  * (Anthropic reads error.type/message, OpenAI error.message/type/code) — and `Connection: close`,
- * since the socket is dropped after it.
+ * since the socket is dropped after it: drained first when the client may still be sending
+ * (closeLingering), destroyed at once when it is too slow.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -47,15 +48,27 @@ function describeClientError(code: string | undefined): [number, string, string,
 /** Fastify's clientErrorHandler: answers malformed or too-slow requests in the neutral envelope, then drops the socket. */
 export function clientErrorHandler(error: Error & { code?: string; rawPacket?: unknown }, socket: Socket): void {
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  // After a parse error Node's parser stays in its error state and reports it again for every chunk
+  // the client still sends: the socket was answered once and is draining (closeLingering).
+  if (refused.has(socket)) return;
   // The client closed its side in the middle of a request: there is no whole request to answer.
   if (error.code === 'HPE_INVALID_EOF_STATE') return void socket.destroy();
+  const timedOut = error.code === 'ERR_HTTP_REQUEST_TIMEOUT';
   const [status, reason, type, message] = describeClientError(error.code);
   // The answer to a HEAD carries no body (its headers say what the body would be).
   const head = Buffer.isBuffer(error.rawPacket) && error.rawPacket.subarray(0, 5).toString('latin1') === 'HEAD ';
   const answer = () => {
-    if (socket.writable) socket.end(rawResponse(status, reason, neutralError(type, message, error.code ?? 'bad_request'), { head }));
-    else socket.destroy();
+    if (!socket.writable) return void socket.destroy();
+    const response = rawResponse(status, reason, neutralError(type, message, error.code ?? 'bad_request'), { head });
+    // A slow client is dropped as soon as its answer is out: Node reports the expired request again
+    // at its next check, which finds the socket no longer writable and destroys it (above). A client
+    // that sent bad bytes may still be sending (the rest of a body): it is drained first, or the
+    // reset its next bytes would get could destroy the answer before it reads it.
+    if (timedOut) return void socket.end(response);
+    socket.write(response);
+    closeLingering(socket);
   };
+  if (!timedOut) refused.add(socket);
   // The answer to a request received whole (garbage pipelined behind a good request) goes out
   // first, whole; a request still arriving (a slow body) is the one this error answers.
   const current = (socket as Socket & { _httpMessage?: ServerResponse & { req?: IncomingMessage } })._httpMessage;
@@ -66,6 +79,59 @@ export function clientErrorHandler(error: Error & { code?: string; rawPacket?: u
   }
   if (current?.headersSent) return void socket.destroy();
   answer();
+}
+
+/** Sockets answered for malformed HTTP (see clientErrorHandler). */
+const refused = new WeakSet<Socket>();
+
+/** A closing socket keeps reading, and dropping, what its client still sends until this long passes without a byte... */
+export const LINGER_IDLE_MS = 500;
+/** ...or this long in all, whichever comes first. */
+export const LINGER_MAX_MS = 5_000;
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Closes a socket whose client may still be sending ("lingering close", as nginx does): the answer
+ * already written goes out with a FIN, then the socket reads and drops whatever still arrives until
+ * the client closes, LINGER_IDLE_MS pass without a byte, or LINGER_MAX_MS in all. Destroying it
+ * at once would leave the client's next bytes unread, and the kernel answers those with a reset
+ * (RFC 9112 section 9.6): a client still writing its body then gets EPIPE or ECONNRESET, and may
+ * never read the answer that was sent.
+ */
+export function closeLingering(socket: Socket): void {
+  if (socket.destroyed || lingering.has(socket)) return;
+  lingering.add(socket);
+  if (socket.writable) socket.end();
+  const started = Date.now();
+  // The http parser reads the socket's handle directly (no 'data' events): progress shows in bytesRead.
+  let seen = socket.bytesRead;
+  const check = setInterval(() => {
+    const now = socket.bytesRead;
+    if (now === seen || Date.now() - started >= LINGER_MAX_MS) socket.destroy();
+    seen = now;
+  }, LINGER_IDLE_MS);
+  check.unref();
+  socket.once('close', () => clearInterval(check));
+}
+
+/**
+ * Node closes a connection after an answer that ends it (Connection: close) with destroySoon(),
+ * which destroys the socket once the answer is flushed, even when the request's body has not all
+ * arrived (an answer given before the body was read: a missing Host, an upgrade request refused,
+ * an early 4xx): the client, still sending, then gets a reset instead of the answer. On every
+ * connection, destroySoon closes lingering instead when the last request is not complete.
+ */
+export function lingerOnClose(server: Server): void {
+  const lastRequest = new WeakMap<Socket, IncomingMessage>();
+  server.prependListener('request', (request: IncomingMessage) => lastRequest.set(request.socket, request));
+  server.on('connection', (socket: Socket) => {
+    const destroySoon = socket.destroySoon;
+    socket.destroySoon = function (this: Socket) {
+      const request = lastRequest.get(this);
+      if (request && !request.complete) closeLingering(this);
+      else destroySoon.call(this);
+    };
+  });
 }
 
 /** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */

@@ -11,13 +11,18 @@
  * the template's special tokens, the pre-tokenizer and the model see the text as written.
  *
  * Bounded time. A prompt is encoded only as far as it can fit: encoding stops once the tokens so far
- * plus a lower bound for what comes next pass the budget. Every token is a vocabulary entry, at most
- * `longestToken` characters long, so (1) for byte-level BPE a text of n UTF-8 bytes is at least
- * n / longestToken tokens, checked before pre-tokenizing it (a megabyte of digits is a million
- * pieces: ~2 s to pre-tokenize); (2) pieces go to the model in chunks, each checked first with the
- * same bound over its characters (a megabyte of one letter is one piece for the Qwen and GPT-2
- * pre-tokenizers: ~13 s in the library's BPE) and counted after. So a text of more than
- * budget x longestToken bytes is never pre-tokenized, and no more than about that is ever encoded.
+ * plus a lower bound for what comes next pass the budget. Every token is a vocabulary entry made of
+ * characters of the text it covers, so no token is longer than the longest entry made of those
+ * characters alone. (1) For byte-level BPE, a section of text is bounded from its UTF-8 bytes
+ * before it is pre-tokenized: block by block, by the longest entry made of the bytes around that
+ * block (byteBound; a megabyte of "a" is at least 125,000 tokens, of one CJK character 333,333,
+ * of digits a million); ordinary text, with many distinct bytes, by the longest entry of all.
+ * (2) A long text whose pieces are short is probed on a prefix (probe). (3) Pieces go to the model
+ * in chunks, each checked first with the same bound over its characters, a long piece by its own
+ * characters (a megabyte of one letter is one piece for the Qwen and GPT-2 pre-tokenizers: ~13 s
+ * in the library's BPE), and counted after. So a run of a few characters that cannot fit is refused
+ * in one pass over its bytes, whatever the budget (the context window); no more than about budget x
+ * the longest entry made of the text's characters is ever pre-tokenized or encoded.
  * Words longer than LONG_WORD go to long-word-bpe.ts instead of the library's BPE (same result, ~30x
  * faster on long words). Ids are exact for whatever is encoded.
  *
@@ -73,6 +78,12 @@ const CHUNK = 256;
 const PROBE_SLACK = 4;
 /** Words from this length on use long-word-bpe.ts (its table costs ~0.2 s to build, once). */
 const LONG_WORD = 1024;
+/** Bytes per block of byteBound: more than the longest vocabulary entry (128 bytes for Qwen's). */
+const BLOCK = 64 * 1024;
+/** The longest token made of a set of characters is looked up for sets of at most this many... */
+const FEW_UNITS = 64;
+/** ...at most this many times per encode for sets not seen before (~10 ms each). */
+const MAX_SCANS = 8;
 
 class OverBudget {
   constructor(readonly atLeast: number) {}
@@ -94,6 +105,8 @@ export class PromptEncoder {
   private readonly longestToken: number;
   /** Single characters that are vocabulary entries. */
   private readonly knownChars: Set<string>;
+  /** longestWithin's results by set of code units. */
+  private readonly longestBySet = new Map<string, number>();
   /**
    * Byte-level BPE whose pieces keep every byte of the text as one known character: then a text of
    * n UTF-8 bytes is at least n / longestToken tokens, which refuses a huge text before pre-tokenizing it.
@@ -104,6 +117,8 @@ export class PromptEncoder {
   private literals: Literals | null = null;
   private budget = Infinity;
   private counted = 0;
+  /** Vocabulary scans made by this encode (longestMadeOf). */
+  private scans = 0;
 
   static for(tokenizer: PreTrainedTokenizer): PromptEncoder {
     let encoder = PromptEncoder.encoders.get(tokenizer);
@@ -148,7 +163,7 @@ export class PromptEncoder {
     view.pre_tokenizer = (text, options) => {
       const restored = this.literals ? restore(text, this.literals) : text;
       if (this.byteLevel && this.budget !== Infinity) {
-        const atLeast = this.counted + Math.ceil(Buffer.byteLength(restored, 'utf8') / this.longestToken);
+        const atLeast = this.counted + this.byteBound(restored);
         if (atLeast > this.budget) throw new OverBudget(atLeast);
         if (preTokenize) this.probe(preTokenize, restored, options);
       }
@@ -167,6 +182,7 @@ export class PromptEncoder {
     this.literals = options.literals && options.literals.size > 0 ? options.literals : null;
     this.budget = options.budget ?? Infinity;
     this.counted = 0;
+    this.scans = 0;
     try {
       const { ids } = this.view.encode(text, { add_special_tokens: false });
       return ids.length > this.budget ? { tooLong: { tokens: ids.length, exact: true } } : { ids };
@@ -223,17 +239,83 @@ export class PromptEncoder {
   private lowerBound(pieces: string[]): number {
     let bound = 0;
     for (const piece of pieces) {
+      // A token of a piece is made of the piece's characters: for a long piece, the longest entry
+      // made of those alone bounds far tighter (a megabyte of "a": 8, not 128; of one CJK character: 3).
+      const longest = piece.length >= LONG_WORD ? this.longestWithin(piece) : this.longestToken;
       let run = 0;
       for (const char of piece) {
         if (this.knownChars.has(char)) run++;
         else {
-          bound += Math.ceil(run / this.longestToken);
+          bound += Math.ceil(run / longest);
           run = 0;
         }
       }
-      bound += Math.ceil(run / this.longestToken);
+      bound += Math.ceil(run / longest);
     }
     return bound;
+  }
+
+  /**
+   * Fewest tokens a section of text can encode to, for byte-level BPE, before it is pre-tokenized.
+   * Each UTF-8 byte becomes one character of a piece and every token is a run of those characters,
+   * so a byte in block b (BLOCK bytes, more than any token is long) belongs to a token within blocks
+   * b-1..b+1, made of their bytes alone: no longer than the longest vocabulary entry made of those.
+   * A token of k characters counts 1/k for each, so the section is at least the sum over blocks of
+   * (bytes of the block / that length) tokens. A megabyte of "a" is at least 125,000 tokens, of one
+   * CJK character 333,333, found without pre-tokenizing; ordinary text (many distinct bytes) falls
+   * back to the longest token of the vocabulary.
+   */
+  private byteBound(text: string): number {
+    const bytes = Buffer.from(text, 'utf8');
+    const blocks = Math.ceil(bytes.length / BLOCK);
+    const sets: number[][] = [];
+    for (let b = 0; b < blocks; b++) {
+      const present = new Uint8Array(256);
+      const end = Math.min(bytes.length, (b + 1) * BLOCK);
+      for (let i = b * BLOCK; i < end; i++) present[bytes[i]!] = 1;
+      sets.push([...present.keys()].filter((byte) => present[byte]));
+    }
+    let bound = 0;
+    for (let b = 0; b < blocks; b++) {
+      const around = new Set([...(sets[b - 1] ?? []), ...sets[b]!, ...(sets[b + 1] ?? [])]);
+      const longest = this.longestMadeOf(new Set([...around].map((byte) => BYTE_LEVEL_ALPHABET[byte]!.charCodeAt(0))));
+      bound += (Math.min(bytes.length, (b + 1) * BLOCK) - b * BLOCK) / longest;
+    }
+    return Math.ceil(bound - 1e-9);
+  }
+
+  /** longestMadeOf over the code units of `piece`: no token of the piece can be longer. */
+  private longestWithin(piece: string): number {
+    const units = new Set<number>();
+    for (let i = 0; i < piece.length; i++) units.add(piece.charCodeAt(i));
+    return this.longestMadeOf(units);
+  }
+
+  /**
+   * Length in code points of the longest vocabulary entry whose UTF-16 code units are all in
+   * `units` (at least 1), or an upper bound of it. Worth knowing for a few distinct units (a run, a
+   * repeated character); the longest entry of all serves for more. One pass over the vocabulary per
+   * new set (~10 ms), at most MAX_SCANS per encode so that crafted text cannot make it slow; the
+   * last few sets are remembered.
+   */
+  private longestMadeOf(units: ReadonlySet<number>): number {
+    if (units.size > FEW_UNITS) return this.longestToken;
+    const key = setKey(units);
+    let longest = this.longestBySet.get(key);
+    if (longest === undefined) {
+      if (this.scans >= MAX_SCANS) return this.longestToken;
+      this.scans++;
+      longest = 1;
+      for (const token of this.model.vocab) {
+        if (typeof token !== 'string' || token.length <= longest) continue;
+        let inside = true;
+        for (let i = 0; i < token.length && inside; i++) inside = units.has(token.charCodeAt(i));
+        if (inside) longest = Math.max(longest, codePoints(token));
+      }
+      if (this.longestBySet.size >= 16) this.longestBySet.delete(this.longestBySet.keys().next().value!);
+      this.longestBySet.set(key, longest);
+    }
+    return longest;
   }
 
   private table(): MergeTable | null {
@@ -261,6 +343,8 @@ const BYTE_LEVEL_ALPHABET: string[] = (() => {
   let shifted = 0;
   return Array.from({ length: 256 }, (_, b) => String.fromCharCode(printable(b) ? b : 256 + shifted++));
 })();
+
+const setKey = (units: ReadonlySet<number>) => [...units].sort((a, b) => a - b).join(',');
 
 function codePoints(text: string): number {
   let n = 0;
