@@ -19,6 +19,7 @@ import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { loadModel } from '../../src/worker/load.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
+import { kvMode } from '../../src/worker/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 const { onnx } = onnxProto;
@@ -28,7 +29,7 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 
 describe('the bundled model, loaded with and without the rewrite', () => {
-  it('decodes the same greedy tokens, three sequences batched, one prefilled in chunks', async () => {
+  it('decodes the same greedy tokens (KV appended in place against the export\'s presents), three sequences batched, one prefilled in chunks', async () => {
     const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
     const prompts = [Array.from({ length: 150 }, (_, i) => 200 + ((i * 131) % 5000)), [11, 12, 13], Array.from({ length: 40 }, (_, i) => 1000 + i)];
     const tokens: Record<string, number[][]> = {};
@@ -36,6 +37,8 @@ describe('the bundled model, loaded with and without the rewrite', () => {
       const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention, logChannel: 'unused', prefillChunkTokens: 64, promptCacheBytes: 0 });
       if (fusedAttention) expect(loaded.notes).toContain('attention of 2 layers as GroupQueryAttention');
       else expect(loaded.notes.join()).not.toMatch(/GroupQueryAttention/);
+      // The rewritten graph also outputs the new keys and values: the decoder appends them in place.
+      expect(kvMode(loaded)).toBe(fusedAttention ? 'append' : 'present');
       const decoder = new BatchDecoder(loaded, { prefillChunkTokens: 64 });
       tokens[String(fusedAttention)] = await Promise.all(prompts.map(async (promptIds) => {
         const out: number[] = [];

@@ -18,6 +18,10 @@
  *   export's additive mask was; every row's total length is attention_mask's width;
  * - the scale is the constant the export multiplied (or divided) the scores by.
  *
+ * It also outputs each layer's new keys and values alone (`newKvOutput`), so a decoder can keep the
+ * cache in buffers with room to grow and append to them: GroupQueryAttention reads the first
+ * attention_mask-width columns of a past tensor that may be wider.
+ *
  * Recognised structurally, per layer, from the past inputs: `past_key_values.N.key` feeds one Concat
  * on axis 2 whose result reaches the scores' MatMul (input 1) through reshapes, expands and one
  * last-two-axes Transpose; the scores go through Mul/Div by a constant and an Add to a Softmax on the
@@ -33,6 +37,14 @@ type ModelProto = InstanceType<typeof onnx.ModelProto>;
 type NodeProto = InstanceType<typeof onnx.NodeProto>;
 type TensorProto = InstanceType<typeof onnx.TensorProto>;
 type Graph = InstanceType<typeof onnx.GraphProto>;
+
+/**
+ * Extra outputs of the rewritten graph: the keys and values of the fed positions only,
+ * [B, kvHeads, S, headDim] (rotated keys, as the cache holds them). A decoder that keeps the cache
+ * itself appends these and never fetches `present.*`, whose copy back into JavaScript costs more
+ * than the whole forward pass at long context (src/worker/decode/kv-batch.ts).
+ */
+export const newKvOutput = (layer: number, kind: 'key' | 'value') => `new_key_values.${layer}.${kind}`;
 
 export interface AttentionShape {
   numHeads: number;
@@ -243,6 +255,17 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
   // Concat keeps its name through an Identity.
   for (const node of nodes) node.input = node.input.map((i: string) => renamed.get(i) ?? i);
   for (const [from, to] of renamed) if (outputs.has(from)) added.push(onnx.NodeProto.create({ name: `${from}/identity`, opType: 'Identity', input: [to], output: [from] }));
+  for (const layer of layers) {
+    for (const [kind, tensor] of [['key', layer.kNew], ['value', layer.vNew]] as const) {
+      const name = newKvOutput(layer.index, kind);
+      added.push(onnx.NodeProto.create({ name: `${name}/identity`, opType: 'Identity', input: [tensor], output: [name] }));
+      graph.output.push(onnx.ValueInfoProto.create({
+        name,
+        type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimParam: 'batch_size' }, { dimValue: shape.kvHeads }, { dimParam: 'sequence_length' }, { dimValue: shape.headDim }] } } },
+      }));
+      outputs.add(name);
+    }
+  }
   const reachable = liveNodes([...nodes.filter((n) => !n.output.some((o: string) => renamed.has(o) && outputs.has(o))), ...added], outputs);
   graph.node = reachable;
   const live = new Set(reachable.flatMap((n) => [...n.input, ...n.output]));
