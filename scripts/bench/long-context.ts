@@ -35,6 +35,8 @@ const { values } = parseArgs({
     threads: { type: 'string', default: '2' },
     /** Extra environment for the server, KEY=VALUE,KEY=VALUE (e.g. to compare a switch). */
     'server-env': { type: 'string', default: '' },
+    /** Also run the server with the export's own attention (FUSED_ATTENTION=false), interleaved: before / after in one run. */
+    'compare-export': { type: 'boolean', default: false },
     name: { type: 'string', default: 'long-context' },
   },
 });
@@ -45,6 +47,11 @@ const DECODE = Number(values['decode-tokens']);
 const CONCURRENCY = Number(values.concurrency) || 0;
 const THREADS = Number(values.threads);
 const SERVER_ENV = Object.fromEntries(values['server-env']!.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+/** The server configurations measured, each against the same llama.cpp runs; the first is the project as configured. */
+const VARIANTS: Array<{ name: string; env: Record<string, string> }> = [
+  { name: 'project', env: SERVER_ENV },
+  ...(values['compare-export'] ? [{ name: 'project, export attention', env: { ...SERVER_ENV, FUSED_ATTENTION: 'false' } }] : []),
+];
 /** The llama.cpp file type for each of our dtypes. */
 const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0' };
 
@@ -188,56 +195,71 @@ for (const subject of SUBJECTS) {
   const subjectData: Record<string, unknown> = { gguf: path.basename(gguf.file), onnxBytesPerToken: onnxBytes, llamaBytesPerToken: llamaBytes };
   let flashAttention = false;
 
-  const startBoth = async (contextSize: number, sequences: number) => {
-    const server = await startServerProcess(['--models-dir', dir], {
-      BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
-      PROMPT_CACHE_BYTES: '0', ...SERVER_ENV,
-    });
+  const startServer = (env: Record<string, string>) => startServerProcess(['--models-dir', dir], {
+    BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
+    PROMPT_CACHE_BYTES: '0', ...env,
+  });
+  const startLlama = async (contextSize: number, sequences: number) => {
     const llama = await LlamaChild.start({ modelPath: gguf.file, contextSize: contextSize * sequences, threads: THREADS, sequences });
     flashAttention = llama.flashAttention;
-    return { server, llama, agent: new http.Agent({ keepAlive: true, maxSockets: 16 }) };
+    return llama;
   };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
 
-  for (const context of CONTEXTS) {
-    const { server, llama, agent } = await startBoth(context + DECODE + 8, 1);
+  // Each configuration's first start writes its rewritten graph beside the model (and its peak RSS
+  // includes the rewrite): start and stop each once, so measured starts load the prepared graph.
+  for (const variant of VARIANTS) await (await startServer(variant.env)).stop();
+
+  for (const asked of CONTEXTS) {
+    // The subject's window holds the prompt and the decoded tokens (SmolLM2: 8192 positions).
+    const context = Math.min(asked, config.max_position_embeddings - DECODE - 8);
+    const servers = [];
+    for (const variant of VARIANTS) servers.push(await startServer(variant.env));
+    const llama = await startLlama(context + DECODE + 8, 1);
     try {
-      await streamOnce(server.url, subject, promptText(context, 99), agent); // warm-up: arenas sized, model loaded
+      for (const server of servers) await streamOnce(server.url, subject, promptText(context, 99), agent); // warm-up: arenas sized, model loaded
       await llama.run([promptIds(context, 99)], DECODE);
-      const ours: Run[] = [];
+      const ours: Run[][] = servers.map(() => []);
       const theirs: Run[] = [];
       for (let r = 0; r < RUNS; r++) {
-        await settle();
-        ours.push(await streamOnce(server.url, subject, promptText(context, r), agent));
+        for (const [v, server] of servers.entries()) {
+          await settle();
+          ours[v]!.push(await streamOnce(server.url, subject, promptText(context, r), agent));
+        }
         await settle();
         theirs.push((await llama.run([promptIds(context, r)], DECODE)).runs[0]!);
       }
-      const oT = median(ours.map((x) => x.ttftMs));
       const tT = median(theirs.map((x) => x.ttftMs));
-      const oD = median(ours.map((x) => x.decodeTps));
       const tD = median(theirs.map((x) => x.decodeTps));
       const meanContext = context + DECODE / 2;
       const oBound = bandwidth / (onnxBytes + projectKvPerPosition * meanContext);
       const tBound = bandwidth / (llamaBytes + llamaKvPerPosition * meanContext);
-      const oPeak = peakOf(server.pid);
       const tPeak = peakOf(llama.pid);
-      subjectData[`context${context}`] = { project: ours, llamaCpp: theirs, projectBoundTps: oBound, llamaBoundTps: tBound, projectPeakMiB: oPeak, llamaPeakMiB: tPeak };
-      rows.push([context, oD, tD, oD / tD, oBound, oD / oBound, tD / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
-      summary.push([subject, gguf.type, context, oD / tD, oT / tT, oPeak / tPeak]);
-      process.stderr.write(`${subject} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB\n`);
+      subjectData[`context${context}`] = { llamaCpp: theirs, projectBoundTps: oBound, llamaBoundTps: tBound, llamaPeakMiB: tPeak };
+      for (const [v, variant] of VARIANTS.entries()) {
+        const oT = median(ours[v]!.map((x) => x.ttftMs));
+        const oD = median(ours[v]!.map((x) => x.decodeTps));
+        const oPeak = peakOf(servers[v]!.pid);
+        (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
+        rows.push([variant.name, context, oD, tD, oD / tD, oBound, oD / oBound, tD / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
+        summary.push([subject, variant.name, gguf.type, context, oD / tD, oT / tT, oPeak / tPeak]);
+        process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
+      }
     } finally {
-      await server.stop();
+      for (const server of servers) await server.stop();
       await llama.stop();
     }
   }
   tables.push({
     title: `${subject} vs llama.cpp ${gguf.type} (flash attention ${flashAttention ? 'on' : 'off'}): one sequence, medians of ${RUNS}, ${DECODE} tokens decoded`,
-    columns: ['context tokens', 'project decode tok/s', 'llama.cpp decode tok/s', 'decode ratio', 'project bound tok/s', 'project / bound', 'llama.cpp / its bound', 'project TTFT ms', 'llama.cpp TTFT ms', 'TTFT ratio', 'project peak RSS MiB', 'llama.cpp peak RSS MiB', 'RSS ratio'],
+    columns: ['engine', 'context tokens', 'decode tok/s', 'llama.cpp decode tok/s', 'decode ratio', 'bound tok/s', 'decode / bound', 'llama.cpp / its bound', 'TTFT ms', 'llama.cpp TTFT ms', 'TTFT ratio', 'peak RSS MiB', 'llama.cpp peak RSS MiB', 'RSS ratio'],
     rows,
   });
 
   if (CONCURRENCY > 1) {
     const context = CONTEXTS[0]!;
-    const { server, llama, agent } = await startBoth(context + DECODE + 8, CONCURRENCY);
+    const server = await startServer(VARIANTS[0]!.env);
+    const llama = await startLlama(context + DECODE + 8, CONCURRENCY);
     try {
       const many = (variant: number) => Array.from({ length: CONCURRENCY }, (_, i) => i + variant * CONCURRENCY);
       await Promise.all(many(99).map((v) => streamOnce(server.url, subject, promptText(context, v), agent)));
@@ -260,23 +282,24 @@ for (const subject of SUBJECTS) {
         columns: ['sequences', 'project tok/s', 'llama.cpp tok/s', 'ratio'],
         rows: [[CONCURRENCY, o, t, o / t]],
       });
-      summary.push([subject, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, '', '']);
+      summary.push([subject, VARIANTS[0]!.name, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, '', '']);
       process.stderr.write(`${subject} ${CONCURRENCY} sequences: ${o.toFixed(1)} / ${t.toFixed(1)} tok/s\n`);
     } finally {
       await server.stop();
       await llama.stop();
     }
   }
+  agent.destroy();
   data[subject] = subjectData;
   fs.rmSync(dir, { recursive: true, force: true });
 }
 load.push(os.loadavg()[0]!);
 data.loadAverage = load;
 
-tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'llama.cpp file', 'context', 'decode ratio', 'TTFT ratio', 'peak RSS ratio'], rows: summary });
+tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'engine', 'llama.cpp file', 'context', 'decode ratio', 'TTFT ratio', 'peak RSS ratio'], rows: summary });
 writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
-  `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: src/main.ts in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
+  `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: src/main.ts in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${VARIANTS.length > 1 ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
   'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts).',
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32, llama.cpp F16).`,
 ]);
