@@ -91,6 +91,8 @@ async function sessions(bytes: Uint8Array) {
   expect(nodes.map((n) => n.opType)).not.toContain('Softmax');
   // Only GroupQueryAttention reads the cache (no Concat copies it, no Expand repeats it).
   expect(new Set(nodes.filter((n) => n.input!.some((i) => i.startsWith('past_key_values.'))).map((n) => n.opType))).toEqual(new Set(['GroupQueryAttention']));
+  // and it writes present.* itself (an Identity to a graph output would copy the cache on every run).
+  expect(new Set(nodes.filter((n) => n.output!.some((o) => o.startsWith('present.'))).map((n) => n.opType))).toEqual(new Set(['GroupQueryAttention']));
   return { exported: await ort.InferenceSession.create(bytes), fused: await ort.InferenceSession.create(onnx.ModelProto.encode(decoded).finish()) };
 }
 

@@ -232,11 +232,23 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
   const toBsh = (tensor: string, heads: number) => op('Reshape', [op('Transpose', [tensor], { perm: [0, 2, 1, 3] }), i64([0, 0, heads * shape.headDim])]);
 
   const renamed = new Map<string, string>();
+  /** Identity nodes that copied a Concat's result to a present.* output: GroupQueryAttention writes that output itself. */
+  const replaced = new Set<NodeProto>();
+  /** The graph output a KV Concat's result is published as (through one Identity), or undefined. */
+  const publishedAs = (tensor: string): string | undefined => {
+    if (outputs.has(tensor)) return undefined; // the Concat itself produces it: renamed below, with an Identity
+    const identity = (consumers.get(tensor) ?? []).find((n) => n.opType === 'Identity' && n.output.length === 1 && outputs.has(n.output[0]!));
+    if (!identity) return undefined;
+    replaced.add(identity);
+    return identity.output[0]!;
+  };
   for (const layer of layers) {
     const name = `/fused_attention/layers.${layer.index}/GroupQueryAttention`;
     const output = `${name}/output_0`;
-    const presentKey = `${name}/present_key`;
-    const presentValue = `${name}/present_value`;
+    // An Identity to a graph output copies its tensor on every run, fetched or not: GroupQueryAttention
+    // writes present.* directly instead.
+    const presentKey = publishedAs(layer.keys) ?? `${name}/present_key`;
+    const presentValue = publishedAs(layer.values) ?? `${name}/present_value`;
     added.push(onnx.NodeProto.create({
       name, opType: 'GroupQueryAttention', domain: MS_DOMAIN,
       input: [toBsh(layer.q, shape.numHeads), toBsh(layer.kNew, shape.kvHeads), toBsh(layer.vNew, shape.kvHeads), layer.pastKey, layer.pastValue, seqlensK, totalScalar, '', '', '', bias],
@@ -266,7 +278,7 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
       outputs.add(name);
     }
   }
-  const reachable = liveNodes([...nodes.filter((n) => !n.output.some((o: string) => renamed.has(o) && outputs.has(o))), ...added], outputs);
+  const reachable = liveNodes([...nodes.filter((n) => !replaced.has(n) && !n.output.some((o: string) => renamed.has(o) && outputs.has(o))), ...added], outputs);
   graph.node = reachable;
   const live = new Set(reachable.flatMap((n) => [...n.input, ...n.output]));
   // Initializers only the old attention read (the mask's constants) go too: onnxruntime warns about each.
