@@ -111,10 +111,11 @@ export class KvBatch {
       row.kv = prefix ? [...prefix.kv] : [];
       row.capacity = n;
     } else {
-      row.capacity = columns;
+      // Room to decode after the prompt: an empty batch adopts this row's buffers without a copy (`joinRow`).
+      row.capacity = withRoom(columns);
       row.kv = Array.from({ length: 2 * shape.layers }, (_, t) => {
-        const out = new Float32Array(shape.kvHeads * columns * shape.headDim);
-        if (prefix) copyColumns(shape, { data: prefix.kv[t]!, row: 0, length: n, column: 0 }, { data: out, row: 0, length: columns, column: 0 }, n);
+        const out = new Float32Array(shape.kvHeads * row.capacity * shape.headDim);
+        if (prefix) copyColumns(shape, { data: prefix.kv[t]!, row: 0, length: n, column: 0 }, { data: out, row: 0, length: row.capacity, column: 0 }, n);
         return out;
       });
     }
@@ -132,8 +133,27 @@ export class KvBatch {
     return this.mode === 'append' ? appendFetches(this.shape) : undefined;
   }
 
-  /** Adds a sequence's cache ([1, kvHeads, n, headDim] per tensor) as the last row, re-padding every row to a common length. */
-  join(rowKv: readonly Float32Array[], n: number): void {
+  /**
+   * Adds a one-row cache (a prefill's, `KvBatch.prefill`) as the last row. An empty batch takes the
+   * row's buffers as they are; otherwise its columns are copied in. The row must not be used after.
+   */
+  joinRow(row: KvBatch): void {
+    if (row.rows !== 1 || row.mode !== this.mode) throw new Error('joinRow: a one-row cache of the same mode');
+    if (this.rows === 0 && row.length === row.rowLengths[0]) {
+      this.kv = row.kv;
+      this.capacity = row.capacity;
+      this.length = row.length;
+      this.rowLengths.push(row.length);
+      return;
+    }
+    this.join(row.kv, row.rowLengths[0]!, { columns: row.capacity, end: row.length });
+  }
+
+  /**
+   * Adds a sequence's cache as the last row, re-padding every row to a common length: [1, kvHeads, n,
+   * headDim] per tensor, or wider (`source.columns`) with its n positions ending at column `source.end`.
+   */
+  join(rowKv: readonly Float32Array[], n: number, source: { columns: number; end: number } = { columns: n, end: n }): void {
     const rows = this.rows + 1;
     const target = Math.max(this.length, n);
     const capacity = this.mode === 'append' ? Math.max(this.capacity, withRoom(target)) : target;
@@ -143,7 +163,7 @@ export class KvBatch {
       for (let r = 0; r < rows - 1; r++) {
         copyColumns(this.shape, { data: this.kv[t]!, row: r, length: this.capacity, column: 0 }, { data: out, row: r, length: capacity, column: target - this.length }, this.length);
       }
-      copyColumns(this.shape, { data: fresh, row: 0, length: n, column: 0 }, { data: out, row: rows - 1, length: capacity, column: target - n }, n);
+      copyColumns(this.shape, { data: fresh, row: 0, length: source.columns, column: source.end - n }, { data: out, row: rows - 1, length: capacity, column: target - n }, n);
       return out;
     });
     this.rowLengths.push(n);
@@ -224,15 +244,6 @@ export class KvBatch {
       return out;
     });
     this.capacity = capacity;
-  }
-
-  /**
-   * The one row's cache as [1, kvHeads, length, headDim] tensors, for `join`: the arrays themselves
-   * when they are exactly that (a prefill's), else a copy.
-   */
-  rowKv(): Float32Array[] {
-    if (this.rows === 1 && this.capacity === this.length && this.rowLengths[0] === this.length) return this.kv;
-    return this.extract(0);
   }
 
   /** A copy of positions [from, rowLengths[row]) of one row, [1, kvHeads, length - from, headDim] per tensor, without padding. */

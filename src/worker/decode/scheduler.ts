@@ -153,7 +153,7 @@ export class BatchDecoder {
       if (this.next(seq, out.logits!, 0)) {
         return this.finish(seq, (from) => row.extract(0, from));
       }
-      this.batch.join(row.rowKv(), n);
+      this.batch.joinRow(row);
       this.active.push(seq);
     } catch (error) {
       seq.settle(error);
