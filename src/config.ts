@@ -72,6 +72,14 @@ export const configSchema = z.object({
    */
   lastPositionLogits: bool.default(true),
   /**
+   * Rewrite each chat model's attention (an optimum-style export's concatenate, repeat-KV, transpose,
+   * MatMul, Softmax, MatMul) into onnxruntime's GroupQueryAttention kernel, which reads the KV cache in
+   * place: decoding at long context no longer copies the cache several times per token (issue 18).
+   * Written beside the model's ONNX file (onnx/model.fused-attention*.onnx); a graph it does not
+   * recognise is served as exported, with the reason in the log. Off: the export's own attention.
+   */
+  fusedAttention: bool.default(true),
+  /**
    * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
    * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,
    * a little more time per prompt.
@@ -176,7 +184,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
+  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--fused-attention true|false] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--hf-cache true|false] [--hf-hub-cache DIR] [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]

@@ -59,6 +59,7 @@ async function main(): Promise<void> {
     generationBatchSize: config.generationBatchSize,
     allowSpinning: config.ortAllowSpinning,
     lastPositionLogits: config.lastPositionLogits,
+    fusedAttention: config.fusedAttention,
     prefillChunkTokens: config.prefillChunkTokens,
     promptCacheBytes: config.promptCacheBytes,
     maxQueue: config.maxQueue,

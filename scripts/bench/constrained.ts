@@ -77,7 +77,7 @@ for (const dir of values.models!.split(',').map((d) => path.resolve(d))) {
   }
   const info = scanModels({ modelsDir: path.dirname(dir), defaultPoolSize: 1 }).models.find((m) => m.dir === dir);
   if (!info || info.task !== 'chat') continue;
-  const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 0, allowSpinning: false, lastPositionLogits: true, logChannel: 'bench', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 0, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'bench', prefillChunkTokens: 512, promptCacheBytes: 0 });
   const vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 
   // Compile: the tokenizer description (once per model and worker), a schema's first compile, then cached.

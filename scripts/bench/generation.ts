@@ -11,12 +11,12 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Worker } from 'node:worker_threads';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/worker/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { measureBandwidth } from './bandwidth.js';
 
 const { values } = parseArgs({
   options: {
@@ -39,30 +39,6 @@ const DECODE = Number(values['decode-tokens']);
 const benchModels = path.resolve('bench/models');
 ensureBundledModels({ modelsDir: path.resolve('models') }); // the word list comes from the bundled GloVe model
 ensureBundledModels({ modelsDir: benchModels, models: BENCH_MODELS.filter((m) => SUBJECTS.includes(m.manifest.id)) });
-
-/**
- * Memory bandwidth: large copies (read + write) through TypedArray.set (memmove), by one thread and by
- * one thread per core at once (onnxruntime reads weights with every core); best of 8 rounds each.
- */
-async function measureBandwidth(threads: number): Promise<number> {
-  const size = 256 * 2 ** 20;
-  const copier = `
-    const { parentPort } = require('node:worker_threads');
-    const src = new Float64Array(${size / 8}).fill(1), dst = new Float64Array(${size / 8});
-    parentPort.on('message', () => { const t = performance.now(); dst.set(src); parentPort.postMessage([t, performance.now()]); });
-    parentPort.postMessage('ready');`;
-  const workers = Array.from({ length: threads }, () => new Worker(copier, { eval: true }));
-  const next = (w: Worker) => new Promise<any>((resolve) => w.once('message', resolve));
-  await Promise.all(workers.map(next));
-  let best = 0;
-  for (let round = 0; round < 8; round++) {
-    const spans: Array<[number, number]> = await Promise.all(workers.map((w) => (w.postMessage('go'), next(w))));
-    const seconds = (Math.max(...spans.map((s) => s[1])) - Math.min(...spans.map((s) => s[0]))) / 1000;
-    best = Math.max(best, (2 * size * threads) / seconds);
-  }
-  await Promise.all(workers.map((w) => w.terminate()));
-  return best;
-}
 
 // The chat template adds 5 tokens (<|im_start|> user ... <|im_end|> <|im_start|> assistant).
 const WORDS = 'the river city people music market garden paper engine report friend window history morning answer science number between several through'.split(' ');

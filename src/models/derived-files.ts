@@ -6,8 +6,11 @@ import path from 'node:path';
 
 /** Base name of the last-position-logits graph (transformers.js `model_file_name`): onnx/model.last-logits{dtype suffix}.onnx. */
 export const LAST_LOGITS_BASE = 'model.last-logits';
+/** Base name of the fused-attention graph (with last-position logits too: `model.fused-attention.last-logits`). */
+export const FUSED_ATTENTION_BASE = 'model.fused-attention';
 
 /** True for a file the server derives (never packed or checksummed). */
 export function isDerivedFile(name: string): boolean {
-  return path.basename(name).startsWith(LAST_LOGITS_BASE);
+  const base = path.basename(name);
+  return base.startsWith(LAST_LOGITS_BASE) || base.startsWith(FUSED_ATTENTION_BASE);
 }

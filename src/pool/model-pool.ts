@@ -26,6 +26,8 @@ export interface ModelPoolOptions {
   allowSpinning: boolean;
   /** Chat models compute logits for the last position only (default on). */
   lastPositionLogits?: boolean;
+  /** Chat models' attention as GroupQueryAttention (default on). */
+  fusedAttention?: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
   /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
@@ -111,6 +113,7 @@ export class ModelPool {
       intraOpThreads: options.intraOpThreads,
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
+      fusedAttention: options.fusedAttention ?? true,
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
       promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,

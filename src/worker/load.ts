@@ -13,7 +13,7 @@ import {
 } from '@huggingface/transformers';
 import type { WorkerInit } from './protocol.js';
 import type { ModelInfo } from '../models/registry.js';
-import { prepareLastLogits } from '../models/onnx/last-logits.js';
+import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
 
 export interface LoadedTokenizer {
@@ -60,15 +60,11 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const name = path.basename(info.dir);
   const notes: string[] = [];
   let graph: { model_file_name?: string; use_external_data_format?: false } = {};
-  if (info.task === 'chat' && init.lastPositionLogits) {
-    const prepared = prepareLastLogits(info);
-    if ('modelFileName' in prepared) {
-      // The rewritten graph names its weight files itself; onnxruntime resolves them from its folder.
-      graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
-      notes.push('logits for the last position only');
-    } else {
-      notes.push(`logits for every position (${prepared.skipped})`);
-    }
+  if (info.task === 'chat') {
+    const prepared = prepareGraph(info, { lastLogits: init.lastPositionLogits, fusedAttention: init.fusedAttention });
+    // The rewritten graph names its weight files itself; onnxruntime resolves them from its folder.
+    if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
+    notes.push(...prepared.notes);
   }
   const options = {
     local_files_only: true,

@@ -24,6 +24,8 @@ export interface WorkerInit {
   allowSpinning: boolean;
   /** Rewrite a chat model's graph to compute logits for the last position only (src/models/onnx/last-logits.ts). */
   lastPositionLogits: boolean;
+  /** Rewrite a chat model's attention into GroupQueryAttention (src/models/onnx/fused-attention.ts). */
+  fusedAttention: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
   prefillChunkTokens: number;
   /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */

@@ -16,7 +16,7 @@ let loaded: LoadedModel;
 let vocab: number;
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
   vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 });
 

@@ -278,8 +278,8 @@ describe('models pack / unpack', () => {
       await original.close();
       await moved.close();
     }
-    // Serving wrote the last-position graph beside the model; it is the server's, never packed.
-    expect(fs.readdirSync(path.join(from, 'llama3-tiny-ONNX', 'onnx')).filter(isDerivedFile)).toEqual(['model.last-logits_quantized.onnx']);
+    // Serving wrote the rewritten graph (fused attention, last-position logits) beside the model; it is the server's, never packed.
+    expect(fs.readdirSync(path.join(from, 'llama3-tiny-ONNX', 'onnx')).filter(isDerivedFile)).toEqual(['model.fused-attention.last-logits_quantized.onnx']);
     const again = path.join(root, 'again.tar');
     await pack({ modelsDir: from, ids: ['llama3-tiny-ONNX'], output: again });
     const packed: string[] = [];

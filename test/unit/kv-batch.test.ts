@@ -133,6 +133,77 @@ describe('KvBatch', () => {
   });
 });
 
+/** The new_key_values outputs of an `append` pass feeding `fed` positions per row (each row's next positions). */
+function newKv(batch: KvBatch, seqs: number[], fed = 1): Record<string, { data: Float32Array; dims: number[]; type: string }> {
+  const out: Record<string, { data: Float32Array; dims: number[]; type: string }> = {};
+  for (let t = 0; t < TENSORS; t++) {
+    const data: number[] = [];
+    for (let r = 0; r < batch.rows; r++) for (let h = 0; h < shape.kvHeads; h++) for (let p = 0; p < fed; p++) for (let e = 0; e < shape.headDim; e++) data.push(value(seqs[r]!, t, h, batch.rowLengths[r]! + p, e));
+    out[`new_key_values.${t >> 1}.${t % 2 ? 'value' : 'key'}`] = { data: Float32Array.from(data), dims: [batch.rows, shape.kvHeads, fed, shape.headDim], type: 'float32' };
+  }
+  return out;
+}
+
+describe('KvBatch, append mode (the cache fed with room to grow, new columns written in place)', () => {
+  it('holds what present mode holds, step after step, across regrowth and rows leaving', () => {
+    const batch = new KvBatch(shape, 'append');
+    batch.join(kvOf(1, 2), 2);
+    batch.join(kvOf(2, 5), 5);
+    batch.join(kvOf(3, 3), 3);
+    expect(batch.fetches).toEqual(['logits', 'new_key_values.0.key', 'new_key_values.0.value', 'new_key_values.1.key', 'new_key_values.1.value']);
+    const width = () => feed(batch.pastFeeds(), 'past_key_values.1.value').dims[2]!;
+    const first = width();
+    expect(first).toBeGreaterThan(batch.length); // room to grow
+    const widths = new Set<number>();
+    for (let step = 0; step < 400; step++) {
+      batch.advanceFrom(newKv(batch, [1, 2, 3]) as never);
+      widths.add(width());
+      expect(width()).toBeGreaterThanOrEqual(batch.length);
+    }
+    expect(widths.size).toBeGreaterThan(1); // it grew, and kept its contents
+    expect(batch.rowLengths).toEqual([402, 405, 403]);
+    expect(batch.extract(0)).toEqual(kvOf(1, 402));
+    expect(batch.extract(1, 400)).toEqual(kvOf(2, 405, 400));
+    expect(mask(batch)[0]).toEqual([...Array<number>(3).fill(0), ...Array<number>(403).fill(1)]);
+    batch.remove([1]);
+    expect(batch.rowLengths).toEqual([402, 403]);
+    expect(batch.extract(0)).toEqual(kvOf(1, 402));
+    expect(batch.extract(1)).toEqual(kvOf(3, 403));
+    expect(mask(batch)).toEqual([[0, ...Array<number>(403).fill(1)], Array<number>(404).fill(1)]);
+  });
+
+  it('prefills one row in chunks after a cached prefix, and never writes into the prefix', () => {
+    const prefix = kvOf(4, 3);
+    const row = KvBatch.prefill(shape, 'append', 9, { length: 3, kv: prefix });
+    expect(feed(row.pastFeeds(), 'past_key_values.0.key').dims[2]).toBeGreaterThanOrEqual(9); // room for the prompt and what follows
+    expect(mask(row as KvBatch)).toEqual([[1, 1, 1, 1]]);
+    row.advanceFrom(newKv(row, [4], 4) as never, 4);
+    row.advanceFrom(newKv(row, [4], 2) as never, 2);
+    expect(row.length).toBe(9);
+    expect(row.extract(0)).toEqual(kvOf(4, 9));
+    expect(prefix).toEqual(kvOf(4, 3));
+    const present = KvBatch.prefill(shape, 'present', 9, { length: 3, kv: prefix });
+    expect(present.fetches).toBeUndefined();
+    expect(present.extract(0)).toEqual(prefix);
+  });
+
+  it('an empty batch adopts a prefilled row; a running one copies it in, left-padded', () => {
+    const batch = new KvBatch(shape, 'append');
+    const first = KvBatch.prefill(shape, 'append', 4);
+    first.advanceFrom(newKv(first, [5], 4) as never, 4);
+    batch.joinRow(first);
+    const second = KvBatch.prefill(shape, 'append', 2);
+    second.advanceFrom(newKv(second, [6], 2) as never, 2);
+    batch.joinRow(second);
+    expect(batch.rowLengths).toEqual([4, 2]);
+    expect(batch.extract(0)).toEqual(kvOf(5, 4));
+    expect(batch.extract(1)).toEqual(kvOf(6, 2));
+    expect(mask(batch)).toEqual([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]]);
+    batch.advanceFrom(newKv(batch, [5, 6]) as never);
+    expect(batch.extract(1)).toEqual(kvOf(6, 3));
+  });
+});
+
 describe('extractRow', () => {
   it('reads positions [from, to) of a single sequence cache', () => {
     expect(extractRow(shape, { kv: kvOf(7, 5), columns: 5 }, { index: 0, length: 5, from: 1, to: 4 })).toEqual(kvOf(7, 4, 1));

@@ -17,12 +17,9 @@
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import path from 'node:path';
-import { threadId } from 'node:worker_threads';
 import onnxProto from 'onnx-proto';
-import { DTYPE_SUFFIX } from '../manifest.js';
-import { LAST_LOGITS_BASE } from '../derived-files.js';
 import { pointToExternalData } from './external-data.js';
+import { prepareGraph } from './prepare-graph.js';
 import type { ModelInfo } from '../registry.js';
 
 const { onnx } = onnxProto;
@@ -78,6 +75,13 @@ function constantTensors(nodes: Node[], initializers: Iterable<string>): Set<str
  */
 export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp = ''): LastLogitsResult {
   const decoded = onnx.ModelProto.decode(model);
+  const result = sliceLastPosition(decoded);
+  if ('skipped' in result) return result;
+  return { graph: encodeDerived(decoded, model, sourceName, stamp), activation: result.activation };
+}
+
+/** The rewrite itself, on a decoded model, in place; untouched when skipped. */
+export function sliceLastPosition(decoded: InstanceType<typeof onnx.ModelProto>): { activation: string } | { skipped: string } {
   const graph = decoded.graph as Graph | null; // decoded messages carry every repeated field, empty or not
   if (!graph) return { skipped: 'no graph' };
   const output = graph.output.find((o) => o.name === 'logits');
@@ -131,21 +135,28 @@ export function lastPositionLogits(model: Uint8Array, sourceName: string, stamp 
   graph.node.splice(Math.min(...[...boundary].map((node) => nodes.indexOf(node))), 0, slice);
   outDims[1] = onnx.TensorShapeProto.Dimension.create({ dimValue: 1 });
   graph.valueInfo = graph.valueInfo.filter((v) => !seen.has(v.name ?? '')); // shapes along the walk changed
+  return { activation };
+}
 
-  for (const tensor of graph.initializer) {
+/**
+ * Encodes a rewritten model small: its inline weights (still views into `source`, the bytes it was
+ * decoded from) become references into the source file by offset; `stamp` records what it was made from.
+ */
+export function encodeDerived(decoded: InstanceType<typeof onnx.ModelProto>, source: Uint8Array, sourceName: string, stamp: string): Uint8Array {
+  for (const tensor of decoded.graph?.initializer ?? []) {
     const raw = tensor.rawData;
-    if (!raw || raw.byteLength < EXTERNAL_MIN_BYTES || raw.buffer !== model.buffer) continue;
-    pointToExternalData(tensor as InstanceType<typeof onnx.TensorProto>, sourceName, raw.byteOffset - model.byteOffset);
+    if (!raw || raw.byteLength < EXTERNAL_MIN_BYTES || raw.buffer !== source.buffer) continue;
+    pointToExternalData(tensor as InstanceType<typeof onnx.TensorProto>, sourceName, raw.byteOffset - source.byteOffset);
   }
   decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== STAMP_KEY), { key: STAMP_KEY, value: stamp }];
-  return { graph: onnx.ModelProto.encode(decoded).finish(), activation };
+  return onnx.ModelProto.encode(decoded).finish();
 }
 
 /**
  * What the rewritten graph was made from: size, modification time and a hash of the first and last
  * MiB (a copy that keeps size and time, as `cp -p` and tar do, must not reuse offsets into other bytes).
  */
-function stampOf(file: string): string {
+export function stampOf(file: string): string {
   const stat = fs.statSync(file);
   const hash = createHash('sha256');
   const span = Math.min(stat.size, 2 ** 20);
@@ -162,7 +173,7 @@ function stampOf(file: string): string {
   return `${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}:${hash.digest('hex')}`;
 }
 
-function readStamp(file: string): string | undefined {
+export function readStamp(file: string): string | undefined {
   try {
     return onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.find((p) => p.key === STAMP_KEY)?.value ?? undefined;
   } catch {
@@ -170,50 +181,9 @@ function readStamp(file: string): string | undefined {
   }
 }
 
-/**
- * Writes (or reuses) the last-position graph beside a chat model's ONNX file; returns the base name
- * to load it by, or why the model keeps its own graph. It must sit in the same folder: onnxruntime
- * resolves external data relative to the graph and refuses paths that leave its folder.
- *
- * When the export is a symlink (a Hugging Face cache snapshot links every file into blobs/),
- * onnxruntime follows the links and accepts external data only under the graph's folder or the
- * folder the graph really lives in (its test_symlink_model_and_data_under_same_directory). So the
- * rewritten graph is then written beside the export's real file, and linked from the snapshot:
- * loaded through the link, its references (model.onnx, model.onnx_data, by their linked names)
- * resolve into that same real folder.
- */
+/** Writes (or reuses) the last-position graph beside a chat model's ONNX file (./prepare-graph.ts). */
 export function prepareLastLogits(info: ModelInfo): { modelFileName: string } | { skipped: string } {
-  const source = path.join(info.dir, info.onnxFile);
-  const target = path.join(path.dirname(source), `${LAST_LOGITS_BASE}${DTYPE_SUFFIX[info.dtype]}.onnx`);
-  const linked = fs.lstatSync(source).isSymbolicLink();
-  const real = linked ? fs.realpathSync(source) : source;
-  // Beside the real file: `<blob>.last-logits_q4.onnx` in blobs/ (a name no hash takes).
-  const file = linked ? `${real}.${path.basename(target).slice('model.'.length)}` : target;
-  const stamp = stampOf(source);
-  if (fs.existsSync(target) && readStamp(target) === stamp && (!linked || samePath(target, file))) return { modelFileName: LAST_LOGITS_BASE };
-  const result = lastPositionLogits(fs.readFileSync(source), path.basename(source), stamp);
-  if ('skipped' in result) return result;
-  // Several workers may prepare the same model at once: each writes its own file, the renames are atomic.
-  const suffix = `.${process.pid}-${threadId}.partial`;
-  try {
-    fs.writeFileSync(`${file}${suffix}`, result.graph);
-    fs.renameSync(`${file}${suffix}`, file);
-    if (linked) {
-      fs.symlinkSync(path.relative(path.dirname(target), file), `${target}${suffix}`);
-      fs.renameSync(`${target}${suffix}`, target);
-    }
-  } catch (error) {
-    fs.rmSync(`${file}${suffix}`, { force: true });
-    fs.rmSync(`${target}${suffix}`, { force: true });
-    return { skipped: `cannot write ${path.relative(info.dir, target)}: ${(error as NodeJS.ErrnoException).code ?? error}` };
-  }
-  return { modelFileName: LAST_LOGITS_BASE };
+  const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: false });
+  return prepared.modelFileName ? { modelFileName: prepared.modelFileName } : { skipped: prepared.notes.join('; ') };
 }
 
-function samePath(a: string, b: string): boolean {
-  try {
-    return fs.realpathSync(a) === fs.realpathSync(b);
-  } catch {
-    return false;
-  }
-}

@@ -15,10 +15,10 @@
  * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
  */
 import type { LoadedModel } from '../load.js';
-import { KvBatch, extractRow, pastFeeds, presents } from './kv-batch.js';
+import { KvBatch } from './kv-batch.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
 import { sample, type LogitsMask, type SamplingPlan } from './sampler.js';
-import { cacheShape, i64, lastLogits, sessionOf, type CacheShape, type OrtSession, type OrtTensor } from './session.js';
+import { cacheShape, i64, kvMode, lastLogits, sessionOf, type CacheShape, type OrtSession, type OrtTensor } from './session.js';
 
 export interface SequenceSpec {
   promptIds: number[];
@@ -84,7 +84,7 @@ export class BatchDecoder {
     this.shape = cacheShape(loaded)!;
     this.kvStore = options.kvStore ?? noKvStore;
     this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
-    this.batch = new KvBatch(this.shape);
+    this.batch = new KvBatch(this.shape, kvMode(loaded));
   }
 
   /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
@@ -138,7 +138,7 @@ export class BatchDecoder {
       const n = prompt.length;
       const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
       let done = prefix?.length ?? 0;
-      let kv: Float32Array[] = prefix ? [...prefix.kv] : [];
+      const row = KvBatch.prefill(this.shape, this.batch.mode, n, prefix);
       let out: Record<string, OrtTensor>;
       // Chunked prefill: at most `chunk` new tokens per pass, each attending to the KV of the ones
       // before, so activations stay bounded whatever the prompt's length.
@@ -146,18 +146,18 @@ export class BatchDecoder {
         const end = Math.min(n, done + this.chunk);
         out = await this.forward([seq], {
           input_ids: i64(prompt.slice(done, end), [1, end - done]),
-          attention_mask: i64(new Array<number>(end).fill(1), [1, end]),
+          attention_mask: row.stepMask(end - done),
           position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
-          ...pastFeeds(this.shape, { rows: 1, length: done, kv }),
-        });
-        kv = presents(this.shape, out);
+          ...row.pastFeeds(),
+        }, row.fetches);
+        row.advanceFrom(out, end - done);
         done = end;
         if (done < n && seq.spec.cancelled()) return seq.settle();
       } while (done < n);
       if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
-        return this.finish(seq, (from) => extractRow(this.shape, { kv, columns: n }, { index: 0, length: n, from, to: n }));
+        return this.finish(seq, (from) => row.extract(0, from));
       }
-      this.batch.join(kv, n);
+      this.batch.joinRow(row);
       this.active.push(seq);
     } catch (error) {
       seq.settle(error);
@@ -192,8 +192,8 @@ export class BatchDecoder {
       attention_mask: this.batch.stepMask(),
       position_ids: i64(this.batch.rowLengths, [B, 1]),
       ...this.batch.pastFeeds(),
-    });
-    this.batch.advance(presents(this.shape, out));
+    }, this.batch.fetches);
+    this.batch.advanceFrom(out);
     // A mask that throws fails its own sequence below.
     const masks = await Promise.all(this.active.map(async (seq) => {
       try {
@@ -224,10 +224,10 @@ export class BatchDecoder {
   }
 
   /** One forward pass, with the sequences taking part in it marked busy meanwhile. */
-  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>): Promise<Record<string, OrtTensor>> {
+  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[]): Promise<Record<string, OrtTensor>> {
     for (const seq of taking) seq.spec.busy?.(true);
     try {
-      return await this.session.run(feeds);
+      return await (fetches ? this.session.run(feeds, fetches) : this.session.run(feeds));
     } finally {
       for (const seq of taking) seq.spec.busy?.(false);
     }

@@ -10,6 +10,8 @@
  */
 import { Tensor } from '@huggingface/transformers';
 import type { LoadedModel } from '../load.js';
+import { newKvOutput } from '../../models/onnx/fused-attention.js';
+import type { KvMode } from './kv-batch.js';
 
 export interface OrtTensor {
   data: Float32Array | BigInt64Array;
@@ -21,7 +23,8 @@ export interface OrtSession {
   inputNames: readonly string[];
   outputNames: readonly string[];
   inputMetadata?: ReadonlyArray<{ name: string; isTensor: boolean; type?: string }>;
-  run(feeds: Record<string, unknown>): Promise<Record<string, OrtTensor>>;
+  /** `fetches`: the outputs wanted (default: all of them). */
+  run(feeds: Record<string, unknown>, fetches?: readonly string[]): Promise<Record<string, OrtTensor>>;
 }
 
 /** The KV cache of one sequence is, per layer, a key and a value tensor of [1, kvHeads, length, headDim]. */
@@ -62,6 +65,21 @@ export function supportsBatchDecoding(loaded: LoadedModel): boolean {
   if (!session.outputNames.includes('logits') || !session.outputNames.includes('present.0.key')) return false;
   const types = session.inputMetadata?.filter((m) => m.name.startsWith('past_key_values')).map((m) => m.type) ?? [];
   return types.every((t) => t === undefined || t === 'float32');
+}
+
+/**
+ * `append` when the graph also outputs each layer's new keys and values alone (a graph rewritten by
+ * src/models/onnx/fused-attention.ts): the decoder then keeps the cache and appends to it
+ * (./kv-batch.ts); `present` for the export's own contract.
+ */
+export function kvMode(loaded: LoadedModel): KvMode {
+  const session = sessionOf(loaded);
+  const shape = cacheShape(loaded);
+  if (!session || !shape) return 'present';
+  for (let l = 0; l < shape.layers; l++) {
+    if (!session.outputNames.includes(newKvOutput(l, 'key')) || !session.outputNames.includes(newKvOutput(l, 'value'))) return 'present';
+  }
+  return 'append';
 }
 
 const ortTensor = (tensor: Tensor) => (tensor as unknown as { ort_tensor: unknown }).ort_tensor;

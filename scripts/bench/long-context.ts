@@ -1,0 +1,308 @@
+/**
+ * Decoding at long context, against llama.cpp in the same run (issue 18): the server (src/main.ts in
+ * a child process, over HTTP/SSE) and llama.cpp (node-llama-cpp's prebuilt CPU binary, in its own
+ * child process: ./llama-cpp-child.ts) run the same weights, converted to GGUF by
+ * scripts/models/gguf/from-onnx.ts, at the same thread count, one run after the other.
+ *
+ * For each subject and context length, both engines start fresh (so each one's peak RSS belongs to
+ * that context), warm up once, then alternate `--runs` measured runs: time to first token for a
+ * prompt of that length, then decode tok/s over `--decode-tokens` tokens after it. Then, at the
+ * shortest prompt, aggregate decode tok/s of `--concurrency` sequences at once (the server's
+ * continuous batching; llama.cpp with as many parallel sequences). Ratios are project / llama.cpp.
+ *
+ *   npm run bench:longctx [-- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --contexts 32,2048,8192 --runs 3]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
+import { onnxToGguf } from '../models/gguf/from-onnx.js';
+import { tensorBytes, type GgmlType } from '../models/gguf/gguf-writer.js';
+import { measureBandwidth } from './bandwidth.js';
+import { median, writeResults, type Table } from './report.js';
+import { startServerProcess } from './server-process.js';
+
+const { values } = parseArgs({
+  options: {
+    subjects: { type: 'string', default: 'smollm2-135m-shape-fp32,smollm2-135m-shape-q8' },
+    contexts: { type: 'string', default: '32,2048' },
+    runs: { type: 'string', default: '3' },
+    'decode-tokens': { type: 'string', default: '16' },
+    concurrency: { type: 'string', default: '8' },
+    threads: { type: 'string', default: '2' },
+    /** Extra environment for the server, KEY=VALUE,KEY=VALUE (e.g. to compare a switch). */
+    'server-env': { type: 'string', default: '' },
+    /** Also run the server with the export's own attention (FUSED_ATTENTION=false), interleaved: before / after in one run. */
+    'compare-export': { type: 'boolean', default: false },
+    name: { type: 'string', default: 'long-context' },
+  },
+});
+const SUBJECTS = values.subjects!.split(',');
+const CONTEXTS = values.contexts!.split(',').map(Number);
+const RUNS = Number(values.runs);
+const DECODE = Number(values['decode-tokens']);
+const CONCURRENCY = Number(values.concurrency) || 0;
+const THREADS = Number(values.threads);
+const SERVER_ENV = Object.fromEntries(values['server-env']!.split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]));
+/** The server configurations measured, each against the same llama.cpp runs; the first is the project as configured. */
+const VARIANTS: Array<{ name: string; env: Record<string, string> }> = [
+  { name: 'project', env: SERVER_ENV },
+  ...(values['compare-export'] ? [{ name: 'project, export attention', env: { ...SERVER_ENV, FUSED_ATTENTION: 'false' } }] : []),
+];
+/** The llama.cpp file type for each of our dtypes. */
+const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0' };
+
+const benchModels = path.resolve('bench/models');
+// The fp32 subject is the source of every GGUF (the same random weights; llama.cpp quantizes its own way).
+const sources = new Set(SUBJECTS.map((s) => s.replace(/-(fp32|q8|q4)$/, '-fp32')));
+ensureBundledModels({ modelsDir: path.resolve('models') }); // the word list comes from the bundled GloVe model
+ensureBundledModels({ modelsDir: benchModels, models: BENCH_MODELS.filter((m) => SUBJECTS.includes(m.manifest.id) || sources.has(m.manifest.id)) });
+
+function ggufFor(subject: string): { file: string; type: Exclude<GgmlType, 'F16'> } {
+  const dtype = /-(fp32|q8|q4)$/.exec(subject)?.[1] ?? 'fp32';
+  const type = GGUF_TYPE[dtype]!;
+  const source = path.join(benchModels, subject.replace(/-(fp32|q8|q4)$/, '-fp32'));
+  const file = path.join(benchModels, 'gguf', `${path.basename(source).replace(/-fp32$/, '')}-${type}.gguf`);
+  const onnxFile = path.join(source, 'onnx', 'model.onnx');
+  if (!fs.existsSync(file) || fs.statSync(file).mtimeMs < fs.statSync(onnxFile).mtimeMs) {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    process.stderr.write(`writing ${path.relative(process.cwd(), file)}\n`);
+    onnxToGguf({ modelDir: source, out: file, type });
+  }
+  return { file, type };
+}
+
+const peakOf = (pid: number) => {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
+};
+
+interface Run { ttftMs: number; decodeTps: number }
+
+// --- llama.cpp child --------------------------------------------------------------------------
+
+class LlamaChild {
+  private constructor(private readonly child: ChildProcess, readonly flashAttention: boolean) {}
+
+  static async start(options: { modelPath: string; contextSize: number; threads: number; sequences: number }): Promise<LlamaChild> {
+    const child = fork(path.resolve('scripts/bench/llama-cpp-child.ts'), { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+    await LlamaChild.next(child, 'ready');
+    child.send({ type: 'load', ...options });
+    const loaded = await LlamaChild.next(child, 'loaded');
+    return new LlamaChild(child, Boolean(loaded.flashAttention));
+  }
+
+  private static next(child: ChildProcess, type: string): Promise<any> {
+    return new Promise((resolve, reject) => {
+      const onMessage = (m: any) => {
+        if (m.type === 'error') reject(new Error(`llama.cpp child: ${m.message}`));
+        else if (m.type === type) resolve(m);
+        else return;
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+      };
+      const onExit = (code: number) => reject(new Error(`llama.cpp child exited with ${code}`));
+      child.on('message', onMessage);
+      child.once('exit', onExit);
+    });
+  }
+
+  async run(prompts: number[][], decode: number): Promise<{ runs: Run[]; aggregateTps: number }> {
+    this.child.send({ type: 'run', prompts, decode });
+    return LlamaChild.next(this.child, 'result');
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  stop(): Promise<void> {
+    return new Promise((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.send({ type: 'exit' });
+    });
+  }
+}
+
+// --- the server -------------------------------------------------------------------------------
+
+// The bench subjects' word-level tokenizer makes one token of each of these words; the chat template adds 5.
+const WORDS = 'the river city people music market garden paper engine report friend window history morning answer science number between several through'.split(' ');
+const TEMPLATE_TOKENS = 5;
+/** `tokens` prompt tokens in all; `variant` changes the words, so no run reuses another's prefix. */
+const promptText = (tokens: number, variant: number) => Array.from({ length: tokens - TEMPLATE_TOKENS }, (_, i) => WORDS[(i * 7 + variant) % WORDS.length]).join(' ');
+/** Token ids for llama.cpp: ids of ordinary words (>= 4: the specials come first), varied by run. */
+const promptIds = (tokens: number, variant: number) => Array.from({ length: tokens }, (_, i) => 4 + ((i * 7919 + variant * 104729) % 40000));
+
+function streamOnce(url: string, model: string, content: string, agent: http.Agent): Promise<Run & { inputTokens: number; totalMs: number }> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model, max_tokens: DECODE, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
+    const started = performance.now();
+    let first = NaN;
+    let text = '';
+    const req = http.request(`${url}/v1/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (Number.isNaN(first) && chunk.includes('content_block_delta')) first = performance.now() - started;
+        text += chunk;
+      });
+      res.on('end', () => {
+        const total = performance.now() - started;
+        const output = Number([...text.matchAll(/"output_tokens":(\d+)/g)].at(-1)?.[1]);
+        const input = Number(/"input_tokens":(\d+)/.exec(text)?.[1]);
+        if (output !== DECODE) return reject(new Error(`expected ${DECODE} output tokens, got ${output}: ${text.slice(-300)}`));
+        resolve({ ttftMs: first, decodeTps: (output - 1) / ((total - first) / 1000), inputTokens: input, totalMs: total });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * onnxruntime's and llama.cpp's idle threads spin for a while after a run; whichever engine ran last
+ * would slow the next one's start. Every measured run starts after this pause.
+ */
+const SETTLE_MS = 300;
+const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+
+// --- the run ----------------------------------------------------------------------------------
+
+const load = [os.loadavg()[0]!];
+const bandwidth = await measureBandwidth(THREADS);
+process.stderr.write(`memory bandwidth (copy, ${THREADS} threads): ${(bandwidth / 1e9).toFixed(1)} GB/s\n`);
+const data: Record<string, unknown> = { bandwidthBytesPerSecond: bandwidth, threads: THREADS, decodeTokens: DECODE, runs: RUNS, serverEnv: SERVER_ENV };
+const tables: Table[] = [];
+const summary: Array<Array<string | number>> = [];
+
+for (const subject of SUBJECTS) {
+  const gguf = ggufFor(subject);
+  const config = JSON.parse(fs.readFileSync(path.join(benchModels, subject, 'config.json'), 'utf8'));
+  const { hidden_size: H, vocab_size: V, num_hidden_layers: L, num_key_value_heads: KV, head_dim: D } = config;
+  // Bytes read per decoded token: every weight but the embedding table (one row is gathered), plus the KV cache.
+  const onnxDir = path.join(benchModels, subject, 'onnx');
+  const onnxBytes = fs.readdirSync(onnxDir).reduce((sum, f) => sum + fs.statSync(path.join(onnxDir, f)).size, 0) - V * H * 4;
+  const llamaBytes = fs.statSync(gguf.file).size - tensorBytes(gguf.type, V * H);
+  const projectKvPerPosition = 2 * L * KV * D * 4; // fp32 KV
+  const llamaKvPerPosition = 2 * L * KV * D * 2; // F16 KV
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-longctx-'));
+  fs.symlinkSync(path.join(benchModels, subject), path.join(dir, subject));
+  const rows: Array<Array<string | number>> = [];
+  const subjectData: Record<string, unknown> = { gguf: path.basename(gguf.file), onnxBytesPerToken: onnxBytes, llamaBytesPerToken: llamaBytes };
+  let flashAttention = false;
+
+  const startServer = (env: Record<string, string>) => startServerProcess(['--models-dir', dir], {
+    BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
+    PROMPT_CACHE_BYTES: '0', ...env,
+  });
+  const startLlama = async (contextSize: number, sequences: number) => {
+    const llama = await LlamaChild.start({ modelPath: gguf.file, contextSize: contextSize * sequences, threads: THREADS, sequences });
+    flashAttention = llama.flashAttention;
+    return llama;
+  };
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });
+
+  // Each configuration's first start writes its rewritten graph beside the model (and its peak RSS
+  // includes the rewrite): start and stop each once, so measured starts load the prepared graph.
+  for (const variant of VARIANTS) await (await startServer(variant.env)).stop();
+
+  for (const asked of CONTEXTS) {
+    // The subject's window holds the prompt and the decoded tokens (SmolLM2: 8192 positions).
+    const context = Math.min(asked, config.max_position_embeddings - DECODE - 8);
+    const servers = [];
+    for (const variant of VARIANTS) servers.push(await startServer(variant.env));
+    const llama = await startLlama(context + DECODE + 8, 1);
+    try {
+      for (const server of servers) await streamOnce(server.url, subject, promptText(context, 99), agent); // warm-up: arenas sized, model loaded
+      await llama.run([promptIds(context, 99)], DECODE);
+      const ours: Run[][] = servers.map(() => []);
+      const theirs: Run[] = [];
+      for (let r = 0; r < RUNS; r++) {
+        for (const [v, server] of servers.entries()) {
+          await settle();
+          ours[v]!.push(await streamOnce(server.url, subject, promptText(context, r), agent));
+        }
+        await settle();
+        theirs.push((await llama.run([promptIds(context, r)], DECODE)).runs[0]!);
+      }
+      const tT = median(theirs.map((x) => x.ttftMs));
+      const tD = median(theirs.map((x) => x.decodeTps));
+      // Other work on the shared cores only ever slows a run: the best run is the least disturbed.
+      const tBest = Math.max(...theirs.map((x) => x.decodeTps));
+      const meanContext = context + DECODE / 2;
+      const oBound = bandwidth / (onnxBytes + projectKvPerPosition * meanContext);
+      const tBound = bandwidth / (llamaBytes + llamaKvPerPosition * meanContext);
+      const tPeak = peakOf(llama.pid);
+      subjectData[`context${context}`] = { llamaCpp: theirs, projectBoundTps: oBound, llamaBoundTps: tBound, llamaPeakMiB: tPeak };
+      for (const [v, variant] of VARIANTS.entries()) {
+        const oT = median(ours[v]!.map((x) => x.ttftMs));
+        const oD = median(ours[v]!.map((x) => x.decodeTps));
+        const oBest = Math.max(...ours[v]!.map((x) => x.decodeTps));
+        const oPeak = peakOf(servers[v]!.pid);
+        (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
+        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, oBound, oBest / oBound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
+        summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, oPeak / tPeak]);
+        process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
+      }
+    } finally {
+      for (const server of servers) await server.stop();
+      await llama.stop();
+    }
+  }
+  tables.push({
+    title: `${subject} vs llama.cpp ${gguf.type} (flash attention ${flashAttention ? 'on' : 'off'}): one sequence, medians of ${RUNS}, ${DECODE} tokens decoded`,
+    columns: ['engine', 'context tokens', 'decode tok/s', 'llama.cpp decode tok/s', 'decode ratio', 'best decode tok/s', 'llama.cpp best', 'best ratio', 'bound tok/s', 'best / bound', 'llama.cpp best / its bound', 'TTFT ms', 'llama.cpp TTFT ms', 'TTFT ratio', 'peak RSS MiB', 'llama.cpp peak RSS MiB', 'RSS ratio'],
+    rows,
+  });
+
+  if (CONCURRENCY > 1) {
+    const context = CONTEXTS[0]!;
+    const server = await startServer(VARIANTS[0]!.env);
+    const llama = await startLlama(context + DECODE + 8, CONCURRENCY);
+    try {
+      const many = (variant: number) => Array.from({ length: CONCURRENCY }, (_, i) => i + variant * CONCURRENCY);
+      await Promise.all(many(99).map((v) => streamOnce(server.url, subject, promptText(context, v), agent)));
+      await llama.run(many(99).map((v) => promptIds(context, v)), DECODE);
+      const ours: number[] = [];
+      const theirs: number[] = [];
+      for (let r = 0; r < RUNS; r++) {
+        await settle();
+        const t = performance.now();
+        await Promise.all(many(r).map((v) => streamOnce(server.url, subject, promptText(context, v), agent)));
+        ours.push((CONCURRENCY * DECODE) / ((performance.now() - t) / 1000));
+        await settle();
+        theirs.push((await llama.run(many(r).map((v) => promptIds(context, v)), DECODE)).aggregateTps);
+      }
+      const o = median(ours);
+      const t = median(theirs);
+      subjectData.concurrency = { sequences: CONCURRENCY, context, project: ours, llamaCpp: theirs };
+      tables.push({
+        title: `${subject}: ${CONCURRENCY} sequences at once, ${context}-token prompts, aggregate tok/s (prefill included, medians of ${RUNS})`,
+        columns: ['sequences', 'project tok/s', 'llama.cpp tok/s', 'ratio'],
+        rows: [[CONCURRENCY, o, t, o / t]],
+      });
+      summary.push([subject, VARIANTS[0]!.name, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, Math.max(...ours) / Math.max(...theirs), '', '']);
+      process.stderr.write(`${subject} ${CONCURRENCY} sequences: ${o.toFixed(1)} / ${t.toFixed(1)} tok/s\n`);
+    } finally {
+      await server.stop();
+      await llama.stop();
+    }
+  }
+  agent.destroy();
+  data[subject] = subjectData;
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+load.push(os.loadavg()[0]!);
+data.loadAverage = load;
+
+tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'engine', 'llama.cpp file', 'context', 'decode ratio (medians)', 'decode ratio (best runs)', 'TTFT ratio', 'peak RSS ratio'], rows: summary });
+writeResults(values.name!, data, tables, [
+  `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
+  `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: src/main.ts in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${VARIANTS.length > 1 ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
+  'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts).',
+  `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32, llama.cpp F16).`,
+]);

@@ -1,0 +1,150 @@
+/**
+ * Converts a causal LM built by ../onnx/causal-lm.ts (fp32, weights inline) to a GGUF of arch
+ * `llama`, so llama.cpp runs the same weights as our engine. What changes on the way:
+ *
+ * - ONNX MatMul weights are [in, out] (x · W); GGUF stores a linear layer as PyTorch does,
+ *   [out, in] row-major (ggml sizes [in, out] innermost first), so every projection is transposed.
+ * - Our graph rotates query and key halves (HF rotate_half); llama.cpp's `llama` arch rotates
+ *   adjacent pairs. Like convert_hf_to_gguf.py (`LlamaModel.permute`), the rows of each q/k head are
+ *   reordered so that pair (2j, 2j+1) holds what were rows j and j + headDim/2.
+ * - The output head's bias (the -1e4 on special tokens that keeps bench generations from ending)
+ *   has no place in the `llama` arch and is dropped: llama.cpp may pick a special token where we
+ *   would not. A benchmark feeds token ids and ignores the text, so speed is unaffected.
+ *
+ * The tokenizer is the subject's word list as a `gpt2` vocabulary without merges: llama.cpp needs
+ * one to load; the benchmark never tokenizes with it.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import onnxProto from 'onnx-proto';
+import { FILE_TYPE, writeGguf, type GgmlType, type GgufTensor, type GgufValue } from './gguf-writer.js';
+
+const { onnx } = onnxProto;
+
+interface Config {
+  vocab_size: number;
+  hidden_size: number;
+  intermediate_size: number;
+  num_hidden_layers: number;
+  num_attention_heads: number;
+  num_key_value_heads: number;
+  head_dim: number;
+  max_position_embeddings: number;
+  rope_theta: number;
+  rms_norm_eps: number;
+  eos_token_id?: number;
+}
+
+/** Transposes a row-major [rows, cols] matrix. */
+function transpose(data: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(data.length);
+  for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) out[c * rows + r] = data[r * cols + c]!;
+  return out;
+}
+
+/** Reorders the rows of each head ([heads * headDim, in]) from half-split to interleaved rotary pairs. */
+export function permuteRotary(data: Float32Array, heads: number, headDim: number, cols: number): Float32Array {
+  const out = new Float32Array(data.length);
+  const half = headDim / 2;
+  for (let h = 0; h < heads; h++) {
+    for (let j = 0; j < half; j++) {
+      for (let t = 0; t < 2; t++) {
+        const from = (h * headDim + t * half + j) * cols;
+        const to = (h * headDim + 2 * j + t) * cols;
+        out.set(data.subarray(from, from + cols), to);
+      }
+    }
+  }
+  return out;
+}
+
+export interface OnnxToGgufOptions {
+  /** A model folder (config.json, tokenizer.json, onnx/model.onnx: fp32, weights inline). */
+  modelDir: string;
+  out: string;
+  type: Exclude<GgmlType, 'F16'>;
+}
+
+export function onnxToGguf(options: OnnxToGgufOptions): void {
+  const config = JSON.parse(fs.readFileSync(path.join(options.modelDir, 'config.json'), 'utf8')) as Config;
+  const model = onnx.ModelProto.decode(fs.readFileSync(path.join(options.modelDir, 'onnx', 'model.onnx')));
+  const weights = new Map<string, Float32Array>();
+  for (const t of model.graph?.initializer ?? []) {
+    if (t.dataType !== onnx.TensorProto.DataType.FLOAT || !t.rawData?.byteLength) continue;
+    if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) throw new Error(`${t.name}: external data is not supported`);
+    const raw = t.rawData;
+    // Copy: rawData may be unaligned inside the file buffer.
+    weights.set(t.name!, new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength)));
+  }
+  const get = (name: string) => {
+    const w = weights.get(name);
+    if (!w) throw new Error(`${options.modelDir}: no fp32 initializer ${name} (only fp32 subjects convert)`);
+    return w;
+  };
+  const { hidden_size: H, intermediate_size: F, num_attention_heads: NH, num_key_value_heads: NKV, head_dim: D, vocab_size: V } = config;
+  const q = options.type;
+  type Spec = { name: string; shape: number[]; type: GgmlType; make: () => Float32Array };
+  // ONNX [in, out] -> GGUF [out, in].
+  const linear = (name: string, onnxName: string, inDim: number, outDim: number, rotaryHeads?: number): Spec => ({
+    name, shape: [outDim, inDim], type: q,
+    make: () => {
+      const t = transpose(get(onnxName), inDim, outDim);
+      return rotaryHeads ? permuteRotary(t, rotaryHeads, D, inDim) : t;
+    },
+  });
+  const norm = (name: string, onnxName: string): Spec => ({ name, shape: [H], type: 'F32', make: () => get(onnxName) });
+  const specs: Spec[] = [{ name: 'token_embd.weight', shape: [V, H], type: q, make: () => get('model.embed_tokens.weight') }];
+  for (let l = 0; l < config.num_hidden_layers; l++) {
+    const p = `model.layers.${l}`;
+    specs.push(
+      norm(`blk.${l}.attn_norm.weight`, `${p}.input_layernorm.weight`),
+      linear(`blk.${l}.attn_q.weight`, `${p}.self_attn.q_proj.weight`, H, NH * D, NH),
+      linear(`blk.${l}.attn_k.weight`, `${p}.self_attn.k_proj.weight`, H, NKV * D, NKV),
+      linear(`blk.${l}.attn_v.weight`, `${p}.self_attn.v_proj.weight`, H, NKV * D),
+      linear(`blk.${l}.attn_output.weight`, `${p}.self_attn.o_proj.weight`, NH * D, H),
+      norm(`blk.${l}.ffn_norm.weight`, `${p}.post_attention_layernorm.weight`),
+      linear(`blk.${l}.ffn_gate.weight`, `${p}.mlp.gate_proj.weight`, H, F),
+      linear(`blk.${l}.ffn_up.weight`, `${p}.mlp.up_proj.weight`, H, F),
+      linear(`blk.${l}.ffn_down.weight`, `${p}.mlp.down_proj.weight`, F, H),
+    );
+  }
+  specs.push(norm('output_norm.weight', 'model.norm.weight'), linear('output.weight', 'lm_head.weight', H, V));
+
+  const tokenizer = JSON.parse(fs.readFileSync(path.join(options.modelDir, 'tokenizer.json'), 'utf8')) as { model: { vocab: Record<string, number> }; added_tokens?: Array<{ id: number; content: string }> };
+  const tokens = Array.from({ length: V }, (_, i) => `<unused${i}>`);
+  for (const [word, id] of Object.entries(tokenizer.model.vocab)) if (id < V) tokens[id] = word;
+  const special = new Set((tokenizer.added_tokens ?? []).map((t) => t.id));
+  const eos = config.eos_token_id ?? 0;
+  const metadata: Record<string, GgufValue> = {
+    'general.architecture': { type: 'string', value: 'llama' },
+    'general.name': { type: 'string', value: path.basename(options.modelDir) },
+    'general.file_type': { type: 'u32', value: FILE_TYPE[q] },
+    'llama.vocab_size': { type: 'u32', value: V },
+    'llama.context_length': { type: 'u32', value: config.max_position_embeddings },
+    'llama.embedding_length': { type: 'u32', value: H },
+    'llama.block_count': { type: 'u32', value: config.num_hidden_layers },
+    'llama.feed_forward_length': { type: 'u32', value: F },
+    'llama.rope.dimension_count': { type: 'u32', value: D },
+    'llama.attention.head_count': { type: 'u32', value: NH },
+    'llama.attention.head_count_kv': { type: 'u32', value: NKV },
+    'llama.attention.key_length': { type: 'u32', value: D },
+    'llama.attention.value_length': { type: 'u32', value: D },
+    'llama.rope.freq_base': { type: 'f32', value: config.rope_theta },
+    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: config.rms_norm_eps },
+    'tokenizer.ggml.model': { type: 'string', value: 'gpt2' },
+    'tokenizer.ggml.pre': { type: 'string', value: 'default' },
+    'tokenizer.ggml.tokens': { type: 'strings', value: tokens },
+    'tokenizer.ggml.token_type': { type: 'i32s', value: tokens.map((_, i) => (special.has(i) ? 3 : 1)) },
+    'tokenizer.ggml.merges': { type: 'strings', value: [] },
+    'tokenizer.ggml.bos_token_id': { type: 'u32', value: eos },
+    'tokenizer.ggml.eos_token_id': { type: 'u32', value: eos },
+    'tokenizer.ggml.add_bos_token': { type: 'bool', value: false },
+  };
+  const infos = specs.map(({ name, shape, type }) => ({ name, shape, type }));
+  function* tensors(): Generator<GgufTensor> {
+    for (const s of specs) yield { name: s.name, shape: s.shape, type: s.type, data: s.make() };
+  }
+  const partial = `${options.out}.partial`;
+  writeGguf(partial, metadata, infos, tensors());
+  fs.renameSync(partial, options.out);
+}

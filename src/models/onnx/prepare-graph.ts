@@ -1,0 +1,140 @@
+/**
+ * The graph a chat model is served with: its export, rewritten by the rewrites asked for, written
+ * beside it (weights referenced in place) and reused while the export is unchanged.
+ *
+ * - last-position logits (./last-logits.ts): logits for the last position only;
+ * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention.
+ *
+ * Each rewrite is skipped on its own, with the reason, when it does not recognise the graph; when
+ * none applies the export is served unchanged. The derived file is named after the rewrites asked
+ * for (so a later start finds it without decoding the export again) and records in its metadata
+ * which ones applied and why the others did not.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { threadId } from 'node:worker_threads';
+import onnxProto from 'onnx-proto';
+import { DTYPE_SUFFIX } from '../manifest.js';
+import { FUSED_ATTENTION_BASE, LAST_LOGITS_BASE } from '../derived-files.js';
+import type { ModelInfo } from '../registry.js';
+import { fuseAttention, type AttentionShape } from './fused-attention.js';
+import { encodeDerived, readStamp, sliceLastPosition, stampOf } from './last-logits.js';
+
+const { onnx } = onnxProto;
+
+export interface GraphRewrites {
+  lastLogits: boolean;
+  fusedAttention: boolean;
+}
+
+export interface PreparedGraph {
+  /** Base name to load (transformers.js `model_file_name`); absent: serve the export as it is. */
+  modelFileName?: string;
+  /** What each rewrite did, for the server log. */
+  notes: string[];
+}
+
+/** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
+const FUSED_VERSION = 3;
+const NOTES_KEY = 'local-inference.notes';
+
+export function derivedBase(rewrites: GraphRewrites): string | undefined {
+  if (rewrites.fusedAttention) return rewrites.lastLogits ? `${FUSED_ATTENTION_BASE}.last-logits` : FUSED_ATTENTION_BASE;
+  return rewrites.lastLogits ? LAST_LOGITS_BASE : undefined;
+}
+
+/** Heads, KV heads and head size from config.json, or why they are unknown. */
+export function attentionShapeOf(dir: string): AttentionShape | string {
+  try {
+    const config = JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')) as Record<string, unknown>;
+    const numHeads = config.num_attention_heads;
+    const kvHeads = config.num_key_value_heads ?? numHeads;
+    const headDim = config.head_dim ?? (typeof config.hidden_size === 'number' && typeof numHeads === 'number' ? config.hidden_size / numHeads : undefined);
+    if (![numHeads, kvHeads, headDim].every((n) => typeof n === 'number' && Number.isInteger(n) && n > 0)) return 'config.json lacks num_attention_heads / num_key_value_heads / head_dim';
+    return { numHeads: numHeads as number, kvHeads: kvHeads as number, headDim: headDim as number };
+  } catch (error) {
+    return `cannot read config.json: ${(error as Error).message}`;
+  }
+}
+
+function readNotes(file: string): string[] {
+  try {
+    const value = onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.find((p) => p.key === NOTES_KEY)?.value;
+    return value ? (JSON.parse(value) as string[]) : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Writes (or reuses) the rewritten graph beside a chat model's ONNX file. It must sit in the same
+ * folder: onnxruntime resolves external data relative to the graph and refuses paths that leave it.
+ */
+export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): PreparedGraph {
+  const base = derivedBase(rewrites);
+  if (!base) return { notes: [] };
+  const source = path.join(info.dir, info.onnxFile);
+  const target = path.join(path.dirname(source), `${base}${DTYPE_SUFFIX[info.dtype]}.onnx`);
+  // When the export is a symlink (a Hugging Face cache snapshot links every file into blobs/),
+  // onnxruntime follows the links and accepts external data only under the graph's folder or the
+  // folder the graph really lives in. So the derived graph is then written beside the export's real
+  // file (`<blob>.<derived name>`, a name no hash takes) and linked from the snapshot: loaded through
+  // the link, its references (model.onnx_data, by their linked names) resolve into that real folder.
+  const linked = fs.lstatSync(source).isSymbolicLink();
+  const file = linked ? `${fs.realpathSync(source)}.${path.basename(target).slice('model.'.length)}` : target;
+  const stamp = rewrites.fusedAttention ? `${stampOf(source)}:fused-attention-${FUSED_VERSION}` : stampOf(source);
+  if (fs.existsSync(target) && readStamp(target) === stamp && (!linked || samePath(target, file))) {
+    return { modelFileName: base, notes: rewrites.fusedAttention ? readNotes(target) : ['logits for the last position only'] };
+  }
+
+  const bytes = fs.readFileSync(source);
+  const decoded = onnx.ModelProto.decode(bytes);
+  const notes: string[] = [];
+  let applied = 0;
+  if (rewrites.fusedAttention) {
+    const shape = attentionShapeOf(info.dir);
+    const result = typeof shape === 'string' ? { skipped: shape } : fuseAttention(decoded, shape);
+    if ('layers' in result) {
+      applied++;
+      notes.push(`attention of ${result.layers} layers as GroupQueryAttention`);
+    } else {
+      notes.push(`attention as exported (${result.skipped})`);
+    }
+  }
+  if (rewrites.lastLogits) {
+    const result = sliceLastPosition(decoded);
+    if ('activation' in result) {
+      applied++;
+      notes.push('logits for the last position only');
+    } else {
+      notes.push(`logits for every position (${result.skipped})`);
+    }
+  }
+  if (applied === 0) return { notes };
+  decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== NOTES_KEY), { key: NOTES_KEY, value: JSON.stringify(notes) }];
+  const graph = encodeDerived(decoded, bytes, path.basename(source), stamp);
+  // Several workers may prepare the same model at once: each writes its own file, the renames are atomic.
+  const suffix = `.${process.pid}-${threadId}.partial`;
+  try {
+    fs.writeFileSync(`${file}${suffix}`, graph);
+    fs.renameSync(`${file}${suffix}`, file);
+    if (linked) {
+      fs.symlinkSync(path.relative(path.dirname(target), file), `${target}${suffix}`);
+      fs.renameSync(`${target}${suffix}`, target);
+    }
+  } catch (error) {
+    fs.rmSync(`${file}${suffix}`, { force: true });
+    fs.rmSync(`${target}${suffix}`, { force: true });
+    return { notes: [`cannot write ${path.relative(info.dir, target)}: ${(error as NodeJS.ErrnoException).code ?? error}; the export is served as it is`] };
+  }
+  return { modelFileName: base, notes };
+}
+
+/** The two paths name the same file (after links). */
+function samePath(a: string, b: string): boolean {
+  try {
+    return fs.realpathSync(a) === fs.realpathSync(b);
+  } catch {
+    return false;
+  }
+}
