@@ -95,8 +95,11 @@ describe('a Hugging Face cache served in place', () => {
     expect(viaEngine.data.map((d) => d.embedding)).toEqual(local.body.data.map((d: { embedding: number[] }) => d.embedding));
   });
 
-  it('keeps the derived last-position graph beside the blob it derives from, linked from the snapshot', () => {
-    const link = path.join(chatRepo.snapshotDir, 'onnx', 'model.last-logits.onnx');
+  it('keeps the derived graph beside the blob it derives from, linked from the snapshot', () => {
+    // Named after the rewrites (last-position logits, fused attention): src/models/onnx/prepare-graph.ts.
+    const derived = fs.readdirSync(path.join(chatRepo.snapshotDir, 'onnx')).filter((f) => f.startsWith('model.') && f.endsWith('.onnx') && f !== 'model.onnx');
+    expect(derived).toHaveLength(1);
+    const link = path.join(chatRepo.snapshotDir, 'onnx', derived[0]!);
     expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
     expect(path.dirname(fs.realpathSync(link))).toBe(fs.realpathSync(path.join(chatRepo.repoDir, 'blobs')));
     // The snapshot's own files are untouched links.
