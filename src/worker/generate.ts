@@ -79,8 +79,10 @@ const decoders = new WeakMap<LoadedModel, Decoding | null>();
 function batchDecoderFor(loaded: LoadedModel): Decoding | null {
   if (!decoders.has(loaded)) {
     const shape = supportsBatchDecoding(loaded) ? cacheShape(loaded) : undefined;
-    const cache = shape && loaded.promptCacheBytes > 0 ? new PrefixCache(shape, loaded.promptCacheBytes) : undefined;
-    decoders.set(loaded, shape ? { decoder: new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens, ...(cache ? { kvStore: cache } : {}) }), ...(cache ? { cache } : {}) } : null);
+    // A dynamically quantized graph: reuse only whole, aligned prefill chunks (exact warm = cold).
+    const passDependent = loaded.dynamicQuantization;
+    const cache = shape && loaded.promptCacheBytes > 0 ? new PrefixCache(shape, loaded.promptCacheBytes, passDependent ? loaded.prefillChunkTokens : 1) : undefined;
+    decoders.set(loaded, shape ? { decoder: new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens, passDependent, ...(cache ? { kvStore: cache } : {}) }), ...(cache ? { cache } : {}) } : null);
   }
   return decoders.get(loaded)!;
 }

@@ -36,6 +36,11 @@ export interface LoadedModel extends LoadedTokenizer {
   prefillChunkTokens: number;
   /** Byte budget of the prefix cache (0: none). */
   promptCacheBytes: number;
+  /**
+   * The graph quantizes activations at run time (DynamicQuantizeLinear: one scale per tensor, over
+   * whatever tokens the forward pass holds), so a token's KV depends on which tokens shared its pass.
+   */
+  dynamicQuantization: boolean;
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -52,6 +57,29 @@ export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
   const jinja = path.join(info.dir, 'chat_template.jinja');
   if (fs.existsSync(jinja)) (tokenizer as unknown as { chat_template: string }).chat_template = fs.readFileSync(jinja, 'utf8');
   return { info, tokenizer };
+}
+
+/**
+ * Whether the ONNX file names this operator: a scan of its bytes for the op type string (nodes come
+ * before initializers in an encoded graph, so a quantized export answers within its first megabytes).
+ */
+function graphHasOp(file: string, op: string): boolean {
+  const needle = Buffer.from(op);
+  const fd = fs.openSync(file, 'r');
+  try {
+    const block = Buffer.alloc(16 << 20);
+    let carry = Buffer.alloc(0);
+    for (let at = 0; ; ) {
+      const read = fs.readSync(fd, block, 0, block.length, at);
+      if (read === 0) return false;
+      const window = Buffer.concat([carry, block.subarray(0, read)]);
+      if (window.includes(needle)) return true;
+      carry = window.subarray(Math.max(0, window.length - needle.length + 1));
+      at += read;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
@@ -99,6 +127,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     notes,
     prefillChunkTokens: init.prefillChunkTokens,
     promptCacheBytes: init.promptCacheBytes,
+    dynamicQuantization: info.task === 'chat' && graphHasOp(path.join(info.dir, info.onnxFile), 'DynamicQuantizeLinear'),
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
 }

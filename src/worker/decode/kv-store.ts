@@ -37,9 +37,11 @@ export interface KvStore {
    * [1, kvHeads, tokens.length - from, headDim] per array; it is valid only during this call, and
    * costs a copy, so a store that already holds the prefix asks only for the new part, and one that
    * does not want this sequence does not call it. A throw fails that sequence (after its tokens were
-   * streamed).
+   * streamed). `exact`: how many leading tokens have the KV a cold prefill of them would compute
+   * (fewer than all on a graph whose KV depends on what shared its forward pass); a later prompt may
+   * be handed at most those. Default: all of them.
    */
-  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[]): void;
+  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[], exact?: number): void;
 }
 
 /** Caches nothing: every prompt is prefilled in full, and KV is never copied out of the batch. */

@@ -28,6 +28,8 @@ export type PrefixCacheStats = PromptCacheStats;
 
 interface Entry {
   tokens: number[];
+  /** Leading tokens whose KV is what a cold prefill computes: the most a lookup hands out. */
+  exact: number;
   /** Keys then values per layer, each [1, kvHeads, tokens.length, headDim]. */
   kv: Float32Array[];
   bytes: number;
@@ -54,6 +56,11 @@ export class PrefixCache implements KvStore {
     private readonly shape: CacheShape,
     /** Most bytes of KV held at once; 0 caches nothing. */
     private readonly budgetBytes: number,
+    /**
+     * Prefixes handed out are a multiple of this many tokens: the prefill chunk, on a graph whose KV
+     * depends on what shared its pass, so the rest of the prompt is cut into the same passes as cold.
+     */
+    private readonly align = 1,
   ) {}
 
   stats(): PrefixCacheStats {
@@ -61,12 +68,13 @@ export class PrefixCache implements KvStore {
   }
 
   lookup(tokens: readonly number[]): KvPrefix | undefined {
-    const best = this.longest(tokens, tokens.length - 1);
-    if (!best || best.length === 0) {
+    const best = this.longest(tokens, tokens.length - 1, true);
+    const length = best ? best.length - (best.length % this.align) : 0;
+    if (!best || length === 0) {
       this.counts.misses++;
       return undefined;
     }
-    const { entry, length } = best;
+    const { entry } = best;
     entry.used = ++this.clock;
     this.counts.hits++;
     this.counts.tokensReused += length;
@@ -76,7 +84,7 @@ export class PrefixCache implements KvStore {
     return { length, kv };
   }
 
-  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[]): void {
+  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[], exact = tokens.length): void {
     const n = tokens.length;
     if (n === 0 || this.budgetBytes <= 0 || n * kvBytesPerToken(this.shape) > this.budgetBytes) return;
     const best = this.longest(tokens, n);
@@ -94,16 +102,16 @@ export class PrefixCache implements KvStore {
       kv = readKv();
     }
     const bytes = kv.reduce((sum, a) => sum + a.byteLength, 0);
-    this.entries.push({ tokens: [...tokens], kv, bytes, used: ++this.clock });
+    this.entries.push({ tokens: [...tokens], exact: Math.min(exact, n), kv, bytes, used: ++this.clock });
     this.held += bytes;
     this.evict();
   }
 
-  /** The entry sharing the longest prefix with `tokens` (at most `limit` tokens). */
-  private longest(tokens: readonly number[], limit: number): { entry: Entry; length: number } | undefined {
+  /** The entry sharing the longest prefix with `tokens` (at most `limit` tokens; `usable`: within its exact part). */
+  private longest(tokens: readonly number[], limit: number, usable = false): { entry: Entry; length: number } | undefined {
     let best: { entry: Entry; length: number } | undefined;
     for (const entry of this.entries) {
-      const length = commonPrefix(entry.tokens, tokens, Math.min(limit, entry.tokens.length));
+      const length = commonPrefix(entry.tokens, tokens, Math.min(limit, usable ? entry.exact : entry.tokens.length));
       if (length > (best?.length ?? 0) || (best && length === best.length && entry.tokens.length < best.entry.tokens.length)) best = { entry, length };
     }
     return best;

@@ -55,6 +55,12 @@ export interface BatchDecoderOptions {
   kvStore?: KvStore;
   /** Prompt tokens one prefill forward pass takes at most (default: the whole prompt at once). */
   prefillChunkTokens?: number;
+  /**
+   * A token's KV depends on the other tokens of its forward pass (dynamic activation quantization):
+   * only KV computed in whole, aligned prefill chunks is stored as reusable, so a warm prompt decodes
+   * exactly as a cold one.
+   */
+  passDependent?: boolean;
 }
 
 interface Sequence {
@@ -73,6 +79,7 @@ export class BatchDecoder {
   private readonly shape: CacheShape;
   private readonly kvStore: KvStore;
   private readonly chunk: number;
+  private readonly passDependent: boolean;
   private readonly pending: Sequence[] = [];
   /** Row r of the batch cache is active[r]. */
   private active: Sequence[] = [];
@@ -84,6 +91,7 @@ export class BatchDecoder {
     this.shape = cacheShape(loaded)!;
     this.kvStore = options.kvStore ?? noKvStore;
     this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
+    this.passDependent = options.passDependent ?? false;
     this.batch = new KvBatch(this.shape, kvMode(loaded));
   }
 
@@ -143,7 +151,9 @@ export class BatchDecoder {
       // Chunked prefill: at most `chunk` new tokens per pass, each attending to the KV of the ones
       // before, so activations stay bounded whatever the prompt's length.
       do {
-        const end = Math.min(n, done + this.chunk);
+        // Chunks end at multiples of the chunk size (not `done + chunk`), so a prompt prefilled after a
+        // cached prefix is cut into the same passes as when prefilled from the start.
+        const end = Math.min(n, (Math.floor(done / this.chunk) + 1) * this.chunk);
         out = await this.forward([seq], {
           input_ids: i64(prompt.slice(done, end), [1, end - done]),
           attention_mask: row.stepMask(end - done),
@@ -250,11 +260,14 @@ export class BatchDecoder {
       const fed = seq.tokens.slice(0, -1);
       let open = true;
       try {
+        // On a pass-dependent graph only the prompt's whole chunks hold the KV a cold prefill computes
+        // (the last partial chunk and the generated tokens, decoded in batches, do not).
+        const exact = this.passDependent ? Math.floor(seq.spec.promptIds.length / this.chunk) * this.chunk : fed.length;
         this.kvStore.store(fed, (from = 0) => {
           if (!open) throw new Error('KvStore: readKv called after store() returned');
           if (!Number.isInteger(from) || from < 0 || from > fed.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${fed.length}`);
           return readKv(from);
-        });
+        }, exact);
       } finally {
         open = false;
       }
