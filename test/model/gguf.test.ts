@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
-import { getLlama, type Token } from 'node-llama-cpp';
+import type { Token } from 'node-llama-cpp';
 import { buildCausalLm, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
 import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { fromHalf, quantizeQ4_0, quantizeQ8_0, toHalf } from '../../scripts/models/gguf/gguf-writer.js';
@@ -82,6 +82,7 @@ describe('ONNX subject to GGUF', () => {
     const out = path.join(tmp, `model-${type}.gguf`);
     onnxToGguf({ modelDir: dir, out, type });
     const expected = await onnxGreedy();
+    const { getLlama } = await import('node-llama-cpp');
     const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: 'error' as never });
     const model = await llama.loadModel({ modelPath: out });
     const context = await model.createContext({ contextSize: 64, threads: 1 });
