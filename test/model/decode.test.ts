@@ -113,6 +113,42 @@ describe('chunked prefill', () => {
     expect(store.reused).toEqual([9]);
   });
 
+  it('interleaves: the batch decodes between a long prompt\'s chunks, and a short prompt behind it starts first; tokens as solo', async () => {
+    const long = promptOf(`<|im_start|>user\n${'Rivers run to the sea past towns and fields. '.repeat(6)}<|im_end|>\n<|im_start|>assistant\n`);
+    const short = promptOf('<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n');
+    const running = promptOf('<|im_start|>user\nCount with me<|im_end|>\n<|im_start|>assistant\n');
+    const chunk = 4;
+    expect(long.length).toBeGreaterThan(12 * chunk);
+    const solo = async (prompt: number[], n: number) => generate(new BatchDecoder(loaded, { prefillChunkTokens: chunk }), prompt, n);
+    const expected = { a: await solo(running, 40), b: await solo(long, 3), c: await solo(short, 3) };
+
+    const decoder = new BatchDecoder(loaded, { prefillChunkTokens: chunk });
+    const events: string[] = [];
+    const run = (label: string, prompt: number[], n: number) => generate(decoder, prompt, n, {
+      onToken: (id) => (events.push(`${label}:${id}`), false),
+      busy: (on) => void (on && label === 'b' && events.push('b-pass')),
+    });
+    const a = run('a', running, 40);
+    // The long and the short prompt arrive while `a` decodes.
+    await new Promise<void>((resolve) => {
+      const wait = () => (events.some((e) => e.startsWith('a:')) ? resolve() : setTimeout(wait, 1));
+      wait();
+    });
+    const b = run('b', long, 3);
+    const c = run('c', short, 3);
+    await Promise.all([a, b, c]);
+
+    const tokensOf = (label: string) => events.filter((e) => e.startsWith(`${label}:`)).map((e) => Number(e.slice(2)));
+    expect({ a: tokensOf('a'), b: tokensOf('b'), c: tokensOf('c') }).toEqual(expected);
+    const firstB = events.findIndex((e) => e.startsWith('b:'));
+    const during = events.slice(events.indexOf('b-pass'), firstB);
+    // One decoding step of the batch after every prefill chunk of the long prompt but its last.
+    const passes = during.filter((e) => e === 'b-pass').length;
+    expect(passes).toBe(Math.ceil(long.length / chunk));
+    expect(during.filter((e) => e.startsWith('a:')).length).toBeGreaterThanOrEqual(passes - 1);
+    expect(events.findIndex((e) => e.startsWith('c:'))).toBeLessThan(firstB);
+  });
+
   it('a sequence cancelled between chunks stops there', async () => {
     const prompt = promptOf('one two three four five six seven eight nine ten eleven twelve');
     let passes = 0;

@@ -5,10 +5,16 @@
  * `lookup` and handed in with the spec), then joins the batch (./kv-batch.ts); a finished, stopped
  * or cancelled one leaves it at once, and a finished one hands its KV to the store.
  *
+ * Prefill is chunked and interleaved (the mixed schedule of vLLM's chunked prefill and llama-server's
+ * slots): each turn of the loop runs one prefill chunk, of the prompts being prefilled taken in turn
+ * (round robin), then one decoding step of the batch. So a running generation slows by one chunk's
+ * time per token while a long prompt is prefilled, instead of stopping for the whole prompt, and a
+ * short prompt that arrives behind a long one waits a few chunks, not the long one's whole prefill.
+ *
  * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
  * (lookup, forward pass, sampling, its onToken) or in its sampling / onToken during a step fails that
  * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
- * shared cache is then unusable), not the pending ones.
+ * shared cache is then unusable), not the ones being prefilled.
  *
  * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
  * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
@@ -63,8 +69,16 @@ export interface BatchDecoderOptions {
   passDependent?: boolean;
 }
 
+/** A prompt part way through its prefill: its own one-row cache and how many prompt tokens it holds. */
+interface Prefill {
+  row: KvBatch;
+  done: number;
+}
+
 interface Sequence {
   spec: SequenceSpec;
+  /** Set from its first prefill chunk until it joins the batch. */
+  prefill?: Prefill;
   /** Prompt and generated tokens; all but the last are in the cache. */
   tokens: number[];
   generated: number;
@@ -80,6 +94,7 @@ export class BatchDecoder {
   private readonly kvStore: KvStore;
   private readonly chunk: number;
   private readonly passDependent: boolean;
+  /** Sequences not yet in the batch, prefilled a chunk at a time in turn (round robin). */
   private readonly pending: Sequence[] = [];
   /** Row r of the batch cache is active[r]. */
   private active: Sequence[] = [];
@@ -118,8 +133,8 @@ export class BatchDecoder {
     try {
       while (this.pending.length > 0 || this.active.length > 0) {
         const next = this.pending.shift();
-        if (next) await this.admit(next);
-        else await this.stepOrFail();
+        if (next && !(await this.prefillChunk(next))) this.pending.push(next);
+        if (this.active.length > 0) await this.stepOrFail();
       }
     } finally {
       this.running = false;
@@ -138,40 +153,48 @@ export class BatchDecoder {
     }
   }
 
-  /** Prefills a new sequence alone, takes its first token, and joins it to the batch; a throw fails it alone. */
-  private async admit(seq: Sequence): Promise<void> {
-    if (seq.spec.cancelled()) return seq.settle();
+  /**
+   * Runs the next prefill chunk of a sequence not yet in the batch (its first one looks up the cached
+   * prefix); after its last chunk, takes its first token and joins it to the batch. True when the
+   * sequence is done with prefill (joined, finished, cancelled or failed: a throw fails it alone);
+   * false when it has chunks left.
+   */
+  private async prefillChunk(seq: Sequence): Promise<boolean> {
+    if (seq.spec.cancelled()) return (seq.settle(), true);
     try {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
-      const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
-      let done = prefix?.length ?? 0;
-      const row = KvBatch.prefill(this.shape, this.batch.mode, n, prefix);
-      let out: Record<string, OrtTensor>;
-      // Chunked prefill: at most `chunk` new tokens per pass, each attending to the KV of the ones
-      // before, so activations stay bounded whatever the prompt's length.
-      do {
-        // Chunks end at multiples of the chunk size (not `done + chunk`), so a prompt prefilled after a
-        // cached prefix is cut into the same passes as when prefilled from the start.
-        const end = Math.min(n, (Math.floor(done / this.chunk) + 1) * this.chunk);
-        out = await this.forward([seq], {
-          input_ids: i64(prompt.slice(done, end), [1, end - done]),
-          attention_mask: row.stepMask(end - done),
-          position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
-          ...row.pastFeeds(),
-        }, row.fetches);
-        row.advanceFrom(out, end - done);
-        done = end;
-        if (done < n && seq.spec.cancelled()) return seq.settle();
-      } while (done < n);
-      if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
-        return this.finish(seq, (from) => row.extract(0, from));
+      if (!seq.prefill) {
+        const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
+        seq.prefill = { row: KvBatch.prefill(this.shape, this.batch.mode, n, prefix), done: prefix?.length ?? 0 };
       }
-      this.batch.joinRow(row);
-      this.active.push(seq);
+      const { row, done } = seq.prefill;
+      // At most `chunk` new tokens per pass, each attending to the KV of the ones before, so
+      // activations stay bounded whatever the prompt's length. Chunks end at multiples of the chunk
+      // size (not `done + chunk`), so a prompt prefilled after a cached prefix is cut into the same
+      // passes as when prefilled from the start.
+      const end = Math.min(n, (Math.floor(done / this.chunk) + 1) * this.chunk);
+      const out = await this.forward([seq], {
+        input_ids: i64(prompt.slice(done, end), [1, end - done]),
+        attention_mask: row.stepMask(end - done),
+        position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
+        ...row.pastFeeds(),
+      }, row.fetches);
+      row.advanceFrom(out, end - done);
+      seq.prefill.done = end;
+      if (end < n) return false;
+      seq.prefill = undefined;
+      if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
+        this.finish(seq, (from) => row.extract(0, from));
+      } else {
+        this.batch.joinRow(row);
+        this.active.push(seq);
+      }
     } catch (error) {
+      seq.prefill = undefined;
       seq.settle(error);
     }
+    return true;
   }
 
   /**
