@@ -15,7 +15,7 @@ import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
 import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
-import { seededRandom } from './decode/sampler.js';
+import { onlyToken, seededRandom } from './decode/sampler.js';
 import { stepLogprobs, type StepLogprobs } from './decode/logprobs.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
@@ -221,7 +221,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   /** The grammar was complete and the model cannot write its end token: the answer ended there. */
   let grammarEnded = false;
   const logitsMask = script
-    ? () => onlyToken(loaded, script[Math.min(generated.length, script.length - 1)]!)
+    ? () => onlyToken(vocabSizeOf(loaded), script[Math.min(generated.length, script.length - 1)]!)
     : thinking || guide
       ? () => {
           if (thinking && !thought) {
@@ -297,7 +297,7 @@ function thinkingPlan(loaded: LoadedModel, request: ChatRequest): { open: Uint32
   const open = single(THINK_OPEN);
   const close = single(THINK_CLOSE);
   if (open === undefined || close === undefined) return undefined;
-  return { open: onlyToken(loaded, open), close: onlyToken(loaded, close), closeId: close, ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
+  return { open: onlyToken(vocabSizeOf(loaded), open), close: onlyToken(vocabSizeOf(loaded), close), closeId: close, ...(request.thinking.budgetTokens !== undefined ? { budget: request.thinking.budgetTokens } : {}) };
 }
 
 /**
@@ -327,11 +327,3 @@ async function guideFor(loaded: LoadedModel, request: ChatRequest, format: ToolF
 }
 
 const vocabSizeOf = (loaded: LoadedModel) => (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
-
-/** A logits mask (./decode/sampler.ts) that allows one token. */
-function onlyToken(loaded: LoadedModel, id: number): Uint32Array {
-  const vocab = vocabSizeOf(loaded);
-  const mask = new Uint32Array(Math.ceil(vocab / 32));
-  mask[id >>> 5] = 1 << (id & 31);
-  return mask;
-}

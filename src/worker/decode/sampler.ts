@@ -32,6 +32,16 @@ export interface SamplingPlan {
 /** Packed bitset over the vocabulary: token i allowed when (mask[i >>> 5] >>> (i & 31)) & 1. */
 export type LogitsMask = Uint32Array;
 
+/** Whether a mask allows token `id`. */
+export const allows = (mask: LogitsMask, id: number) => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;
+
+/** A mask over a vocabulary of `vocab` tokens that allows token `id` alone. */
+export function onlyToken(vocab: number, id: number): LogitsMask {
+  const mask = new Uint32Array(Math.ceil(vocab / 32));
+  mask[id >>> 5] = 1 << (id & 31);
+  return mask;
+}
+
 /**
  * Up to this k, top-k is a bounded heap (about 1 ms at k 1024 on a 152k row); above it, and for
  * top-p without k, radix selection (about 4 ms, whatever k; scripts/bench/sampler.ts).
@@ -87,7 +97,7 @@ function argmax(logits: Float32Array, mask: LogitsMask | undefined): number {
     }
   }
   // The first argmax overall, when the mask allows it, is the first argmax of the allowed tokens.
-  if (!mask || ((mask[best >>> 5]! >>> (best & 31)) & 1) === 1) return best;
+  if (!mask || allows(mask, best)) return best;
   const words = Math.min(mask.length, Math.ceil(logits.length / 32));
   best = -1;
   top = -Infinity;

@@ -9,6 +9,7 @@
  */
 import { CoreError } from '../../core/errors.js';
 import type { LoadedModel } from '../load.js';
+import { allows, onlyToken } from '../decode/sampler.js';
 import { TextStream } from '../text-stream.js';
 import type { Constraint, ConstraintTracker } from './constraint.js';
 import { matcherFor, type Matcher } from './xgrammar.js';
@@ -67,15 +68,13 @@ export class Guide {
     if (this.forcing === null && !this.stream.incomplete) this.forcing = this.completionToForce(remaining);
     const next = this.forcing?.[0];
     if (next === undefined) return allowed;
-    if (((allowed[next >>> 5]! >>> (next & 31)) & 1) === 0) {
+    if (!allows(allowed, next)) {
       // The completion was wrong for the grammar's state: this token is the model's, under the
       // grammar; the completion is worked out again at the next one.
       this.forcing = null;
       return allowed;
     }
-    const only = new Uint32Array(allowed.length);
-    only[next >>> 5] = 1 << (next & 31);
-    return only;
+    return onlyToken(allowed.length * 32, next);
   }
 
   /** The chosen token: the grammar advances, and the tracker reads its text. */
