@@ -13,9 +13,11 @@
  * the KV of a token depends on the tokens before it and their positions (always 0..n-1 here), which
  * the token key covers. Nothing else (sampling, logits masks) reaches the KV.
  *
- * Why a list and not a radix tree: entries are a few dozen long conversations at most within a
- * realistic budget, a scan is microseconds next to a forward pass, and whole-sequence entries keep
- * each entry's KV one contiguous array per layer, as the decoder wants it.
+ * Why a scan and not a radix tree: whole-sequence entries keep each entry's KV one contiguous array
+ * per layer, as the decoder wants it, and a lookup compares tokens only up to each entry's first
+ * difference (a few dozen long conversations within a realistic budget: microseconds next to a
+ * forward pass; ten thousand short chats sharing a 20-token system prompt: 0.3 ms, measured).
+ * Recency is the Set's order, so a use and an eviction cost O(1), not a scan.
  *
  * Contract: as KvStore's (worker thread, synchronous, arrays never written after they cross).
  */
@@ -33,8 +35,6 @@ interface Entry {
   /** Keys then values per layer, each [1, kvHeads, tokens.length, headDim]. */
   kv: Float32Array[];
   bytes: number;
-  /** Recency stamp: larger is more recent. */
-  used: number;
 }
 
 /** KV bytes one token takes in a model of this shape (float32 keys and values, every layer). */
@@ -47,8 +47,8 @@ const commonPrefix = (a: readonly number[], b: readonly number[], limit: number)
 };
 
 export class PrefixCache implements KvStore {
-  private entries: Entry[] = [];
-  private clock = 0;
+  /** In order of last use, least recent first: eviction takes the first, a use moves an entry last. */
+  private readonly entries = new Set<Entry>();
   private held = 0;
   private readonly counts = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
 
@@ -64,7 +64,7 @@ export class PrefixCache implements KvStore {
   ) {}
 
   stats(): PrefixCacheStats {
-    return { ...this.counts, bytes: this.held, entries: this.entries.length };
+    return { ...this.counts, bytes: this.held, entries: this.entries.size };
   }
 
   lookup(tokens: readonly number[]): KvPrefix | undefined {
@@ -75,7 +75,7 @@ export class PrefixCache implements KvStore {
       return undefined;
     }
     const { entry } = best;
-    entry.used = ++this.clock;
+    this.touch(entry);
     this.counts.hits++;
     this.counts.tokensReused += length;
     const stored = entry.tokens.length;
@@ -90,7 +90,7 @@ export class PrefixCache implements KvStore {
     const best = this.longest(tokens, n);
     if (best && best.length === n) {
       // Already held, as this entry or a prefix of it.
-      best.entry.used = ++this.clock;
+      this.touch(best.entry);
       return;
     }
     let kv: Float32Array[];
@@ -102,7 +102,7 @@ export class PrefixCache implements KvStore {
       kv = readKv();
     }
     const bytes = kv.reduce((sum, a) => sum + a.byteLength, 0);
-    this.entries.push({ tokens: [...tokens], exact: Math.min(exact, n), kv, bytes, used: ++this.clock });
+    this.entries.add({ tokens: [...tokens], exact: Math.min(exact, n), kv, bytes });
     this.held += bytes;
     this.evict();
   }
@@ -131,16 +131,20 @@ export class PrefixCache implements KvStore {
     });
   }
 
+  private touch(entry: Entry): void {
+    this.entries.delete(entry);
+    this.entries.add(entry);
+  }
+
   private drop(entry: Entry): void {
-    this.entries = this.entries.filter((e) => e !== entry);
+    this.entries.delete(entry);
     this.held -= entry.bytes;
   }
 
   /** Drops least recently used entries until the budget holds. */
   private evict(): void {
-    while (this.held > this.budgetBytes && this.entries.length > 0) {
-      let oldest = this.entries[0]!;
-      for (const e of this.entries) if (e.used < oldest.used) oldest = e;
+    for (const oldest of this.entries) {
+      if (this.held <= this.budgetBytes) break;
       this.drop(oldest);
       this.counts.evictions++;
     }
