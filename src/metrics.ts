@@ -16,7 +16,40 @@ export interface Metrics {
   bind(service: InferenceService): void;
 }
 
+/**
+ * The latest value each worker thread reported (KV held, heap in use), summed per model over the
+ * workers of the model's current load: a lost worker's reports are forgotten, and so are reports
+ * made before the model was last loaded (an unloaded model's workers are gone).
+ */
+class WorkerReports {
+  private readonly latest = new Map<string, { model: string; value: number; at: number }>();
+
+  set(model: string, threadId: number, value: number): void {
+    this.latest.set(`${model}\u0000${threadId}`, { model, value, at: Date.now() });
+  }
+
+  forget(model: string): void {
+    for (const [key, report] of this.latest) if (report.model === model) this.latest.delete(key);
+  }
+
+  /** Sums per model; `models`: the service's, when bound (a model not loaded has no sum). */
+  sums(models?: ReadonlyArray<{ id: string; state?: string; loadedAt?: number }>): Map<string, number> {
+    const current = models && new Map(models.filter((m) => m.state !== 'unloaded' && m.state !== 'loading').map((m) => [m.id, m.loadedAt ?? 0]));
+    const sums = new Map<string, number>();
+    for (const [key, { model, value, at }] of this.latest) {
+      const since = current ? current.get(model) : 0;
+      if (since === undefined || at < since) {
+        this.latest.delete(key);
+        continue;
+      }
+      sums.set(model, (sums.get(model) ?? 0) + value);
+    }
+    return sums;
+  }
+}
+
 export function createMetrics(): Metrics {
+  let service: InferenceService | undefined;
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const requests = new client.Counter({ name: 'http_requests_total', help: 'HTTP requests by route and status', labelNames: ['method', 'route', 'status'], registers: [registry] });
@@ -44,14 +77,20 @@ export function createMetrics(): Metrics {
   /** Latest totals per model and worker thread (for the counters' differences). */
   const cacheReports = new Map<string, { model: string; stats: PromptCacheStats }>();
   /** Bytes held per model and worker thread, forgotten for a model when one of its workers is lost. */
-  const cacheBytes = new Map<string, { model: string; bytes: number }>();
+  const cacheBytes = new WorkerReports();
   new client.Gauge({
     name: 'prompt_cache_bytes', help: 'Bytes of KV the prefix caches hold (last report of each worker)', labelNames: ['model'], registers: [registry],
     collect() {
       this.reset();
-      const sums = new Map<string, number>();
-      for (const { model, bytes } of cacheBytes.values()) sums.set(model, (sums.get(model) ?? 0) + bytes);
-      for (const [model, bytes] of sums) this.set({ model }, bytes);
+      for (const [model, bytes] of cacheBytes.sums(service?.status().models)) this.set({ model }, bytes);
+    },
+  });
+  const workerHeaps = new WorkerReports();
+  new client.Gauge({
+    name: 'worker_heap_used_bytes', help: "V8 heap in use in the model's worker threads (last report of each worker)", labelNames: ['model'], registers: [registry],
+    collect() {
+      this.reset();
+      for (const [model, bytes] of workerHeaps.sums(service?.status().models)) this.set({ model }, bytes);
     },
   });
   const cacheReport = (model: string, threadId: number, stats: PromptCacheStats) => {
@@ -63,9 +102,9 @@ export function createMetrics(): Metrics {
     cacheTokens.inc({ model }, delta('tokensReused'));
     cacheEvictions.inc({ model }, delta('evictions'));
     cacheReports.set(key, { model, stats });
-    cacheBytes.set(key, { model, bytes: stats.bytes });
+    cacheBytes.set(model, threadId, stats.bytes);
   };
-  let service: InferenceService | undefined;
+
   new client.Gauge({
     name: 'model_queue_depth', help: 'Requests waiting for a worker', labelNames: ['model'], registers: [registry],
     collect() {
@@ -98,6 +137,7 @@ export function createMetrics(): Metrics {
         if (!event) return;
         const { timing, result } = event;
         if (event.promptCache) cacheReport(model, event.threadId, event.promptCache);
+        workerHeaps.set(model, event.threadId, event.heapUsedBytes);
         tokens.inc({ model, direction: 'input' }, result.inputTokens);
         tokens.inc({ model, direction: 'output' }, result.outputTokens);
         if (timing.firstTokenMs !== null) {
@@ -109,10 +149,12 @@ export function createMetrics(): Metrics {
       workerLost(model, reason) {
         restarts.inc({ model, reason });
         // The lost worker's cache is gone; the others report theirs again with their next generation.
-        for (const [key, held] of cacheBytes) if (held.model === model) cacheBytes.delete(key);
+        cacheBytes.forget(model);
+        workerHeaps.forget(model);
       },
-      embedBatch({ model, requests: requestCount, tokens: tokenCount }) {
+      embedBatch({ model, requests: requestCount, tokens: tokenCount, threadId, heapUsedBytes }) {
         batchSize.observe({ model }, requestCount);
+        workerHeaps.set(model, threadId, heapUsedBytes);
         tokens.inc({ model, direction: 'input' }, tokenCount);
       },
     },

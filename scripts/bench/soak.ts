@@ -13,9 +13,10 @@
  * after its first bytes, a JSON request dropped before its answer).
  *
  * Samples: resident memory from /proc/PID/status (VmRSS), and from the server's Prometheus /metrics
- * the main thread's V8 heap in use (nodejs_heap_size_used_bytes) and external memory
- * (nodejs_external_memory_bytes). What is left, RSS - heap - external, is reported as "native":
- * onnxruntime's arenas and buffers, the worker threads' own V8 heaps, code, allocator slack. And the
+ * the main thread's V8 heap in use (nodejs_heap_size_used_bytes), the worker threads' heaps in use
+ * (worker_heap_used_bytes: each worker's latest report) and external memory
+ * (nodejs_external_memory_bytes). What is left, RSS - heaps - external, is reported as "native":
+ * onnxruntime's arenas and buffers, code, allocator slack. And the
  * KV the prompt caches hold (prompt_cache_bytes), which grows by design up to --prompt-cache-bytes
  * per worker: RSS less that KV shows whether anything else grows.
  *
@@ -150,7 +151,7 @@ function send(base: URL, agent: http.Agent, kind: Kind): Promise<Outcome> {
 // ---------------------------------------------------------------------------------------------
 // Samples and fits
 
-interface Sample { t: number; rssMiB: number; anonMiB: number; fileMiB: number; heapMiB: number; externalMiB: number; nativeMiB: number; cacheMiB: number; rssLessCacheMiB: number; promRssMiB: number; requests: number; load1: number }
+interface Sample { t: number; rssMiB: number; anonMiB: number; fileMiB: number; heapMiB: number; workerHeapMiB: number; externalMiB: number; nativeMiB: number; cacheMiB: number; rssLessCacheMiB: number; promRssMiB: number; requests: number; load1: number }
 
 /** VmRSS and its anonymous and file-backed parts (kB) from /proc/PID/status. */
 function procStatus(pid: number): { rss: number; anon: number; file: number } {
@@ -224,7 +225,8 @@ async function main(): Promise<void> {
     const external = metric(text, 'nodejs_external_memory_bytes') / MiB;
     // Absent until a worker first reports its cache: none held.
     const cache = text ? (metricSum(text, 'prompt_cache_bytes') ?? 0) / MiB : NaN;
-    samples.push({ t, rssMiB: rss, anonMiB: proc.anon / 1024, fileMiB: proc.file / 1024, heapMiB: heap, externalMiB: external, nativeMiB: rss - heap - external, cacheMiB: cache, rssLessCacheMiB: rss - cache, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
+    const workerHeap = text ? (metricSum(text, 'worker_heap_used_bytes') ?? 0) / MiB : NaN;
+    samples.push({ t, rssMiB: rss, anonMiB: proc.anon / 1024, fileMiB: proc.file / 1024, heapMiB: heap, workerHeapMiB: workerHeap, externalMiB: external, nativeMiB: rss - heap - workerHeap - external, cacheMiB: cache, rssLessCacheMiB: rss - cache, promRssMiB: metric(text, 'process_resident_memory_bytes') / MiB, requests: outcomes.length, load1: os.loadavg()[0]! });
   };
 
   await sample();
@@ -267,7 +269,7 @@ async function main(): Promise<void> {
   const measured = samples.filter((s) => s.t >= WARMUP * MINUTES && Number.isFinite(s.heapMiB));
   const window = measured.length ? measured.at(-1)!.t - measured[0]!.t : 0;
   const meanRss = measured.reduce((a, s) => a + s.rssMiB, 0) / Math.max(1, measured.length);
-  const series = [['RSS', 'rssMiB'], ['RSS anonymous', 'anonMiB'], ['RSS file-backed', 'fileMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB'], ['prompt cache KV held', 'cacheMiB'], ['RSS less prompt cache KV', 'rssLessCacheMiB']] as const;
+  const series = [['RSS', 'rssMiB'], ['RSS anonymous', 'anonMiB'], ['RSS file-backed', 'fileMiB'], ['V8 heap used (main thread)', 'heapMiB'], ['V8 heap used (worker threads)', 'workerHeapMiB'], ['external', 'externalMiB'], ['native (onnxruntime arenas, buffers)', 'nativeMiB'], ['prompt cache KV held', 'cacheMiB'], ['RSS less prompt cache KV', 'rssLessCacheMiB']] as const;
   const fits = series.map(([name, key]) => {
     const ys = measured.map((s) => s[key]);
     const { slope, stderr } = fit(measured.map((s) => s.t), ys);
@@ -310,8 +312,8 @@ async function main(): Promise<void> {
     },
     {
       title: `Samples (every ${tableEvery === 1 ? 'minute' : '20 s'}; all ${samples.length} in soak.json)`,
-      columns: ['minute', 'RSS MiB', 'anon MiB', 'file MiB', 'heap used MiB', 'external MiB', 'native MiB', 'prompt cache KV MiB', 'requests done', 'load 1 min'],
-      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.anonMiB.toFixed(1), s.fileMiB.toFixed(1), s.heapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.cacheMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
+      columns: ['minute', 'RSS MiB', 'anon MiB', 'file MiB', 'heap used MiB', 'worker heaps MiB', 'external MiB', 'native MiB', 'prompt cache KV MiB', 'requests done', 'load 1 min'],
+      rows: rows.map((s) => [s.t.toFixed(2), s.rssMiB.toFixed(1), s.anonMiB.toFixed(1), s.fileMiB.toFixed(1), s.heapMiB.toFixed(1), s.workerHeapMiB.toFixed(1), s.externalMiB.toFixed(1), s.nativeMiB.toFixed(1), s.cacheMiB.toFixed(1), s.requests, s.load1.toFixed(2)]),
     },
     {
       title: 'Requests by kind and status',
@@ -331,7 +333,7 @@ async function main(): Promise<void> {
       `Prompt cache: ${values['prompt-cache-bytes'] === undefined ? 'the server default (1 GiB per worker)' : values['prompt-cache-bytes'] === '0' ? 'off' : `${values['prompt-cache-bytes']} bytes per worker`}. ` +
         `${MINUTES} min at ${RATE} requests/s (achieved ${achieved.toFixed(1)}/s; ${started} started, ${skipped} skipped with ${MAX_IN_FLIGHT} in flight). Mix: ${MIX.map(([w, k]) => `${k} ${w}%`).join(', ')}.`,
       `Load average (1, 5, 15 min) at start ${loadStart.map((l) => l.toFixed(2)).join(', ')}; at end ${loadEnd.map((l) => l.toFixed(2)).join(', ')} (the machine is shared: other processes count too).`,
-      'RSS is VmRSS of the server process (its worker threads included), split into anonymous and file-backed pages (RssAnon, RssFile); heap and external are the main thread\'s, from /metrics; native = RSS - heap - external (onnxruntime arenas and buffers, worker heaps, code).',
+      'RSS is VmRSS of the server process (its worker threads included), split into anonymous and file-backed pages (RssAnon, RssFile); heap and external are the main thread\'s and worker heaps the worker threads\' V8 heaps in use (each worker\'s latest report), from /metrics; native = RSS - heaps - external (onnxruntime arenas and buffers, allocator slack, code).',
       `**${verdict}**`,
     ],
   );

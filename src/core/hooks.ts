@@ -37,6 +37,8 @@ export interface GenerationEvent {
   threadId: number;
   /** The worker's prefix cache after this generation, when it has one. */
   promptCache?: PromptCacheStats;
+  /** The worker's V8 heap in use after it. */
+  heapUsedBytes: number;
 }
 
 export interface EmbedBatchEvent {
@@ -46,6 +48,8 @@ export interface EmbedBatchEvent {
   /** Tokens embedded, summed over the requests that succeeded. */
   tokens: number;
   threadId: number;
+  /** The worker's V8 heap in use after the batch. */
+  heapUsedBytes: number;
 }
 
 export type WorkerLoss = 'crashed' | 'hung';

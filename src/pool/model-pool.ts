@@ -218,7 +218,7 @@ export class ModelPool {
     const control = newControl();
     const reply = await this.run({ type: 'embed', items, ...options, control: control.buffer as SharedArrayBuffer }, undefined, { control });
     const tokens = reply.results.reduce((sum, r) => sum + (r.ok ? r.promptTokens : 0), 0);
-    notify(this.context.hooks, 'embedBatch', { model: this.model.id, requests: items.length, tokens, threadId: reply.threadId });
+    notify(this.context.hooks, 'embedBatch', { model: this.model.id, requests: items.length, tokens, threadId: reply.threadId, heapUsedBytes: reply.heapUsedBytes });
     return reply.results;
   }
 

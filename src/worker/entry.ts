@@ -2,6 +2,7 @@
  * Worker thread entry (piscina). What workerData names is loaded once when the thread starts and
  * kept for the thread's life; every task awaits that one load.
  */
+import v8 from 'node:v8';
 import { threadId, workerData } from 'node:worker_threads';
 import { CoreError, toCoreError } from '../core/errors.js';
 import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
@@ -23,6 +24,9 @@ async function loadedModel(): Promise<LoadedModel> {
   return loaded;
 }
 
+/** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */
+const heapUsed = () => v8.getHeapStatistics().used_heap_size;
+
 const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = {
   async load() {
     const loaded = await loading;
@@ -35,7 +39,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
     try {
       const outcome = await generate(await loadedModel(), task.request, { cancel: new Int32Array(task.control), port: task.port, fault: task.fault, script: task.script, log });
       task.port?.postMessage({ type: 'end' } satisfies PortMessage);
-      return { ...outcome, threadId };
+      return { ...outcome, threadId, heapUsedBytes: heapUsed() };
     } finally {
       task.port?.close();
     }
@@ -47,7 +51,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
     Atomics.store(control, TaskControl.BUSY, 1);
     const results = await embedBatch(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
-    return { results, threadId };
+    return { results, threadId, heapUsedBytes: heapUsed() };
   },
 };
 

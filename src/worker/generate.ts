@@ -52,7 +52,7 @@ class TokenSink extends BaseStreamer {
   override end(): void {}
 }
 
-export type GenerateOutcome = Omit<ReplyOf<'generate'>, 'threadId'>;
+export type GenerateOutcome = Omit<ReplyOf<'generate'>, 'threadId' | 'heapUsedBytes'>;
 
 /** Holds this thread, as one long synchronous operation does. */
 const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);

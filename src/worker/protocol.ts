@@ -67,7 +67,7 @@ export interface TaskMap {
       /** Tests only (InferenceHooks.script): the text the model is made to write. */
       script?: string;
     };
-    reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming; promptCache?: PromptCacheStats };
+    reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming; promptCache?: PromptCacheStats; heapUsedBytes: number };
   };
   count: { task: { prompt: ChatPrompt }; reply: { inputTokens: number } };
   embed: {
@@ -78,7 +78,7 @@ export interface TaskMap {
       truncate: boolean;
       control: SharedArrayBuffer;
     };
-    reply: { results: EmbedItemResult[]; threadId: number };
+    reply: { results: EmbedItemResult[]; threadId: number; heapUsedBytes: number };
   };
 }
 
