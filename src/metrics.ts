@@ -76,23 +76,20 @@ export function createMetrics(): Metrics {
   const cacheEvictions = new client.Counter({ name: 'prompt_cache_evictions_total', help: 'Prefix cache entries dropped to fit the budget', labelNames: ['model'], registers: [registry] });
   /** Latest totals per model and worker thread (for the counters' differences). */
   const cacheReports = new Map<string, { model: string; stats: PromptCacheStats }>();
-  /** Bytes held per model and worker thread, forgotten for a model when one of its workers is lost. */
-  const cacheBytes = new WorkerReports();
-  new client.Gauge({
-    name: 'prompt_cache_bytes', help: 'Bytes of KV the prefix caches hold (last report of each worker)', labelNames: ['model'], registers: [registry],
-    collect() {
-      this.reset();
-      for (const [model, bytes] of cacheBytes.sums(service?.status().models)) this.set({ model }, bytes);
-    },
-  });
-  const workerHeaps = new WorkerReports();
-  new client.Gauge({
-    name: 'worker_heap_used_bytes', help: "V8 heap in use in the model's worker threads (last report of each worker)", labelNames: ['model'], registers: [registry],
-    collect() {
-      this.reset();
-      for (const [model, bytes] of workerHeaps.sums(service?.status().models)) this.set({ model }, bytes);
-    },
-  });
+  /** A gauge per model summing its workers' latest reports (WorkerReports); returns where reports go. */
+  const workerGauge = (name: string, help: string) => {
+    const reports = new WorkerReports();
+    new client.Gauge({
+      name, help, labelNames: ['model'], registers: [registry],
+      collect() {
+        this.reset();
+        for (const [model, value] of reports.sums(service?.status().models)) this.set({ model }, value);
+      },
+    });
+    return reports;
+  };
+  const cacheBytes = workerGauge('prompt_cache_bytes', 'Bytes of KV the prefix caches hold (last report of each worker)');
+  const workerHeaps = workerGauge('worker_heap_used_bytes', "V8 heap in use in the model's worker threads (last report of each worker)");
   const cacheReport = (model: string, threadId: number, stats: PromptCacheStats) => {
     const key = `${model}\u0000${threadId}`;
     const before = cacheReports.get(key)?.stats;
