@@ -52,6 +52,10 @@ export interface SamplingOptions {
   topK?: number;
   /** Seeds the sampler's random numbers: the same request on the same model samples the same tokens. */
   seed?: number;
+  /** Subtracted once from the logit of every token already generated (-2..2; 0 or undefined: none). */
+  presencePenalty?: number;
+  /** Subtracted from a generated token's logit once per time it was generated (-2..2). */
+  frequencyPenalty?: number;
 }
 
 export interface ChatPrompt {

@@ -5,7 +5,7 @@
  * caller's cancel flag, each checked after every decoding step.
  */
 import type { MessagePort } from 'node:worker_threads';
-import { BaseStreamer, StoppingCriteria, Tensor } from '@huggingface/transformers';
+import { BaseStreamer, LogitsProcessor, StoppingCriteria, Tensor } from '@huggingface/transformers';
 import type { Fault } from '../core/hooks.js';
 import type { ChatRequest, FinishReason, TokenLogprob } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf } from './protocol.js';
@@ -15,7 +15,7 @@ import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
 import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
-import { onlyToken, seededRandom } from './decode/sampler.js';
+import { onlyToken, seededRandom, TokenPenalties, type SamplingPlan } from './decode/sampler.js';
 import { stepLogprobs, type StepLogprobs } from './decode/logprobs.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
@@ -36,6 +36,17 @@ class FlagStoppingCriteria extends StoppingCriteria {
 }
 
 /** Receives each step's new token; the first `put` is the prompt and is skipped. */
+/** The sampler's presence and frequency penalties (./decode/sampler.ts) inside transformers.js generate. */
+class PenaltyProcessor extends LogitsProcessor {
+  constructor(private readonly penalties: TokenPenalties) {
+    super();
+  }
+  override _call(_inputIds: unknown, logits: Tensor): Tensor {
+    for (let row = 0; row < logits.dims[0]!; row++) this.penalties.apply((logits as unknown as Tensor[])[row]!.data as Float32Array);
+    return logits;
+  }
+}
+
 class TokenSink extends BaseStreamer {
   private sawPrompt = false;
   constructor(private readonly onToken: (id: number) => void) {
@@ -102,6 +113,7 @@ async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec,
     top_k: spec.sampling.topK,
     top_p: spec.sampling.topP,
     eos_token_id: eosTokenIds,
+    ...(spec.sampling.penalties ? { logits_processor: [new PenaltyProcessor(spec.sampling.penalties)] } : {}),
     streamer: new TokenSink((id) => (stop = spec.onToken(id) || stop)),
     stopping_criteria: [new FlagStoppingCriteria(() => stop || spec.cancelled())],
   } as Record<string, unknown>).finally(() => spec.busy?.(false));
@@ -184,6 +196,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
       thoughtTokens = generated.length + 1;
     }
     generated.push(id);
+    plan.penalties?.record(id);
     if (eos.has(id)) return;
     if (answer.thinking) thinkingTokens++;
     const step = stream.push(id);
@@ -204,12 +217,13 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
   const { sampling } = request;
   const defaults = loaded.generationDefaults;
   const doSample = sampling.temperature === undefined ? defaults.doSample : sampling.temperature > 0;
-  const plan = {
+  const plan: SamplingPlan = {
     doSample,
     temperature: sampling.temperature || defaults.temperature || 1,
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
     ...(sampling.seed !== undefined ? { random: seededRandom(sampling.seed) } : {}),
+    ...(sampling.presencePenalty || sampling.frequencyPenalty ? { penalties: new TokenPenalties(sampling.presencePenalty ?? 0, sampling.frequencyPenalty ?? 0) } : {}),
   };
   // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);

@@ -160,10 +160,15 @@ describe('openai SDK', () => {
     expect(completion.usage!.completion_tokens_details!.reasoning_tokens).toBeLessThanOrEqual(completion.usage!.completion_tokens);
   });
 
+  it('serves presence and frequency penalties (their effect is tested on the model: test/model/chat.test.ts)', async () => {
+    const completion = await openai.chat.completions.create({ model: CHAT_MODEL, max_completion_tokens: 8, temperature: 0, presence_penalty: 1.5, frequency_penalty: -0.5, messages: [{ role: 'user', content: 'hi' }] });
+    expect(completion.usage!.completion_tokens).toBeGreaterThan(0);
+  });
+
   it.each([
     ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages[0].content[0].type', /`image_url` content is not supported: the model `tiny-qwen3-random` is text-only/],
     ['n above 1', { n: 2 }, 'n', /only 1 choice per request/],
-    ['a penalty', { frequency_penalty: 0.5 }, 'frequency_penalty', /penalties are not served/],
+    ['a penalty out of range', { frequency_penalty: 2.5 }, 'frequency_penalty', /frequency_penalty/],
     ['logit bias', { logit_bias: { '1': 5 } }, 'logit_bias', /logit bias is not served/],
     ['top_logprobs without logprobs', { top_logprobs: 2 }, 'top_logprobs', /requires logprobs: true/],
     ['an unknown argument', { frobnicate: 1 }, null, /^Unrecognized request argument supplied: frobnicate$/],

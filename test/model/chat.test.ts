@@ -76,6 +76,18 @@ describe('chat on the bundled model (real workers)', () => {
     expect(result).toMatchObject({ outputTokens: 1, finish: 'length', text: tokenizer.decode([GOLDEN_IDS[0]!]).replace(/\uFFFD+$/, '') });
   });
 
+  it('presence and frequency penalties: a huge positive one never repeats a token, a huge negative one repeats the first', async () => {
+    const ids = async (sampling: ChatRequest['sampling']) => (await service.chat(request({ maxTokens: 24, sampling, logprobs: 0 }))).logprobs!.map((l) => l.token);
+    const distinct = await ids({ temperature: 0, presencePenalty: 1e4 });
+    expect(distinct[0]).toBe(GOLDEN_IDS[0]);
+    expect(new Set(distinct).size).toBe(distinct.length);
+    expect(distinct.length).toBeGreaterThan(GOLDEN_IDS.length);
+    expect(await ids({ temperature: 0, frequencyPenalty: -1e4 })).toEqual(new Array(24).fill(GOLDEN_IDS[0]));
+    // Sampled, too: the penalty applies before the draw.
+    const sampled = await ids({ temperature: 1, seed: 7, presencePenalty: 1e4 });
+    expect(new Set(sampled).size).toBe(sampled.length);
+  });
+
   it('streams deltas that add up to the final text', async () => {
     const deltas: string[] = [];
     let start = -1;

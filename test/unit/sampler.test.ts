@@ -4,7 +4,7 @@
  * sampler (scripts/bench/former-sampler.ts), ties included, for every kind of plan.
  */
 import { describe, expect, it } from 'vitest';
-import { HEAP_TOP_K, candidates, sample, type LogitsMask, type SamplingPlan } from '../../src/worker/decode/sampler.js';
+import { HEAP_TOP_K, TokenPenalties, candidates, sample, type LogitsMask, type SamplingPlan } from '../../src/worker/decode/sampler.js';
 import { allowed, formerCandidates, formerSample, seededRandom } from '../../scripts/bench/former-sampler.js';
 
 function randomLogits(vocab: number, seed: number, kind: 'normal' | 'ties'): Float32Array {
@@ -159,5 +159,29 @@ describe('top-k / top-p selection against the former sampler', () => {
       expect([...actual.keys()].sort((a, b) => a - b)).toEqual([...expected.keys()].sort((a, b) => a - b));
       for (const [token, count] of expected) expect(Math.abs(actual.get(token)! - count), `token ${token}`).toBeLessThanOrEqual(2);
     }
+  });
+});
+
+describe('presence and frequency penalties', () => {
+  it('lower each generated token by presence once and frequency per time, only while choosing; the row comes back exactly', () => {
+    const logits = Float32Array.from([0.1, 3.3, 3.0, 2.9, -7.77]);
+    const original = Float32Array.from(logits);
+    const penalties = new TokenPenalties(0.5, 0.25);
+    const plan: SamplingPlan = { doSample: false, temperature: 1, topK: 0, topP: 1, penalties };
+    expect(sample(logits, plan)).toBe(1);
+    penalties.record(1);
+    // 3.3 - 0.5 - 0.25 = 2.55 < 3.0
+    expect(sample(logits, plan)).toBe(2);
+    penalties.record(2);
+    penalties.record(2);
+    // 3.0 - 0.5 - 0.5 = 2.0; 2.55 < 2.9
+    expect(sample(logits, plan)).toBe(3);
+    expect(logits).toEqual(original);
+    const restore = penalties.apply(logits);
+    expect(Array.from(logits)).toEqual([0.1, 3.3 - 0.75, 3 - 1, 2.9, -7.77].map((v) => Math.fround(v)));
+    restore();
+    expect(logits).toEqual(original);
+    penalties.record(99); // outside the row: ignored
+    expect(() => penalties.apply(logits)()).not.toThrow();
   });
 });

@@ -43,6 +43,8 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
       ...(body.top_p != null ? { topP: body.top_p } : {}),
       ...(body.top_k != null ? { topK: body.top_k } : {}),
       ...(body.seed != null ? { seed: body.seed } : {}),
+      ...(body.presence_penalty ? { presencePenalty: body.presence_penalty } : {}),
+      ...(body.frequency_penalty ? { frequencyPenalty: body.frequency_penalty } : {}),
     },
     stopStrings: body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== ''),
     ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
@@ -52,10 +54,6 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
 
 function refuseUnserved(body: ChatBody): void {
   if (body.n != null && body.n > 1) throw unsupported('n', `only 1 choice per request is served (got ${body.n}); send n: 1 and repeat the request, or leave n out`);
-  for (const field of ['frequency_penalty', 'presence_penalty'] as const) {
-    const value = body[field];
-    if (value != null && value !== 0) throw unsupported(field, `penalties are not served by this server (got ${value}); send 0 or leave it out`);
-  }
   if (body.logit_bias && Object.keys(body.logit_bias).length > 0) throw unsupported('logit_bias', 'logit bias is not served by this server; leave it out');
   if (body.top_logprobs != null && !body.logprobs) throw invalidRequest('top_logprobs: requires logprobs: true', 'top_logprobs');
   if (body.modalities && body.modalities.some((m) => m !== 'text')) throw unsupported('modalities', `only "text" output is served (got ${body.modalities.map((m) => JSON.stringify(clip(m, 32))).join(', ')})`);

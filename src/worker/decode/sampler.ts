@@ -27,6 +27,37 @@ export interface SamplingPlan {
   topP: number;
   /** Uniform numbers in [0, 1) for sampling; Math.random when absent (a seam for seeded sampling). */
   random?: () => number;
+  /** Presence and frequency penalties over the tokens generated so far. */
+  penalties?: TokenPenalties;
+}
+
+/**
+ * OpenAI's presence and frequency penalties: the logit of a token already generated is lowered by
+ * `presence` once and by `frequency` for each time it was generated (negative values raise it).
+ * Prompt tokens do not count, as in vLLM and OpenAI's own description ("the text so far").
+ */
+export class TokenPenalties {
+  private readonly counts = new Map<number, number>();
+
+  constructor(readonly presence: number, readonly frequency: number) {}
+
+  /** A token was generated. */
+  record(id: number): void {
+    this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
+  }
+
+  /** Lowers the generated tokens' logits in place; returns what puts the row back exactly as it was. */
+  apply(logits: Float32Array): () => void {
+    const ids: number[] = [];
+    const before: number[] = [];
+    for (const [id, n] of this.counts) {
+      if (id >= logits.length) continue;
+      ids.push(id);
+      before.push(logits[id]!);
+      logits[id] = logits[id]! - this.presence - this.frequency * n;
+    }
+    return () => ids.forEach((id, i) => (logits[id] = before[i]!));
+  }
 }
 
 /** Packed bitset over the vocabulary: token i allowed when (mask[i >>> 5] >>> (i & 31)) & 1. */
@@ -204,8 +235,15 @@ function draw(pool: Candidates, u: number): number {
 
 /** Greedy (exactly the first argmax of the allowed tokens), or temperature / top-k / top-p sampling. */
 export function sample(logits: Float32Array, plan: SamplingPlan, mask?: LogitsMask): number {
-  if (!plan.doSample) return argmax(logits, mask);
-  return draw(candidates(logits, plan, mask), (plan.random ?? Math.random)());
+  // Penalties change the row only while the token is chosen: a caller reading it after (log
+  // probabilities) reads the model's own logits, as vLLM reports them by default.
+  const restore = plan.penalties?.apply(logits);
+  try {
+    if (!plan.doSample) return argmax(logits, mask);
+    return draw(candidates(logits, plan, mask), (plan.random ?? Math.random)());
+  } finally {
+    restore?.();
+  }
 }
 
 /** A small seeded generator (mulberry32): repeatable draws for a request's `seed`. */
