@@ -56,6 +56,11 @@ export interface SamplingOptions {
   presencePenalty?: number;
   /** Subtracted from a generated token's logit once per time it was generated (-2..2). */
   frequencyPenalty?: number;
+  /**
+   * Hugging Face's repetition penalty over the prompt's and the generated tokens: a positive logit is
+   * divided by it, a negative one multiplied (1: none). Undefined: the model's generation_config.
+   */
+  repetitionPenalty?: number;
 }
 
 export interface ChatPrompt {

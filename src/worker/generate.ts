@@ -15,7 +15,7 @@ import { AnswerBuilder, THINK_CLOSE, THINK_OPEN } from './answer.js';
 import { featuresOf, renderPrompt } from './prompt.js';
 import { createToolCallParser } from './tools/parser.js';
 import { BatchDecoder, type SequenceSpec } from './decode/scheduler.js';
-import { onlyToken, seededRandom, TokenPenalties, type SamplingPlan } from './decode/sampler.js';
+import { allows, onlyToken, seededRandom, TokenPenalties, type SamplingPlan } from './decode/sampler.js';
 import { stepLogprobs, type StepLogprobs } from './decode/logprobs.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session.js';
 import { PrefixCache } from './decode/prefix-cache.js';
@@ -35,18 +35,33 @@ class FlagStoppingCriteria extends StoppingCriteria {
   }
 }
 
-/** Receives each step's new token; the first `put` is the prompt and is skipped. */
-/** The sampler's presence and frequency penalties (./decode/sampler.ts) inside transformers.js generate. */
-class PenaltyProcessor extends LogitsProcessor {
-  constructor(private readonly penalties: TokenPenalties) {
+/**
+ * What the batch decoder does to a step's logits, inside transformers.js generate (one sequence):
+ * the sequence's penalties and logits mask (a synchronous one: a grammar's is refused before), then
+ * the temperature (generate is given 1, so its own warper does not scale before this). `raw` keeps
+ * the model's own row for `observe`, which the token sink calls with the chosen token.
+ */
+class SequenceProcessor extends LogitsProcessor {
+  raw: Float32Array | undefined;
+
+  constructor(private readonly spec: SequenceSpec) {
     super();
   }
+
   override _call(_inputIds: unknown, logits: Tensor): Tensor {
-    for (let row = 0; row < logits.dims[0]!; row++) this.penalties.apply((logits as unknown as Tensor[])[row]!.data as Float32Array);
+    const row = (logits as unknown as Tensor[])[0]!.data as Float32Array;
+    if (this.spec.observe) this.raw = Float32Array.from(row);
+    const { sampling } = this.spec;
+    sampling.penalties?.apply(row);
+    const mask = this.spec.logitsMask?.();
+    if (mask instanceof Promise || mask === null) throw new Error('transformers.js generate takes only synchronous logits masks');
+    if (mask) for (let id = 0; id < row.length; id++) if (!allows(mask, id)) row[id] = -Infinity;
+    if (sampling.doSample && sampling.temperature !== 1) for (let id = 0; id < row.length; id++) row[id] = row[id]! / sampling.temperature;
     return logits;
   }
 }
 
+/** Receives each step's new token; the first `put` is the prompt and is skipped. */
 class TokenSink extends BaseStreamer {
   private sawPrompt = false;
   constructor(private readonly onToken: (id: number) => void) {
@@ -102,6 +117,7 @@ function batchDecoderFor(loaded: LoadedModel): Decoding | null {
 async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec, eosTokenIds: number[]): Promise<void> {
   const ids = BigInt64Array.from(spec.promptIds.map(BigInt));
   let stop = false;
+  const processor = new SequenceProcessor(spec);
   // One request at a time: the whole generation is this request's own work.
   spec.busy?.(true);
   await loaded.model.generate({
@@ -109,12 +125,17 @@ async function generateWithTransformers(loaded: LoadedModel, spec: SequenceSpec,
     attention_mask: new Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
     max_new_tokens: spec.maxTokens,
     do_sample: spec.sampling.doSample,
-    temperature: spec.sampling.temperature,
+    temperature: 1,
     top_k: spec.sampling.topK,
     top_p: spec.sampling.topP,
+    // Penalties are the processor's (the model's own repetition_penalty included, through the request's plan).
+    repetition_penalty: 1,
     eos_token_id: eosTokenIds,
-    ...(spec.sampling.penalties ? { logits_processor: [new PenaltyProcessor(spec.sampling.penalties)] } : {}),
-    streamer: new TokenSink((id) => (stop = spec.onToken(id) || stop)),
+    logits_processor: [processor],
+    streamer: new TokenSink((id) => {
+      if (processor.raw) spec.observe?.(processor.raw, id);
+      stop = spec.onToken(id) || stop;
+    }),
     stopping_criteria: [new FlagStoppingCriteria(() => stop || spec.cancelled())],
   } as Record<string, unknown>).finally(() => spec.busy?.(false));
 }
@@ -223,7 +244,7 @@ export async function generate(loaded: LoadedModel, request: ChatRequest, option
     topK: sampling.topK ?? defaults.topK ?? 0,
     topP: sampling.topP ?? defaults.topP ?? 1,
     ...(sampling.seed !== undefined ? { random: seededRandom(sampling.seed) } : {}),
-    ...(sampling.presencePenalty || sampling.frequencyPenalty ? { penalties: new TokenPenalties(sampling.presencePenalty ?? 0, sampling.frequencyPenalty ?? 0) } : {}),
+    ...(penaltiesFor(sampling, defaults.repetitionPenalty, prompt.ids) ?? {}),
   };
   // No parallel calls asked for: the answer ends with its first call.
   const shouldStop = (id: number) => eos.has(id) || stopString !== null || (!parallel && calls() > 0);
@@ -338,6 +359,13 @@ async function guideFor(loaded: LoadedModel, request: ChatRequest, format: ToolF
     if (!loose) throw error;
     return create(loose);
   }
+}
+
+/** The request's penalties on seen tokens (the repetition penalty defaults to the model's generation_config), when any applies. */
+function penaltiesFor(sampling: ChatRequest['sampling'], defaultRepetition: number | undefined, promptIds: readonly number[]): { penalties: TokenPenalties } | undefined {
+  const options = { presence: sampling.presencePenalty ?? 0, frequency: sampling.frequencyPenalty ?? 0, repetition: sampling.repetitionPenalty ?? defaultRepetition ?? 1 };
+  if (options.presence === 0 && options.frequency === 0 && options.repetition === 1) return undefined;
+  return { penalties: new TokenPenalties(options, promptIds) };
 }
 
 const vocabSizeOf = (loaded: LoadedModel) => (loaded.model.config as unknown as { vocab_size: number }).vocab_size;

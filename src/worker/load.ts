@@ -26,7 +26,7 @@ export interface LoadedModel extends LoadedTokenizer {
   /** End-of-sequence ids from generation_config.json (may be several) or config.json. */
   eosTokenIds: number[];
   /** Sampling defaults from generation_config.json. */
-  generationDefaults: { doSample: boolean; temperature?: number; topK?: number; topP?: number };
+  generationDefaults: { doSample: boolean; temperature?: number; topK?: number; topP?: number; repetitionPenalty?: number };
   hiddenSize: number | null;
   /** Input names of the ONNX session (token_type_ids only when the export has it). */
   inputNames: string[];
@@ -122,6 +122,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
       temperature: generationConfig.temperature ?? undefined,
       topK: generationConfig.top_k ?? undefined,
       topP: generationConfig.top_p ?? undefined,
+      repetitionPenalty: generationConfig.repetition_penalty ?? undefined,
     },
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
     notes,

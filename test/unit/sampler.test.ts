@@ -166,7 +166,7 @@ describe('presence and frequency penalties', () => {
   it('lower each generated token by presence once and frequency per time, only while choosing; the row comes back exactly', () => {
     const logits = Float32Array.from([0.1, 3.3, 3.0, 2.9, -7.77]);
     const original = Float32Array.from(logits);
-    const penalties = new TokenPenalties(0.5, 0.25);
+    const penalties = new TokenPenalties({ presence: 0.5, frequency: 0.25 });
     const plan: SamplingPlan = { doSample: false, temperature: 1, topK: 0, topP: 1, penalties };
     expect(sample(logits, plan)).toBe(1);
     penalties.record(1);
@@ -183,5 +183,17 @@ describe('presence and frequency penalties', () => {
     expect(logits).toEqual(original);
     penalties.record(99); // outside the row: ignored
     expect(() => penalties.apply(logits)()).not.toThrow();
+  });
+
+  it('the repetition penalty divides positive and multiplies negative logits of prompt and generated tokens, before presence', () => {
+    const logits = Float32Array.from([4, -2, 3, 1, 0.5]);
+    const original = Float32Array.from(logits);
+    const penalties = new TokenPenalties({ repetition: 2, presence: 1 }, [0, 1, 0]);
+    penalties.record(3);
+    const restore = penalties.apply(logits);
+    expect(Array.from(logits)).toEqual([2, -4, 3, 1 / 2 - 1, 0.5]);
+    restore();
+    expect(logits).toEqual(original);
+    expect(sample(logits, { doSample: false, temperature: 1, topK: 0, topP: 1, penalties })).toBe(2);
   });
 });

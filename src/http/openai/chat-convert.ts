@@ -45,6 +45,7 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
       ...(body.seed != null ? { seed: body.seed } : {}),
       ...(body.presence_penalty ? { presencePenalty: body.presence_penalty } : {}),
       ...(body.frequency_penalty ? { frequencyPenalty: body.frequency_penalty } : {}),
+      ...(body.repetition_penalty != null ? { repetitionPenalty: body.repetition_penalty } : {}),
     },
     stopStrings: body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== ''),
     ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),

@@ -88,6 +88,8 @@ export const chatSchema = z
     top_p: z.number().min(0).max(1).nullish(),
     // Not OpenAI's: vLLM's and llama-server's extension, which clients of local servers send.
     top_k: z.number().int().min(0).nullish(),
+    /** vLLM's extension, as top_k: HF's repetition penalty over prompt and output tokens (1: none). */
+    repetition_penalty: z.number().gt(0).max(100).nullish(),
     stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
     seed: z.number().int().nullish(),
     n: z.number().int().min(1).max(128).nullish(),

@@ -31,31 +31,58 @@ export interface SamplingPlan {
   penalties?: TokenPenalties;
 }
 
+export interface PenaltyOptions {
+  /** Subtracted once from the logit of every generated token (OpenAI's presence_penalty). */
+  presence?: number;
+  /** Subtracted once per time a token was generated (OpenAI's frequency_penalty). */
+  frequency?: number;
+  /** Hugging Face's repetition penalty over prompt and generated tokens (1: none). */
+  repetition?: number;
+}
+
 /**
- * OpenAI's presence and frequency penalties: the logit of a token already generated is lowered by
- * `presence` once and by `frequency` for each time it was generated (negative values raise it).
- * Prompt tokens do not count, as in vLLM and OpenAI's own description ("the text so far").
+ * Penalties on tokens already seen, applied in vLLM's order. The repetition penalty (Hugging Face's,
+ * over the prompt's and the generated tokens) divides a positive logit by it and multiplies a
+ * negative one. Then OpenAI's presence and frequency penalties, over the generated tokens only (as
+ * vLLM and OpenAI's own description, "the text so far", have it): the logit is lowered by `presence`
+ * once and by `frequency` for each time the token was generated (negative values raise it).
  */
 export class TokenPenalties {
   private readonly counts = new Map<number, number>();
+  private readonly presence: number;
+  private readonly frequency: number;
+  private readonly repetition: number;
+  /** Prompt tokens, for the repetition penalty (empty without one). */
+  private readonly prompt: ReadonlySet<number>;
 
-  constructor(readonly presence: number, readonly frequency: number) {}
+  constructor(options: PenaltyOptions, prompt: readonly number[] = []) {
+    this.presence = options.presence ?? 0;
+    this.frequency = options.frequency ?? 0;
+    this.repetition = options.repetition ?? 1;
+    this.prompt = this.repetition === 1 ? new Set() : new Set(prompt);
+  }
 
   /** A token was generated. */
   record(id: number): void {
     this.counts.set(id, (this.counts.get(id) ?? 0) + 1);
   }
 
-  /** Lowers the generated tokens' logits in place; returns what puts the row back exactly as it was. */
+  /** Applies the penalties to a logits row in place; returns what puts the row back exactly as it was. */
   apply(logits: Float32Array): () => void {
     const ids: number[] = [];
     const before: number[] = [];
-    for (const [id, n] of this.counts) {
-      if (id >= logits.length) continue;
+    const touch = (id: number) => {
       ids.push(id);
       before.push(logits[id]!);
-      logits[id] = logits[id]! - this.presence - this.frequency * n;
+    };
+    if (this.repetition !== 1) {
+      for (const id of this.prompt) if (id < logits.length && !this.counts.has(id)) touch(id);
+      for (const id of this.counts.keys()) if (id < logits.length) touch(id);
+      for (const id of ids) logits[id] = logits[id]! > 0 ? logits[id]! / this.repetition : logits[id]! * this.repetition;
+    } else {
+      for (const id of this.counts.keys()) if (id < logits.length) touch(id);
     }
+    for (const [id, n] of this.counts) if (id < logits.length) logits[id] = logits[id]! - this.presence - this.frequency * n;
     return () => ids.forEach((id, i) => (logits[id] = before[i]!));
   }
 }
