@@ -15,6 +15,7 @@ import type { WorkerInit } from './protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
+import { dropTokenizerSource } from './tokenize/drop-source.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -51,6 +52,7 @@ function localName(info: ModelInfo): string {
 
 export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
   const tokenizer = await AutoTokenizer.from_pretrained(localName(info), { local_files_only: true });
+  dropTokenizerSource(tokenizer);
   // Newer exports keep the template in chat_template.jinja (beside, or instead of, the one in
   // tokenizer_config.json); transformers.js reads only the latter from a local folder. The file wins,
   // as in Python transformers.
