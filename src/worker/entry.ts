@@ -9,11 +9,16 @@ import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from
 import { generate } from './generate.js';
 import { embedBatch } from './embed.js';
 import { workerLog } from './log.js';
+import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from './prompt.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
-const loading: Promise<LoadedTokenizer | LoadedModel> = init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init);
+// Collected right after the load, before the first task: see collect-garbage.ts.
+const loading: Promise<LoadedTokenizer | LoadedModel> = (init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init)).then((loaded) => {
+  collectGarbage();
+  return loaded;
+});
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
 loading.catch(() => {});
 
