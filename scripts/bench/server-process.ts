@@ -13,9 +13,12 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
+/** The environment package.json's start script sets (glibc's malloc: see README, Memory). */
+const START_ENV = { MALLOC_MMAP_THRESHOLD_: '4194304' };
+
 /**
  * `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load.
- * `compiled`: run the compiled server as `npm start` does (built first, `node dist/src/main.js`)
+ * `compiled`: run the compiled server as `npm start` does (built first, `node dist/src/main.js`, its environment)
  * instead of the TypeScript source under tsx, whose loader costs every worker thread about 100 MiB.
  */
 export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true, compiled = false } = {}): Promise<ServerProcess> {
@@ -26,7 +29,7 @@ export function startServerProcess(args: string[], env: Record<string, string> =
   }
   const entry = compiled ? [path.resolve('dist/src/main.js')] : ['--import', 'tsx', path.resolve('src/main.ts')];
   const child: ChildProcess = spawn(process.execPath, [...entry, '--port', '0', '--log-level', 'warn', ...preload, ...args], {
-    env: { ...process.env, ...env },
+    env: { ...process.env, ...(compiled ? START_ENV : {}), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';
