@@ -89,6 +89,11 @@ interface Lease {
 export class LocalInferenceService implements InferenceService {
   /** The models available now, by id. */
   private readonly entries = new Map<string, Entry>();
+  /** Ids and the models' own aliases -> entry: rebuilt when the models change, read by every request. */
+  private readonly names = new Map<string, Entry>();
+  /** Configured aliases: exact names -> model id, and `*` patterns in configuration order. */
+  private readonly aliasTargets: Map<string, string>;
+  private readonly aliasPatterns: Array<{ pattern: RegExp; target: string }>;
   /** Removed or replaced models still finishing requests. */
   private readonly retiring = new Set<Entry>();
   private readonly workerLogs: WorkerLogs;
@@ -104,9 +109,12 @@ export class LocalInferenceService implements InferenceService {
     this.lifecycle = options.lifecycle ?? { pinned: ['*'], keepAliveMs: -1, maxLoadedModels: 0, loadTimeoutMs: 0 };
     for (const info of options.models) this.add(info);
     // Aliases name models by id, resolved at each lookup: a model added later is found, a removed one is not.
-    for (const [alias, target] of Object.entries(options.aliases ?? {})) {
+    const aliases = Object.entries(options.aliases ?? {});
+    for (const [alias, target] of aliases) {
       if (!this.entries.has(target)) throw new Error(`alias ${alias} points to unknown model ${target}`);
     }
+    this.aliasTargets = new Map(aliases.filter(([alias]) => !alias.includes('*')));
+    this.aliasPatterns = aliases.filter(([alias]) => alias.includes('*')).map(([alias, target]) => ({ pattern: globPattern(alias), target }));
   }
 
   /** Starts the service: pinned models (every model, without lifecycle options) are loaded before it returns. */
@@ -216,7 +224,23 @@ export class LocalInferenceService implements InferenceService {
   private add(info: ModelInfo): void {
     const pinned = this.lifecycle.pinned.includes('*') || this.lifecycle.pinned.includes(info.id);
     const keepAliveMs = pinned ? -1 : (this.lifecycle.modelKeepAliveMs?.[info.id] ?? this.lifecycle.keepAliveMs);
-    this.entries.set(info.id, { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false });
+    const entry: Entry = { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false };
+    this.entries.set(info.id, entry);
+    this.indexNames(entry);
+  }
+
+  /** Adds a model's names to the index: its id over any other model's alias, an alias only where free. */
+  private indexNames(entry: Entry): void {
+    const { id, aliases } = entry.info;
+    if (this.names.get(id)?.info.id !== id) this.names.set(id, entry);
+    for (const alias of aliases) if (!this.names.has(alias)) this.names.set(alias, entry);
+  }
+
+  /** Rebuilds the name index from the models available now (after some left). */
+  private reindexNames(): void {
+    this.names.clear();
+    for (const entry of this.entries.values()) this.names.set(entry.info.id, entry);
+    for (const entry of this.entries.values()) this.indexNames(entry);
   }
 
   /**
@@ -233,12 +257,15 @@ export class LocalInferenceService implements InferenceService {
       return;
     }
     const now = new Map(models.map((m) => [m.id, m]));
+    let left = false;
     for (const entry of [...this.entries.values()]) {
       const found = now.get(entry.info.id);
       if (found && modelSignature(found) === entry.signature) continue;
       this.entries.delete(entry.info.id);
+      left = true;
       this.retire(entry, found ? 'replaced' : 'removed');
     }
+    if (left) this.reindexNames();
     for (const info of models) {
       if (this.entries.has(info.id) || this.clashes(info)) continue;
       this.add(info);
@@ -263,14 +290,12 @@ export class LocalInferenceService implements InferenceService {
     this.scheduleIdle(entry);
   }
 
+  /** A model by id, by its own alias, by a configured alias, or by the first configured pattern it matches. */
   private entryNamed(name: string): Entry | undefined {
-    const direct = this.entries.get(name) ?? [...this.entries.values()].find((e) => e.info.aliases.includes(name));
+    const direct = this.names.get(name);
     if (direct) return direct;
-    const aliases = Object.entries(this.options.aliases ?? {});
-    const exact = aliases.find(([alias]) => alias === name);
-    if (exact) return this.entries.get(exact[1]);
-    const pattern = aliases.find(([alias]) => alias.includes('*') && globPattern(alias).test(name));
-    return pattern ? this.entries.get(pattern[1]) : undefined;
+    const target = this.aliasTargets.get(name) ?? this.aliasPatterns.find(({ pattern }) => pattern.test(name))?.target;
+    return target === undefined ? undefined : this.entries.get(target);
   }
 
   private entryFor(name: string, task: ModelInfo['task']): Entry {
