@@ -78,7 +78,17 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
   /** Removed or replaced on disk: no new requests; unloaded once the in-flight ones end. */
   retired: boolean;
+  /** The last load failed: requests are answered with it at once until `retryAt` (see LOAD_RETRY_MS). */
+  failure?: { error: CoreError; retryAt: number; delayMs: number };
 }
+
+/**
+ * A model that failed to load is not loaded again on every request (each attempt starts workers and
+ * reads the model: seconds of CPU for an answer known in advance): its failure is remembered and
+ * answered at once, with its reason, for 1 s after the first failure, then 2, 4... up to 60 s after
+ * each further one. Files changed on disk make a new entry (a rescan replaces it), which starts afresh.
+ */
+export const LOAD_RETRY_MS = { first: 1_000, max: 60_000 };
 
 /** What a request holds while it uses a model; `release` when done. */
 interface Lease {
@@ -363,6 +373,11 @@ export class LocalInferenceService implements InferenceService {
   private load(entry: Entry): Promise<Loaded> {
     if (entry.loaded) return Promise.resolve(entry.loaded);
     if (entry.loading) return entry.loading;
+    const failure = entry.failure;
+    if (failure && Date.now() < failure.retryAt) {
+      const seconds = Math.ceil((failure.retryAt - Date.now()) / 1000);
+      return Promise.reject(new CoreError('model_unavailable', `${failure.error.message} (it is tried again in ${seconds} s)`, failure.error.details));
+    }
     const loading = (async () => {
       await this.makeRoom(entry);
       const { info } = entry;
@@ -381,23 +396,29 @@ export class LocalInferenceService implements InferenceService {
       loaded.at = Date.now();
       return loaded;
     })();
-    entry.loading = loading;
-    loading.then(
+    entry.loading = loading.catch((error: unknown) => {
+      // Whatever failed (a worker's error arrives as `internal`), the client learns that the model
+      // cannot be loaded and why: the reason is about the model's files, not the request.
+      const reason = String((error as Error)?.message ?? error);
+      throw new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${reason}`, { model: entry.info.id, reason });
+    });
+    entry.loading.then(
       (loaded) => {
         entry.loading = undefined;
+        entry.failure = undefined;
         entry.loaded = loaded;
         entry.lastUsed = Date.now();
         if (this.closed) void this.unloadEntry(entry, 'closed');
         else this.scheduleIdle(entry);
       },
-      (error: unknown) => {
+      (error: CoreError) => {
         entry.loading = undefined;
-        this.context.logger.error({ err: error, model: entry.info.id }, `model ${entry.info.id} failed to load`);
+        const delayMs = entry.failure ? Math.min(entry.failure.delayMs * 2, LOAD_RETRY_MS.max) : LOAD_RETRY_MS.first;
+        entry.failure = { error, retryAt: Date.now() + delayMs, delayMs };
+        this.context.logger.error({ err: error, model: entry.info.id, retryInMs: delayMs }, `model ${entry.info.id} failed to load`);
       },
     );
-    return loading.catch((error: unknown) => {
-      throw error instanceof CoreError ? error : new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${(error as Error).message ?? error}`, { model: entry.info.id });
-    });
+    return entry.loading;
   }
 
   /** Under maxLoadedModels: unloads the least recently used idle, unpinned models until one more fits. */

@@ -30,7 +30,15 @@ async function loadedModel(): Promise<LoadedModel> {
 
 const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = {
   async load() {
-    const loaded = await loading;
+    let loaded: LoadedTokenizer | LoadedModel;
+    try {
+      loaded = await loading;
+    } catch (error) {
+      // Why a model cannot be loaded is about its files, not a request: it crosses as the reason of a
+      // model_unavailable (the service answers requests with it), not as a hidden internal error.
+      log('error', 'model failed to load', error);
+      throw error instanceof CoreError ? error : new CoreError('model_unavailable', (error as Error)?.message ?? String(error), { model: init.model.id });
+    }
     return { notes: 'notes' in loaded ? loaded.notes : [] };
   },
   async count(task) {
