@@ -397,8 +397,10 @@ export class LocalInferenceService implements InferenceService {
       return loaded;
     })();
     entry.loading = loading.catch((error: unknown) => {
-      // Whatever failed (a worker's error arrives as `internal`), the client learns that the model
-      // cannot be loaded and why: the reason is about the model's files, not the request.
+      // The client learns that the model cannot be loaded and why (a worker's load failure arrives as
+      // model_unavailable with its reason; a pool that could not start at all, as internal): the
+      // reason is about the model's files, not the request. Other typed errors pass as they are.
+      if (error instanceof CoreError && error.code !== 'internal' && error.code !== 'model_unavailable') throw error;
       const reason = String((error as Error)?.message ?? error);
       throw new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${reason}`, { model: entry.info.id, reason });
     });

@@ -174,6 +174,7 @@ describe('a graph it does not recognise', () => {
     await ort.InferenceSession.create(file); // and it loads
     // Neither rewrite asked for: the export's graph as it is, its weights referenced in place.
     expect(prepareGraph(info, { lastLogits: false, fusedAttention: false })).toEqual({ modelFileName: 'model.in-place', notes: [] });
+    expect(isDerivedFile(path.join(dir, 'onnx', 'model.in-place.onnx'))).toBe(true); // never packed nor checksummed
     const inPlace = onnx.ModelProto.decode(fs.readFileSync(path.join(dir, 'onnx', 'model.in-place.onnx'))).graph!;
     expect(inPlace.node!.map((n) => n.opType)).toEqual(onnx.ModelProto.decode(altered()).graph!.node!.map((n) => n.opType));
     expect(inPlace.initializer!.filter((t) => t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL).length).toBeGreaterThan(0);
