@@ -163,6 +163,7 @@ export class LocalInferenceService implements InferenceService {
           ...(loaded ? { loadedAt: loaded.at, lastUsed: entry.lastUsed } : {}),
           ...(loaded && entry.inflight === 0 && !entry.pinned && entry.keepAliveMs >= 0 ? { expiresAt: entry.lastUsed + entry.keepAliveMs } : {}),
           pinned: entry.pinned,
+          ...(entry.failure && !loaded ? { loadError: { message: entry.failure.error.message, retryAt: entry.failure.retryAt } } : {}),
         };
       }),
     };

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreError } from '../../src/core/errors.js';
 import type { Logger } from '../../src/core/log.js';
 import { LOAD_RETRY_MS } from '../../src/inference/service.js';
+import { renderModel } from '../../src/http/shared/models-plugin.js';
 import { scanModels } from '../../src/models/registry.js';
 import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
@@ -63,6 +64,11 @@ describe('a model that fails to load', () => {
     expect(remembered.error.message).toBe(`${first.error.message} (it is tried again in 1 s)`);
     expect(remembered.ms).toBeLessThan(REMEMBERED_MS);
     expect(attempts).toHaveLength(1);
+    const status = service.status().models.find((m) => m.id === EMBED_MODEL)!;
+    expect(status).toMatchObject({ state: 'unloaded', loadError: { message: first.error.message } });
+    expect(status.loadError!.retryAt).toBeGreaterThan(Date.now());
+    // GET /v1/models shows it (an extension field, as `state`).
+    expect(renderModel(service.findModel(EMBED_MODEL)!, status)).toMatchObject({ state: 'unloaded', load_error: { message: first.error.message, retry_at: new Date(status.loadError!.retryAt).toISOString() } });
 
     // After the first interval: tried again, fails again, remembered for twice as long.
     await new Promise((r) => setTimeout(r, LOAD_RETRY_MS.first + 50));
@@ -78,5 +84,6 @@ describe('a model that fails to load', () => {
     const result = await service.embed({ model: EMBED_MODEL, inputs: ['hello'] });
     expect(result.vectors).toHaveLength(1);
     expect(attempts).toHaveLength(2);
+    expect(service.status().models.find((m) => m.id === EMBED_MODEL)!.loadError).toBeUndefined();
   });
 });
