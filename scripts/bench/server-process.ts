@@ -2,7 +2,7 @@
  * Starts the real server (src/main.ts) as a child process for benchmarks, so load generation in
  * the bench process does not share an event loop with the server.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 
 export interface ServerProcess {
@@ -13,11 +13,23 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load. */
-export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true } = {}): Promise<ServerProcess> {
+/** The environment package.json's start script sets (glibc's malloc: see README, Memory). */
+const START_ENV = { MALLOC_MMAP_THRESHOLD_: '4194304' };
+
+/**
+ * `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load.
+ * `compiled`: run the compiled server as `npm start` does (built first, `node dist/src/main.js`, its environment)
+ * instead of the TypeScript source under tsx, whose loader costs every worker thread about 100 MiB.
+ */
+export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true, compiled = false } = {}): Promise<ServerProcess> {
   const preload = preloadAll ? ['--preload', '*'] : [];
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', path.resolve('src/main.ts'), '--port', '0', '--log-level', 'warn', ...preload, ...args], {
-    env: { ...process.env, ...env },
+  if (compiled) {
+    const build = spawnSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+    if (build.status !== 0) throw new Error('tsc -p tsconfig.build.json failed');
+  }
+  const entry = compiled ? [path.resolve('dist/src/main.js')] : ['--import', 'tsx', path.resolve('src/main.ts')];
+  const child: ChildProcess = spawn(process.execPath, [...entry, '--port', '0', '--log-level', 'warn', ...preload, ...args], {
+    env: { ...process.env, ...(compiled ? START_ENV : {}), ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

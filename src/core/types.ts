@@ -192,6 +192,8 @@ export interface ModelStatus {
   loadedAt?: number;
   lastUsed?: number;
   expiresAt?: number;
+  /** Its last load failed: why, and when a request will try again (Unix ms); until then requests get this failure. */
+  loadError?: { message: string; retryAt: number };
 }
 
 /** What the HTTP layer needs from the inference core; tests substitute a fake. */

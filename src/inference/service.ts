@@ -78,7 +78,17 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
   /** Removed or replaced on disk: no new requests; unloaded once the in-flight ones end. */
   retired: boolean;
+  /** The last load failed: requests are answered with it at once until `retryAt` (see LOAD_RETRY_MS). */
+  failure?: { error: CoreError; retryAt: number; delayMs: number };
 }
+
+/**
+ * A model that failed to load is not loaded again on every request (each attempt starts workers and
+ * reads the model: seconds of CPU for an answer known in advance): its failure is remembered and
+ * answered at once, with its reason, for 1 s after the first failure, then 2, 4... up to 60 s after
+ * each further one. Files changed on disk make a new entry (a rescan replaces it), which starts afresh.
+ */
+export const LOAD_RETRY_MS = { first: 1_000, max: 60_000 };
 
 /** What a request holds while it uses a model; `release` when done. */
 interface Lease {
@@ -89,6 +99,11 @@ interface Lease {
 export class LocalInferenceService implements InferenceService {
   /** The models available now, by id. */
   private readonly entries = new Map<string, Entry>();
+  /** Ids and the models' own aliases -> entry: rebuilt when the models change, read by every request. */
+  private readonly names = new Map<string, Entry>();
+  /** Configured aliases: exact names -> model id, and `*` patterns in configuration order. */
+  private readonly aliasTargets: Map<string, string>;
+  private readonly aliasPatterns: Array<{ pattern: RegExp; target: string }>;
   /** Removed or replaced models still finishing requests. */
   private readonly retiring = new Set<Entry>();
   private readonly workerLogs: WorkerLogs;
@@ -104,9 +119,12 @@ export class LocalInferenceService implements InferenceService {
     this.lifecycle = options.lifecycle ?? { pinned: ['*'], keepAliveMs: -1, maxLoadedModels: 0, loadTimeoutMs: 0 };
     for (const info of options.models) this.add(info);
     // Aliases name models by id, resolved at each lookup: a model added later is found, a removed one is not.
-    for (const [alias, target] of Object.entries(options.aliases ?? {})) {
+    const aliases = Object.entries(options.aliases ?? {});
+    for (const [alias, target] of aliases) {
       if (!this.entries.has(target)) throw new Error(`alias ${alias} points to unknown model ${target}`);
     }
+    this.aliasTargets = new Map(aliases.filter(([alias]) => !alias.includes('*')));
+    this.aliasPatterns = aliases.filter(([alias]) => alias.includes('*')).map(([alias, target]) => ({ pattern: globPattern(alias), target }));
   }
 
   /** Starts the service: pinned models (every model, without lifecycle options) are loaded before it returns. */
@@ -145,6 +163,7 @@ export class LocalInferenceService implements InferenceService {
           ...(loaded ? { loadedAt: loaded.at, lastUsed: entry.lastUsed } : {}),
           ...(loaded && entry.inflight === 0 && !entry.pinned && entry.keepAliveMs >= 0 ? { expiresAt: entry.lastUsed + entry.keepAliveMs } : {}),
           pinned: entry.pinned,
+          ...(entry.failure && !loaded ? { loadError: { message: entry.failure.error.message, retryAt: entry.failure.retryAt } } : {}),
         };
       }),
     };
@@ -216,7 +235,23 @@ export class LocalInferenceService implements InferenceService {
   private add(info: ModelInfo): void {
     const pinned = this.lifecycle.pinned.includes('*') || this.lifecycle.pinned.includes(info.id);
     const keepAliveMs = pinned ? -1 : (this.lifecycle.modelKeepAliveMs?.[info.id] ?? this.lifecycle.keepAliveMs);
-    this.entries.set(info.id, { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false });
+    const entry: Entry = { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false };
+    this.entries.set(info.id, entry);
+    this.indexNames(entry);
+  }
+
+  /** Adds a model's names to the index: its id over any other model's alias, an alias only where free. */
+  private indexNames(entry: Entry): void {
+    const { id, aliases } = entry.info;
+    if (this.names.get(id)?.info.id !== id) this.names.set(id, entry);
+    for (const alias of aliases) if (!this.names.has(alias)) this.names.set(alias, entry);
+  }
+
+  /** Rebuilds the name index from the models available now (after some left). */
+  private reindexNames(): void {
+    this.names.clear();
+    for (const entry of this.entries.values()) this.names.set(entry.info.id, entry);
+    for (const entry of this.entries.values()) this.indexNames(entry);
   }
 
   /**
@@ -233,12 +268,15 @@ export class LocalInferenceService implements InferenceService {
       return;
     }
     const now = new Map(models.map((m) => [m.id, m]));
+    let left = false;
     for (const entry of [...this.entries.values()]) {
       const found = now.get(entry.info.id);
       if (found && modelSignature(found) === entry.signature) continue;
       this.entries.delete(entry.info.id);
+      left = true;
       this.retire(entry, found ? 'replaced' : 'removed');
     }
+    if (left) this.reindexNames();
     for (const info of models) {
       if (this.entries.has(info.id) || this.clashes(info)) continue;
       this.add(info);
@@ -263,14 +301,12 @@ export class LocalInferenceService implements InferenceService {
     this.scheduleIdle(entry);
   }
 
+  /** A model by id, by its own alias, by a configured alias, or by the first configured pattern it matches. */
   private entryNamed(name: string): Entry | undefined {
-    const direct = this.entries.get(name) ?? [...this.entries.values()].find((e) => e.info.aliases.includes(name));
+    const direct = this.names.get(name);
     if (direct) return direct;
-    const aliases = Object.entries(this.options.aliases ?? {});
-    const exact = aliases.find(([alias]) => alias === name);
-    if (exact) return this.entries.get(exact[1]);
-    const pattern = aliases.find(([alias]) => alias.includes('*') && globPattern(alias).test(name));
-    return pattern ? this.entries.get(pattern[1]) : undefined;
+    const target = this.aliasTargets.get(name) ?? this.aliasPatterns.find(({ pattern }) => pattern.test(name))?.target;
+    return target === undefined ? undefined : this.entries.get(target);
   }
 
   private entryFor(name: string, task: ModelInfo['task']): Entry {
@@ -338,6 +374,11 @@ export class LocalInferenceService implements InferenceService {
   private load(entry: Entry): Promise<Loaded> {
     if (entry.loaded) return Promise.resolve(entry.loaded);
     if (entry.loading) return entry.loading;
+    const failure = entry.failure;
+    if (failure && Date.now() < failure.retryAt) {
+      const seconds = Math.ceil((failure.retryAt - Date.now()) / 1000);
+      return Promise.reject(new CoreError('model_unavailable', `${failure.error.message} (it is tried again in ${seconds} s)`, failure.error.details));
+    }
     const loading = (async () => {
       await this.makeRoom(entry);
       const { info } = entry;
@@ -356,23 +397,31 @@ export class LocalInferenceService implements InferenceService {
       loaded.at = Date.now();
       return loaded;
     })();
-    entry.loading = loading;
-    loading.then(
+    entry.loading = loading.catch((error: unknown) => {
+      // The client learns that the model cannot be loaded and why (a worker's load failure arrives as
+      // model_unavailable with its reason; a pool that could not start at all, as internal): the
+      // reason is about the model's files, not the request. Other typed errors pass as they are.
+      if (error instanceof CoreError && error.code !== 'internal' && error.code !== 'model_unavailable') throw error;
+      const reason = String((error as Error)?.message ?? error);
+      throw new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${reason}`, { model: entry.info.id, reason });
+    });
+    entry.loading.then(
       (loaded) => {
         entry.loading = undefined;
+        entry.failure = undefined;
         entry.loaded = loaded;
         entry.lastUsed = Date.now();
         if (this.closed) void this.unloadEntry(entry, 'closed');
         else this.scheduleIdle(entry);
       },
-      (error: unknown) => {
+      (error: CoreError) => {
         entry.loading = undefined;
-        this.context.logger.error({ err: error, model: entry.info.id }, `model ${entry.info.id} failed to load`);
+        const delayMs = entry.failure ? Math.min(entry.failure.delayMs * 2, LOAD_RETRY_MS.max) : LOAD_RETRY_MS.first;
+        entry.failure = { error, retryAt: Date.now() + delayMs, delayMs };
+        this.context.logger.error({ err: error, model: entry.info.id, retryInMs: delayMs }, `model ${entry.info.id} failed to load`);
       },
     );
-    return loading.catch((error: unknown) => {
-      throw error instanceof CoreError ? error : new CoreError('model_unavailable', `The model \`${entry.info.id}\` could not be loaded: ${(error as Error).message ?? error}`, { model: entry.info.id });
-    });
+    return entry.loading;
   }
 
   /** Under maxLoadedModels: unloads the least recently used idle, unpinned models until one more fits. */

@@ -10,11 +10,16 @@ import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from
 import { generate } from './generate.js';
 import { embedBatch } from './embed.js';
 import { workerLog } from './log.js';
+import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from './prompt.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
-const loading: Promise<LoadedTokenizer | LoadedModel> = init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init);
+// Collected right after the load, before the first task: see collect-garbage.ts.
+const loading: Promise<LoadedTokenizer | LoadedModel> = (init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init)).then((loaded) => {
+  collectGarbage();
+  return loaded;
+});
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
 loading.catch(() => {});
 
@@ -29,7 +34,15 @@ const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
 const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = {
   async load() {
-    const loaded = await loading;
+    let loaded: LoadedTokenizer | LoadedModel;
+    try {
+      loaded = await loading;
+    } catch (error) {
+      // Why a model cannot be loaded is about its files, not a request: it crosses as the reason of a
+      // model_unavailable (the service answers requests with it), not as a hidden internal error.
+      log('error', 'model failed to load', error);
+      throw error instanceof CoreError ? error : new CoreError('model_unavailable', (error as Error)?.message ?? String(error), { model: init.model.id });
+    }
     return { notes: 'notes' in loaded ? loaded.notes : [] };
   },
   async count(task) {

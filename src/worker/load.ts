@@ -15,6 +15,7 @@ import type { WorkerInit } from './protocol.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
+import { dropTokenizerSource } from './tokenize/drop-source.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -51,6 +52,7 @@ function localName(info: ModelInfo): string {
 
 export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
   const tokenizer = await AutoTokenizer.from_pretrained(localName(info), { local_files_only: true });
+  dropTokenizerSource(tokenizer);
   // Newer exports keep the template in chat_template.jinja (beside, or instead of, the one in
   // tokenizer_config.json); transformers.js reads only the latter from a local folder. The file wins,
   // as in Python transformers.
@@ -88,12 +90,13 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const name = path.basename(info.dir);
   const notes: string[] = [];
   let graph: { model_file_name?: string; use_external_data_format?: false } = {};
-  if (info.task === 'chat') {
-    const prepared = prepareGraph(info, { lastLogits: init.lastPositionLogits, fusedAttention: init.fusedAttention });
-    // The rewritten graph names its weight files itself; onnxruntime resolves them from its folder.
-    if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
-    notes.push(...prepared.notes);
-  }
+  // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
+  // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
+  const chat = info.task === 'chat';
+  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention });
+  // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
+  if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
+  notes.push(...prepared.notes);
   const options = {
     local_files_only: true,
     dtype: info.dtype,

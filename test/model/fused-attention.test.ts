@@ -171,8 +171,13 @@ describe('a graph it does not recognise', () => {
     const ops = onnx.ModelProto.decode(fs.readFileSync(file)).graph!.node!.map((n) => n.opType);
     expect(ops).not.toContain('GroupQueryAttention');
     expect(ops.filter((op) => op === 'Softmax')).toHaveLength(shape.numLayers);
-    // Neither rewrite asked for: nothing written, the export served.
-    expect(prepareGraph(info, { lastLogits: false, fusedAttention: false })).toEqual({ notes: [] });
     await ort.InferenceSession.create(file); // and it loads
+    // Neither rewrite asked for: the export's graph as it is, its weights referenced in place.
+    expect(prepareGraph(info, { lastLogits: false, fusedAttention: false })).toEqual({ modelFileName: 'model.in-place', notes: [] });
+    expect(isDerivedFile(path.join(dir, 'onnx', 'model.in-place.onnx'))).toBe(true); // never packed nor checksummed
+    const inPlace = onnx.ModelProto.decode(fs.readFileSync(path.join(dir, 'onnx', 'model.in-place.onnx'))).graph!;
+    expect(inPlace.node!.map((n) => n.opType)).toEqual(onnx.ModelProto.decode(altered()).graph!.node!.map((n) => n.opType));
+    expect(inPlace.initializer!.filter((t) => t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL).length).toBeGreaterThan(0);
+    await ort.InferenceSession.create(path.join(dir, 'onnx', 'model.in-place.onnx'));
   });
 });

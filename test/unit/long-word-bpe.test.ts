@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { AutoTokenizer, env } from '@huggingface/transformers';
+import { dropTokenizerSource, mergesOf } from '../../src/worker/tokenize/drop-source.js';
 import { bpeWord, buildMergeTable, type MergeTable } from '../../src/worker/tokenize/long-word-bpe.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
@@ -64,6 +65,22 @@ describe('long-word BPE', () => {
     // "b c" is listed at ranks 0 and 2; the library's rank map keeps the last, so "c d" (1) goes first.
     const twice = smallTable([['b', 'c'], ['c', 'd'], ['b', 'c']]);
     expect(bpeWord(twice, 'bcd')).toEqual(['b', 'cd']);
+  });
+
+  it('reads the merges back from the rank map once the tokenizer dropped its source (drop-source.ts)', async () => {
+    const tokenizer = await AutoTokenizer.from_pretrained(CHAT_MODEL);
+    const model = (tokenizer as unknown as { _tokenizer: { model: LibraryBpe & { bpe_ranks: Map<string, number> } } })._tokenizer.model;
+    const listed = model.merges;
+    dropTokenizerSource(tokenizer);
+    expect(model.merges).toBeUndefined();
+    expect(mergesOf(model)).toEqual(listed);
+    for (const w of ['a'.repeat(500), 'Ġthe'.repeat(80), 'éĩı'.repeat(70)]) expect(bpeWord(buildMergeTable(mergesOf(model)!, model.tokens_to_ids)!, w)).toEqual(model.bpe(w));
+    // A pair listed twice keeps its last rank; its first slot holds a later pair, so the table is the same.
+    const twice: Array<[string, string]> = [['b', 'c'], ['c', 'd'], ['b', 'c']];
+    const ranks = new Map(twice.map((pair, i) => [JSON.stringify(pair), i]));
+    const read = mergesOf({ bpe_ranks: ranks })!;
+    expect(read).toEqual([['c', 'd'], ['c', 'd'], ['b', 'c']]);
+    expect(bpeWord(smallTable(read), 'bcd')).toEqual(bpeWord(smallTable(twice), 'bcd'));
   });
 
   it('has no table for merges that name strings the vocabulary lacks', () => {

@@ -51,7 +51,7 @@ function capabilities(model: ModelInfo) {
 
 /**
  * Where the model is in its lifecycle (an extension: neither dialect has it): loaded or not, since
- * when, when it unloads if left idle, and the bytes of its files.
+ * when, when it unloads if left idle, the bytes of its files, and why its last load failed.
  */
 function lifecycle(status: ModelStatus | undefined) {
   if (!status) return {};
@@ -65,6 +65,8 @@ function lifecycle(status: ModelStatus | undefined) {
     loaded_at: iso(status.loadedAt),
     last_used_at: iso(status.lastUsed || undefined),
     expires_at: iso(status.expiresAt),
+    // The last load failed (requests get this failure until retry_at, then load it again).
+    load_error: status.loadError ? { message: status.loadError.message, retry_at: iso(status.loadError.retryAt) } : null,
   };
 }
 

@@ -138,15 +138,26 @@ export function sliceLastPosition(decoded: InstanceType<typeof onnx.ModelProto>)
   return { activation };
 }
 
+/** The inline initializers that a derived graph references in the source file: weights of some size, still views into `source`. */
+function inPlaceInitializers(decoded: InstanceType<typeof onnx.ModelProto>, source: Uint8Array): Array<InstanceType<typeof onnx.TensorProto>> {
+  return (decoded.graph?.initializer ?? []).filter((tensor): tensor is InstanceType<typeof onnx.TensorProto> => {
+    const raw = tensor.rawData;
+    return !!raw && raw.byteLength >= EXTERNAL_MIN_BYTES && raw.buffer === source.buffer;
+  });
+}
+
+/** Bytes of weights stored inline in `source` that a derived graph would reference in place. */
+export function inlineWeightBytes(decoded: InstanceType<typeof onnx.ModelProto>, source: Uint8Array): number {
+  return inPlaceInitializers(decoded, source).reduce((n, tensor) => n + tensor.rawData.byteLength, 0);
+}
+
 /**
  * Encodes a rewritten model small: its inline weights (still views into `source`, the bytes it was
  * decoded from) become references into the source file by offset; `stamp` records what it was made from.
  */
 export function encodeDerived(decoded: InstanceType<typeof onnx.ModelProto>, source: Uint8Array, sourceName: string, stamp: string): Uint8Array {
-  for (const tensor of decoded.graph?.initializer ?? []) {
-    const raw = tensor.rawData;
-    if (!raw || raw.byteLength < EXTERNAL_MIN_BYTES || raw.buffer !== source.buffer) continue;
-    pointToExternalData(tensor as InstanceType<typeof onnx.TensorProto>, sourceName, raw.byteOffset - source.byteOffset);
+  for (const tensor of inPlaceInitializers(decoded, source)) {
+    pointToExternalData(tensor as InstanceType<typeof onnx.TensorProto>, sourceName, tensor.rawData.byteOffset - source.byteOffset);
   }
   decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== STAMP_KEY), { key: STAMP_KEY, value: stamp }];
   return onnx.ModelProto.encode(decoded).finish();

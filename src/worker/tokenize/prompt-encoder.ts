@@ -31,6 +31,7 @@
  * library object is changed: the encoder works through views (Object.create) of them.
  */
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { mergesOf } from './drop-source.js';
 import { bpeWord, buildMergeTable, type MergeTable } from './long-word-bpe.js';
 
 type PreTokenize = (text: string, options?: { section_index?: number }) => string[];
@@ -45,6 +46,7 @@ interface InnerModel {
   bpe?: (word: string) => string[];
   encode?: (pieces: string[]) => string[];
   merges?: Array<[string, string]>;
+  bpe_ranks?: Map<string, number>;
   end_of_word_suffix?: string;
   continuing_subword_suffix?: string | null;
 }
@@ -145,7 +147,7 @@ export class PromptEncoder {
     this.longestToken = longest;
     this.byteLevel = keepsEveryByte(inner.tokenizer?.pre_tokenizer) && BYTE_LEVEL_ALPHABET.every((char) => this.knownChars.has(char));
     const plainBpe =
-      typeof model.bpe === 'function' && typeof model.encode === 'function' && Array.isArray(model.merges) &&
+      typeof model.bpe === 'function' && typeof model.encode === 'function' && (Array.isArray(model.merges) || model.bpe_ranks instanceof Map) &&
       !model.fuse_unk && !model.end_of_word_suffix && !model.continuing_subword_suffix;
     if (plainBpe) {
       const libraryBpe = model.bpe!.bind(model);
@@ -319,7 +321,7 @@ export class PromptEncoder {
   }
 
   private table(): MergeTable | null {
-    if (this.mergeTable === undefined) this.mergeTable = buildMergeTable(this.model.merges!, this.model.tokens_to_ids);
+    if (this.mergeTable === undefined) this.mergeTable = buildMergeTable(mergesOf(this.model)!, this.model.tokens_to_ids);
     return this.mergeTable;
   }
 }
