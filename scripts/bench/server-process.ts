@@ -17,19 +17,26 @@ export interface ServerProcess {
 const START_ENV = { MALLOC_MMAP_THRESHOLD_: '4194304' };
 
 /**
+ * How to run the server of the checkout at `root`: compiled, as `npm start` does (built first, then
+ * `node dist/src/main.js` in the start script's environment), or the TypeScript source under tsx.
+ */
+export function serverCommand(root: string, compiled: boolean): { argv: string[]; env: Record<string, string> } {
+  if (!compiled) return { argv: ['--import', 'tsx', path.join(root, 'src/main.ts')], env: {} };
+  const build = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', path.join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
+  if (build.status !== 0) throw new Error('tsc -p tsconfig.build.json failed');
+  return { argv: [path.join(root, 'dist/src/main.js')], env: START_ENV };
+}
+
+/**
  * `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load.
  * `compiled`: run the compiled server as `npm start` does (built first, `node dist/src/main.js`, its environment)
  * instead of the TypeScript source under tsx, whose loader costs every worker thread about 100 MiB.
  */
 export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true, compiled = false } = {}): Promise<ServerProcess> {
   const preload = preloadAll ? ['--preload', '*'] : [];
-  if (compiled) {
-    const build = spawnSync(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-    if (build.status !== 0) throw new Error('tsc -p tsconfig.build.json failed');
-  }
-  const entry = compiled ? [path.resolve('dist/src/main.js')] : ['--import', 'tsx', path.resolve('src/main.ts')];
-  const child: ChildProcess = spawn(process.execPath, [...entry, '--port', '0', '--log-level', 'warn', ...preload, ...args], {
-    env: { ...process.env, ...(compiled ? START_ENV : {}), ...env },
+  const server = serverCommand(process.cwd(), compiled);
+  const child: ChildProcess = spawn(process.execPath, [...server.argv, '--port', '0', '--log-level', 'warn', ...preload, ...args], {
+    env: { ...process.env, ...server.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let stderr = '';

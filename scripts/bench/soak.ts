@@ -201,7 +201,8 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg();
   process.stderr.write(`soak: starting the server; ${MINUTES} min at ${RATE} requests/s, a sample every ${SAMPLE_MS / 1000} s\n`);
   const cacheArgs = values['prompt-cache-bytes'] !== undefined ? ['--prompt-cache-bytes', values['prompt-cache-bytes']] : [];
-  const server = await startChildServer({ args: ['--api-key', API_KEY, ...cacheArgs] });
+  // The server as `npm start` runs it (compiled, its environment): memory is what a user's server holds.
+  const server = await startChildServer({ args: ['--api-key', API_KEY, ...cacheArgs], compiled: true });
   const base = new URL(server.url);
   const agent = new http.Agent({ keepAlive: true, maxSockets: MAX_IN_FLIGHT });
   const outcomes: Outcome[] = [];

@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serverCommand } from '../bench/server-process.js';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -25,15 +26,18 @@ export interface ChildServerOptions {
   env?: Record<string, string>;
   /** Give up if the server has not said "listening" by then. */
   startTimeoutMs?: number;
+  /** Run the compiled server as `npm start` does (scripts/bench/server-process.ts serverCommand); default: src/main.ts under tsx. */
+  compiled?: boolean;
 }
 
-/** Starts src/main.ts on a free loopback port and resolves once it listens. */
+/** Starts the server on a free loopback port and resolves once it listens. */
 export function startChildServer(options: ChildServerOptions = {}): Promise<ChildServer> {
-  const { args = [], env = {}, startTimeoutMs = 120_000 } = options;
+  const { args = [], env = {}, startTimeoutMs = 120_000, compiled = false } = options;
+  const server = serverCommand(ROOT, compiled);
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', path.join(ROOT, 'models'), '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', '--preload', '*', ...args],
-    { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
+    [...server.argv, '--models-dir', path.join(ROOT, 'models'), '--host', '127.0.0.1', '--port', '0', '--log-level', 'warn', '--preload', '*', ...args],
+    { cwd: ROOT, env: { ...process.env, ...server.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let log = '';
   let exited = false;
