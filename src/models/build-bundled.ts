@@ -9,14 +9,16 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-/** The build script, .ts under tsx, .js once compiled (dist/src/models -> dist/scripts). */
+/**
+ * The build script, always the TypeScript source under tsx (a dependency: the install's postinstall
+ * runs it too), from the source tree (src/models) or the compiled one (dist/src/models): the build
+ * scripts are not part of the compiled server.
+ */
 function buildScript(): { filename: string; execArgv: string[] } {
   const here = fileURLToPath(import.meta.url);
-  const ext = path.extname(here);
-  const filename = path.join(path.dirname(here), '..', '..', 'scripts', `build-models${ext}`);
-  if (ext !== '.ts') return { filename, execArgv: [] };
+  const root = path.join(path.dirname(here), '..', '..', ...(path.extname(here) === '.ts' ? [] : ['..']));
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return { filename, execArgv: ['--import', tsx] };
+  return { filename: path.join(root, 'scripts', 'build-models.ts'), execArgv: ['--import', tsx] };
 }
 
 /** Runs the bundled-model build into `modelsDir` (its progress goes to this process's stderr); throws if it fails. */

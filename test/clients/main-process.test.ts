@@ -9,16 +9,24 @@ import { MODELS_DIR, ROOT } from '../helpers/paths.js';
 const STARTUP_TIMEOUT_MS = 60_000;
 let child: ChildProcess | undefined;
 afterEach(() => {
-  child?.kill('SIGKILL');
+  // A detached child leads its own process group (npm start: npm, a shell, cross-env, node): kill it all.
+  if (child?.pid && child.spawnargs[0] !== process.execPath) process.kill(-child.pid, 'SIGKILL');
+  else child?.kill('SIGKILL');
   child = undefined;
 });
 
-/** Starts the server and resolves with its stderr once it prints the listening line. */
-function start(args: string[], env: Record<string, string> = {}): Promise<{ stderr: () => string; url: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', ...args], {
+/**
+ * Starts the server (src/main.ts under tsx, or `npm start` as a user runs it: compiled first) and
+ * resolves with its stderr once it prints the listening line.
+ */
+function start(args: string[], env: Record<string, string> = {}, { npmStart = false } = {}): Promise<{ stderr: () => string; url: string }> {
+  const serverArgs = ['--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', ...args];
+  const [command, argv] = npmStart ? ['npm', ['start', '--', ...serverArgs]] : [process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), ...serverArgs]];
+  const proc = spawn(command, argv, {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: npmStart,
   });
   child = proc;
   let stderr = '';
@@ -40,6 +48,13 @@ function start(args: string[], env: Record<string, string> = {}): Promise<{ stde
 }
 
 describe('src/main.ts', () => {
+  it('npm start (the compiled server, built first) serves a chat request', async () => {
+    const { url } = await start([], {}, { npmStart: true });
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: 'tiny-qwen3-random', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { usage: { output_tokens: number } }).usage.output_tokens).toBe(3);
+  }, 180_000);
+
   it('without API keys keeps to loopback even when asked for 0.0.0.0, says so, and exits 0 on SIGTERM', async () => {
     const { stderr, url } = await start(['--host', '0.0.0.0']);
     expect(stderr()).toMatch(/no API keys configured: binding to 127\.0\.0\.1 instead of 0\.0\.0\.0/);
