@@ -117,7 +117,7 @@ export class GraphBuilder {
     this.nodes.push(
       onnx.NodeProto.create({
         opType,
-        domain,
+        ...(domain ? { domain } : {}), // protobufjs encodes an empty string it is given
         input: inputs,
         output: outs,
         name: this.name(`node_${opType}`),

@@ -125,10 +125,16 @@ export function pruneGraph(graph: Graph, nodes: NodeProto[], extra: TensorProto[
   graph.valueInfo = graph.valueInfo.filter((v) => live.has(v.name ?? ''));
 }
 
+/** The node producing each named tensor (an empty name is an absent optional input or output, not a tensor). */
+function producers(nodes: NodeProto[]): Map<string, NodeProto> {
+  const producer = new Map<string, NodeProto>();
+  for (const node of nodes) for (const o of node.output) if (o) producer.set(o, node);
+  return producer;
+}
+
 /** The nodes that the graph outputs depend on, in their original (topological) order. */
 function liveNodes(nodes: NodeProto[], outputs: Set<string>): NodeProto[] {
-  const producer = new Map<string, NodeProto>();
-  for (const node of nodes) for (const o of node.output) producer.set(o, node);
+  const producer = producers(nodes);
   const live = new Set<NodeProto>();
   const queue = [...outputs];
   while (queue.length > 0) {
@@ -142,8 +148,7 @@ function liveNodes(nodes: NodeProto[], outputs: Set<string>): NodeProto[] {
 
 /** Orders nodes so that each comes after the producers of its inputs (the added nodes went last). */
 function topological(nodes: NodeProto[]): NodeProto[] {
-  const producer = new Map<string, NodeProto>();
-  for (const node of nodes) for (const o of node.output) producer.set(o, node);
+  const producer = producers(nodes);
   const done = new Set<NodeProto>();
   const order: NodeProto[] = [];
   const visit = (root: NodeProto) => {
@@ -157,7 +162,8 @@ function topological(nodes: NodeProto[]): NodeProto[] {
       }
       if (next < node.input.length) {
         top[1]++;
-        const dep = producer.get(node.input[next]!);
+        const input = node.input[next];
+        const dep = input ? producer.get(input) : undefined;
         if (dep && !done.has(dep)) stack.push([dep, 0]);
         continue;
       }

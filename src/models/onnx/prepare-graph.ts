@@ -3,7 +3,9 @@
  * beside it (weights referenced in place) and reused while the export is unchanged.
  *
  * - last-position logits (./last-logits.ts): logits for the last position only;
- * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention.
+ * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention; on an
+ *   onnxruntime-genai model-builder export, whose attention already is, the same contract instead
+ *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs).
  *
  * Each rewrite is skipped on its own, with the reason, when it does not recognise the graph; when
  * none applies the export is served unchanged. The derived file is named after the rewrites asked
@@ -18,6 +20,7 @@ import { DTYPE_SUFFIX } from '../manifest.js';
 import { FUSED_ATTENTION_BASE, LAST_LOGITS_BASE } from '../derived-files.js';
 import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
+import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
 import { encodeDerived, readStamp, sliceLastPosition, stampOf } from './last-logits.js';
 
 const { onnx } = onnxProto;
@@ -35,7 +38,7 @@ export interface PreparedGraph {
 }
 
 /** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
-const FUSED_VERSION = 3;
+const FUSED_VERSION = 4;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string | undefined {
@@ -93,10 +96,11 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   let applied = 0;
   if (rewrites.fusedAttention) {
     const shape = attentionShapeOf(info.dir);
-    const result = typeof shape === 'string' ? { skipped: shape } : fuseAttention(decoded, shape);
+    const builderForm = isModelBuilderForm(decoded);
+    const result = typeof shape === 'string' ? { skipped: shape } : builderForm ? openModelBuilderAttention(decoded, shape) : fuseAttention(decoded, shape);
     if ('layers' in result) {
       applied++;
-      notes.push(`attention of ${result.layers} layers as GroupQueryAttention`);
+      notes.push(builderForm ? `model-builder attention of ${result.layers} layers with position ids and left padding (rotary as RotaryEmbedding)` : `attention of ${result.layers} layers as GroupQueryAttention`);
     } else {
       notes.push(`attention as exported (${result.skipped})`);
     }
