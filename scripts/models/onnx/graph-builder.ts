@@ -104,24 +104,28 @@ export class GraphBuilder {
     return this.weight(this.name('const_f32'), dims, Float32Array.from(values));
   }
 
-  /** Adds one node and returns the names of its outputs (`domain`: a contrib op's, e.g. com.microsoft). */
-  op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, nOutputs = 1, domain = ''): string[] {
+  /** Adds one node and returns the names of its outputs. */
+  op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, nOutputs = 1): string[] {
     const outs = Array.from({ length: nOutputs }, () => this.name(opType.toLowerCase()));
-    this.opTo(opType, inputs, outs, attrs, domain);
+    this.opTo(opType, { inputs, outputs: outs, attrs });
     return outs;
   }
 
-  /** Adds one node writing the outputs named (a graph output written directly, as model builders do). */
-  opTo(opType: string, inputs: string[], outs: string[], attrs: Record<string, AttrValue> = {}, domain = ''): void {
+  /**
+   * Adds one node writing the outputs named (a graph output written directly, as model builders do;
+   * '' for an optional output left out); `domain`: a contrib op's, e.g. com.microsoft.
+   */
+  opTo(opType: string, spec: { inputs: string[]; outputs: string[]; attrs?: Record<string, AttrValue>; domain?: string }): void {
+    const { domain } = spec;
     if (domain) this.domains.add(domain);
     this.nodes.push(
       onnx.NodeProto.create({
         opType,
         ...(domain ? { domain } : {}), // protobufjs encodes an empty string it is given
-        input: inputs,
-        output: outs,
+        input: spec.inputs,
+        output: spec.outputs,
         name: this.name(`node_${opType}`),
-        attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+        attribute: Object.entries(spec.attrs ?? {}).map(([k, v]) => attribute(k, v)),
       }),
     );
   }

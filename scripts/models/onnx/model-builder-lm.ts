@@ -155,7 +155,7 @@ export function buildModelBuilderLm(options: ModelBuilderLmOptions): Uint8Array 
   const skipNorm = (value: string, skip: string, name: string): [string, string] => {
     const out = g.name('skip_norm');
     const sum = g.name('residual');
-    g.opTo('SkipSimplifiedLayerNormalization', [value, skip, normWeight(name)], [out, '', '', sum], { epsilon: { float: s.rmsNormEps } }, MS);
+    g.opTo('SkipSimplifiedLayerNormalization', { inputs: [value, skip, normWeight(name)], outputs: [out, '', '', sum], attrs: { epsilon: { float: s.rmsNormEps } }, domain: MS });
     return [out, sum];
   };
   const matmul = (value: string, name: string, K: number, N: number, weights: Float32Array) => {
@@ -163,7 +163,9 @@ export function buildModelBuilderLm(options: ModelBuilderLmOptions): Uint8Array 
     const blocks = K / BLOCK;
     const B = g.bytes(`${name}.MatMulNBits.qweight`, 'uint8', [N, blocks, (BLOCK * bits) / 8], packed);
     const S = tensor(`${name}.MatMulNBits.scales`, [N * blocks], scales);
-    return g.op('MatMulNBits', [value, B, S], { K, N, bits, block_size: BLOCK, accuracy_level: 4 }, 1, MS)[0]!;
+    const out = g.name('matmulnbits');
+    g.opTo('MatMulNBits', { inputs: [value, B, S], outputs: [out], attrs: { K, N, bits, block_size: BLOCK, accuracy_level: 4 }, domain: MS });
+    return out;
   };
   const linear = (value: string, name: string, K: number, N: number) => matmul(value, name, K, N, rng.normals(K * N, 1 / Math.sqrt(K)));
 
@@ -177,9 +179,12 @@ export function buildModelBuilderLm(options: ModelBuilderLmOptions): Uint8Array 
     const k = linear(h, `${p}.self_attn.k_proj.weight`, s.hiddenSize, s.numKvHeads * D);
     const v = linear(h, `${p}.self_attn.v_proj.weight`, s.hiddenSize, s.numKvHeads * D);
     const attn = g.name('attn');
-    g.opTo('GroupQueryAttention', [q, k, v, past[layer]!.key, past[layer]!.value, seqlensK, totalLength, cosCache, sinCache], [attn, `present.${layer}.key`, `present.${layer}.value`], {
-      num_heads: s.numHeads, kv_num_heads: s.numKvHeads, scale: { float: 1 / Math.sqrt(D) }, do_rotary: 1, rotary_interleaved: 0, local_window_size: -1,
-    }, MS);
+    g.opTo('GroupQueryAttention', {
+      inputs: [q, k, v, past[layer]!.key, past[layer]!.value, seqlensK, totalLength, cosCache, sinCache],
+      outputs: [attn, `present.${layer}.key`, `present.${layer}.value`],
+      attrs: { num_heads: s.numHeads, kv_num_heads: s.numKvHeads, scale: { float: 1 / Math.sqrt(D) }, do_rotary: 1, rotary_interleaved: 0, local_window_size: -1 },
+      domain: MS,
+    });
     g.output(`present.${layer}.key`, io, ['batch_size', s.numKvHeads, 'total_sequence_length', D]);
     g.output(`present.${layer}.value`, io, ['batch_size', s.numKvHeads, 'total_sequence_length', D]);
     const attnOut = linear(attn, `${p}.self_attn.o_proj.weight`, s.numHeads * D, s.hiddenSize);

@@ -207,9 +207,13 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
     // writes present.* directly instead.
     const presentKey = publishedAs(layer.keys) ?? `${name}/present_key`;
     const presentValue = publishedAs(layer.values) ?? `${name}/present_value`;
-    edit.node('GroupQueryAttention', [toBsh(layer.q, shape.numHeads), toBsh(layer.kNew, shape.kvHeads), toBsh(layer.vNew, shape.kvHeads), layer.pastKey, layer.pastValue, seqlensK, total, '', '', '', bias], [output, presentKey, presentValue], {
-      num_heads: shape.numHeads, kv_num_heads: shape.kvHeads, scale: { float: layer.scale },
-    }, MS_DOMAIN, name);
+    edit.node('GroupQueryAttention', {
+      inputs: [toBsh(layer.q, shape.numHeads), toBsh(layer.kNew, shape.kvHeads), toBsh(layer.vNew, shape.kvHeads), layer.pastKey, layer.pastValue, seqlensK, total, '', '', '', bias],
+      outputs: [output, presentKey, presentValue],
+      attrs: { num_heads: shape.numHeads, kv_num_heads: shape.kvHeads, scale: { float: layer.scale } },
+      domain: MS_DOMAIN,
+      name,
+    });
     renamed.set(layer.out.output[0]!, output);
     renamed.set(layer.keys, presentKey);
     renamed.set(layer.values, presentValue);
@@ -217,7 +221,7 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
   // Readers of the old results read GroupQueryAttention's; a graph output produced directly by a
   // Concat keeps its name through an Identity.
   for (const node of nodes) node.input = node.input.map((i: string) => renamed.get(i) ?? i);
-  for (const [from, to] of renamed) if (outputs.has(from)) edit.node('Identity', [to], [from], {}, '', `${from}/identity`);
+  for (const [from, to] of renamed) if (outputs.has(from)) edit.node('Identity', { inputs: [to], outputs: [from], name: `${from}/identity` });
   for (const layer of layers) {
     for (const [kind, tensor] of [['key', layer.kNew], ['value', layer.vNew]] as const) {
       addNewKvOutput(graph, edit, { layer: layer.index, kind, tensor, kvHeads: shape.kvHeads, headDim: shape.headDim, dataType: onnx.TensorProto.DataType.FLOAT });

@@ -38,12 +38,16 @@ export class GraphEdit {
   /** One node with one output (`domain`: a contrib op's); returns the output's name. */
   op(opType: string, inputs: string[], attrs: Record<string, Attr> = {}, domain = ''): string {
     const output = this.fresh(opType);
-    this.node(opType, inputs, [output], attrs, domain, output);
+    this.node(opType, { inputs, outputs: [output], attrs, domain, name: output });
     return output;
   }
 
-  node(opType: string, inputs: string[], outputs: string[], attrs: Record<string, Attr> = {}, domain = '', name = this.fresh(opType)): NodeProto {
-    const node = onnx.NodeProto.create({ name, opType, domain, input: inputs, output: outputs, attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)) });
+  /** One node writing the outputs named (default name: a fresh one). */
+  node(opType: string, spec: { inputs: string[]; outputs: string[]; attrs?: Record<string, Attr>; domain?: string; name?: string }): NodeProto {
+    const node = onnx.NodeProto.create({
+      name: spec.name ?? this.fresh(opType), opType, domain: spec.domain ?? '', input: spec.inputs, output: spec.outputs,
+      attribute: Object.entries(spec.attrs ?? {}).map(([k, v]) => attribute(k, v)),
+    });
     this.nodes.push(node);
     return node;
   }
@@ -103,7 +107,7 @@ export function leftPaddedInputs(edit: GraphEdit, dataType: number): { seqlensK:
 /** Adds output `newKvOutput(layer, kind)` [B, kvHeads, S, headDim] of element type `dataType`, produced by an Identity of `tensor`. */
 export function addNewKvOutput(graph: Graph, edit: GraphEdit, at: { layer: number; kind: 'key' | 'value'; tensor: string; kvHeads: number; headDim: number; dataType: number }): string {
   const name = newKvOutput(at.layer, at.kind);
-  edit.node('Identity', [at.tensor], [name], {}, '', `${name}/identity`);
+  edit.node('Identity', { inputs: [at.tensor], outputs: [name], name: `${name}/identity` });
   graph.output.push(onnx.ValueInfoProto.create({
     name,
     type: { tensorType: { elemType: at.dataType, shape: { dim: [{ dimParam: 'batch_size' }, { dimValue: at.kvHeads }, { dimParam: 'sequence_length' }, { dimValue: at.headDim }] } } },

@@ -96,7 +96,7 @@ export function openModelBuilderAttention(model: ModelProto, shape: AttentionSha
     if (!k) {
       // Packed QKV in the query input: [B, S, (heads + 2 kvHeads) * headDim].
       const parts = [edit.fresh('q'), edit.fresh('k'), edit.fresh('v')];
-      edit.node('Split', [q!, edit.i64([numHeads * headDim, kvHeads * headDim, kvHeads * headDim])], parts, { axis: -1 });
+      edit.node('Split', { inputs: [q!, edit.i64([numHeads * headDim, kvHeads * headDim, kvHeads * headDim])], outputs: parts, attrs: { axis: -1 } });
       [q, k, v] = parts;
     }
     const interleaved = num(attr(node, 'rotary_interleaved')?.i ?? 0);
