@@ -10,7 +10,12 @@
  * shortest prompt, aggregate decode tok/s of `--concurrency` sequences at once (the server's
  * continuous batching; llama.cpp with as many parallel sequences). Ratios are project / llama.cpp.
  *
+ * Model-builder-form subjects (`*-mb-q4`, `*-mb-q4f16`, `*-mb-q8`: GroupQueryAttention + MatMulNBits,
+ * ../models/onnx/model-builder-lm.ts) run against llama.cpp Q4_0 / Q8_0 written from their own
+ * dequantized blocks, which hold the same values (the q4 and q4f16 subjects share their blocks).
+ *
  *   npm run bench:longctx [-- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --contexts 32,2048,8192 --runs 3]
+ *   npm run bench:longctx -- --subjects smollm2-135m-shape-mb-q4,smollm2-135m-shape-mb-q4f16 --name long-context-model-builder
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -22,6 +27,7 @@ import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
 import { onnxToGguf } from '../models/gguf/from-onnx.js';
 import { tensorBytes, type GgmlType } from '../models/gguf/gguf-writer.js';
 import { measureBandwidth } from './bandwidth.js';
+import { isDerivedFile } from '../../src/models/derived-files.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess } from './server-process.js';
 
@@ -53,24 +59,29 @@ const VARIANTS: Array<{ name: string; env: Record<string, string> }> = [
   ...(values['compare-export'] ? [{ name: 'project, export attention', env: { ...SERVER_ENV, FUSED_ATTENTION: 'false' } }] : []),
 ];
 /** The llama.cpp file type for each of our dtypes. */
-const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0' };
+const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0', q4f16: 'Q4_0' };
 
 const benchModels = path.resolve('bench/models');
-// The fp32 subject is the source of every GGUF (the same random weights; llama.cpp quantizes its own way).
-const sources = new Set(SUBJECTS.map((s) => s.replace(/-(fp32|q8|q4)$/, '-fp32')));
+const dtypeOf = (subject: string) => /-(fp32|q8|q4|q4f16)$/.exec(subject)?.[1] ?? 'fp32';
+/**
+ * The subject a GGUF is written from: the fp32 one for the optimum-style subjects (the same random
+ * weights; llama.cpp quantizes its own way); for model-builder subjects their own MatMulNBits blocks
+ * (q4f16 shares q4's), so both engines multiply by the same values.
+ */
+const sourceOf = (subject: string) => (/-mb-/.test(subject) ? subject.replace(/-q4f16$/, '-q4') : subject.replace(/-(fp32|q8|q4)$/, '-fp32'));
+const sources = new Set(SUBJECTS.map(sourceOf));
 ensureBundledModels({ modelsDir: path.resolve('models') }); // the word list comes from the bundled GloVe model
 ensureBundledModels({ modelsDir: benchModels, models: BENCH_MODELS.filter((m) => SUBJECTS.includes(m.manifest.id) || sources.has(m.manifest.id)) });
 
 function ggufFor(subject: string): { file: string; type: Exclude<GgmlType, 'F16'> } {
-  const dtype = /-(fp32|q8|q4)$/.exec(subject)?.[1] ?? 'fp32';
-  const type = GGUF_TYPE[dtype]!;
-  const source = path.join(benchModels, subject.replace(/-(fp32|q8|q4)$/, '-fp32'));
-  const file = path.join(benchModels, 'gguf', `${path.basename(source).replace(/-fp32$/, '')}-${type}.gguf`);
-  const onnxFile = path.join(source, 'onnx', 'model.onnx');
-  if (!fs.existsSync(file) || fs.statSync(file).mtimeMs < fs.statSync(onnxFile).mtimeMs) {
+  const type = GGUF_TYPE[dtypeOf(subject)]!;
+  const source = path.join(benchModels, sourceOf(subject));
+  const file = path.join(benchModels, 'gguf', `${path.basename(source).replace(/-(fp32|q4|q8)$/, '')}-${type}.gguf`);
+  const onnxFile = `onnx/${fs.readdirSync(path.join(source, 'onnx')).find((f) => /^model(_q4|_quantized)?\.onnx$/.test(f))}`;
+  if (!fs.existsSync(file) || fs.statSync(file).mtimeMs < fs.statSync(path.join(source, onnxFile)).mtimeMs) {
     fs.mkdirSync(path.dirname(file), { recursive: true });
     process.stderr.write(`writing ${path.relative(process.cwd(), file)}\n`);
-    onnxToGguf({ modelDir: source, out: file, type });
+    onnxToGguf({ modelDir: source, onnxFile, out: file, type });
   }
   return { file, type };
 }
@@ -182,11 +193,13 @@ for (const subject of SUBJECTS) {
   const gguf = ggufFor(subject);
   const config = JSON.parse(fs.readFileSync(path.join(benchModels, subject, 'config.json'), 'utf8'));
   const { hidden_size: H, vocab_size: V, num_hidden_layers: L, num_key_value_heads: KV, head_dim: D } = config;
-  // Bytes read per decoded token: every weight but the embedding table (one row is gathered), plus the KV cache.
+  // Bytes read per decoded token: every weight but the embedding table (one row is gathered), plus the
+  // KV cache. The export's own file only (derived graphs beside it reference its weights).
+  const half = dtypeOf(subject) === 'q4f16'; // float16 embedding table and KV
   const onnxDir = path.join(benchModels, subject, 'onnx');
-  const onnxBytes = fs.readdirSync(onnxDir).reduce((sum, f) => sum + fs.statSync(path.join(onnxDir, f)).size, 0) - V * H * 4;
+  const onnxBytes = fs.readdirSync(onnxDir).filter((f) => !isDerivedFile(f)).reduce((sum, f) => sum + fs.statSync(path.join(onnxDir, f)).size, 0) - V * H * (half ? 2 : 4);
   const llamaBytes = fs.statSync(gguf.file).size - tensorBytes(gguf.type, V * H);
-  const projectKvPerPosition = 2 * L * KV * D * 4; // fp32 KV
+  const projectKvPerPosition = 2 * L * KV * D * (half ? 2 : 4); // fp32 KV, fp16 for q4f16
   const llamaKvPerPosition = 2 * L * KV * D * 2; // F16 KV
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-longctx-'));
@@ -303,6 +316,6 @@ tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better;
 writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
   `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: src/main.ts in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${VARIANTS.length > 1 ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
-  'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts).',
-  `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32, llama.cpp F16).`,
+  'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
+  `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16), llama.cpp F16).`,
 ]);

@@ -16,6 +16,7 @@ import type { ModelInfo } from '../models/registry.js';
 import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
 import { dropTokenizerSource } from './tokenize/drop-source.js';
+import { batchDecoding } from './decode/session.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -115,7 +116,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const config = model.config as unknown as Record<string, any>;
   const generationConfig = ((model as unknown as { generation_config?: Record<string, any> }).generation_config ?? {}) as Record<string, any>;
   const eos = generationConfig.eos_token_id ?? config.eos_token_id ?? [];
-  return {
+  const loaded: LoadedModel = {
     info,
     tokenizer,
     model,
@@ -134,4 +135,10 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     dynamicQuantization: info.task === 'chat' && graphHasOp(path.join(info.dir, info.onnxFile), 'DynamicQuantizeLinear'),
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
+  if (info.task === 'chat') {
+    // The server log says why a chat model is not batch-decoded (src/worker/generate.ts falls back).
+    const decoding = batchDecoding(loaded);
+    if (!decoding.ok) notes.push(`one request at a time through transformers.js generate, without batching, prompt cache or grammar (${decoding.reason})`);
+  }
+  return loaded;
 }

@@ -9,7 +9,7 @@ import { loadModel, type LoadedModel } from '../../src/worker/load.js';
 import { BatchDecoder, type SequenceSpec } from '../../src/worker/decode/scheduler.js';
 import { extractRow } from '../../src/worker/decode/kv-batch.js';
 import type { KvPrefix, KvStore } from '../../src/worker/decode/kv-store.js';
-import { cacheShape, type CacheShape } from '../../src/worker/decode/session.js';
+import { cacheShape, type CacheShape, type KvArray } from '../../src/worker/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
@@ -86,7 +86,7 @@ describe('KV store seam', () => {
   });
 
   it('hands the store no KV for a cancelled sequence, and readKv works only during store()', async () => {
-    let kept: ((from?: number) => Float32Array[]) | undefined;
+    let kept: ((from?: number) => KvArray[]) | undefined;
     const stored: number[][] = [];
     const decoder = new BatchDecoder(loaded, { kvStore: { lookup: () => undefined, store: (tokens, readKv) => { stored.push([...tokens]); kept = readKv; } } });
     let n = 0;

@@ -8,6 +8,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { CausalLmShape } from '../onnx/causal-lm.js';
+import { buildModelBuilderLm, dtypeTraits, type ModelBuilderDtype } from '../onnx/model-builder-lm.js';
+import { DTYPE_SUFFIX } from '../../../src/models/manifest.js';
 import { buildChatFolder, writeCausalLmFolder } from './chat-model.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
@@ -31,12 +33,17 @@ export const QWEN25_05B_SHAPE: CausalLmShape = {
 const SPECIALS = ['[PAD]', '[UNK]', '<|im_start|>', '<|im_end|>'] as const;
 const CHATML = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-export function buildBenchLm(ctx: BuildContext, shape: CausalLmShape, quantize: boolean): void {
+/** The word-level tokenizer over the most frequent GloVe words (or `words`), with the ChatML template. */
+function writeBenchTokenizer(ctx: BuildContext, shape: CausalLmShape, words?: readonly string[]): void {
   fs.mkdirSync(path.join(ctx.dir, 'onnx'), { recursive: true });
-  const words = readGlove(ctx).words.slice(0, shape.vocabSize - SPECIALS.length);
-  writeWordTokenizer(ctx.dir, words, { specials: SPECIALS, contextLength: shape.maxPositions });
+  const list = (words ?? readGlove(ctx).words).slice(0, shape.vocabSize - SPECIALS.length);
+  writeWordTokenizer(ctx.dir, list, { specials: SPECIALS, contextLength: shape.maxPositions });
   const configFile = path.join(ctx.dir, 'tokenizer_config.json');
   writeJson(configFile, { ...JSON.parse(fs.readFileSync(configFile, 'utf8')), chat_template: CHATML, eos_token: '<|im_end|>' });
+}
+
+export function buildBenchLm(ctx: BuildContext, shape: CausalLmShape, quantize: boolean): void {
+  writeBenchTokenizer(ctx, shape);
 
   const eos = SPECIALS.indexOf('<|im_end|>');
   const options = {
@@ -83,4 +90,55 @@ export function buildBenchLmQwen3Tokenizer(ctx: BuildContext, shape: Omit<Causal
     generation: { pad_token_id: 151643, do_sample: false },
     comment: 'Benchmark subject with random weights (a real layer stack, the Qwen3 tokenizer and template), built by scripts/build-models.ts --bench',
   });
+}
+
+/** A small shape for tests of the model-builder form: SmolLM2's head layout (9 heads over 3 KV heads, head size 64), 3 layers. */
+export const TINY_MODEL_BUILDER_SHAPE: CausalLmShape = {
+  vocabSize: 1024, hiddenSize: 128, numLayers: 3, numHeads: 9, numKvHeads: 3, headDim: 64,
+  intermediateSize: 256, maxPositions: 4096, ropeTheta: 100_000, rmsNormEps: 1e-5,
+};
+
+export interface ModelBuilderLmFolder {
+  shape: CausalLmShape;
+  dtype: ModelBuilderDtype;
+  /** Vocabulary words (default: the most frequent GloVe words, read from the npm package). */
+  words?: readonly string[];
+  /** Suppress the end-of-turn token too, so every generation runs max_tokens (benchmarks); default true. */
+  suppressEos?: boolean;
+}
+
+/**
+ * A bench subject in onnxruntime-genai model-builder form (../onnx/model-builder-lm.ts): the same
+ * tokenizer and template as buildBenchLm, `onnx/model_q4.onnx` / `model_q4f16.onnx` /
+ * `model_quantized.onnx` (8-bit) named as onnx-community names them, and config.json's
+ * transformers.js_config telling transformers.js the KV dtype (float16 for q4f16), as those exports do.
+ */
+export function buildModelBuilderBenchLm(ctx: BuildContext, folder: ModelBuilderLmFolder): void {
+  const { shape, dtype } = folder;
+  writeBenchTokenizer(ctx, shape, folder.words);
+  const eos = SPECIALS.indexOf('<|im_end|>');
+  const suppressed = SPECIALS.map((_, i) => i).filter((i) => folder.suppressEos !== false || i !== eos);
+  const graph = buildModelBuilderLm({ shape, seed: shape.hiddenSize * 1000 + shape.numLayers, dtype, suppressedTokenIds: suppressed, onProgress: (m) => ctx.progress(`onnx graph: ${m}`) });
+  fs.writeFileSync(path.join(ctx.dir, 'onnx', `model${DTYPE_SUFFIX[dtype]}.onnx`), graph);
+  writeJson(path.join(ctx.dir, 'config.json'), {
+    _comment: 'Benchmark subject with random weights in onnxruntime-genai model-builder form (GroupQueryAttention, MatMulNBits), built by scripts/build-models.ts --bench',
+    model_type: 'llama',
+    architectures: ['LlamaForCausalLM'],
+    vocab_size: shape.vocabSize,
+    hidden_size: shape.hiddenSize,
+    intermediate_size: shape.intermediateSize,
+    num_hidden_layers: shape.numLayers,
+    num_attention_heads: shape.numHeads,
+    num_key_value_heads: shape.numKvHeads,
+    head_dim: shape.headDim,
+    max_position_embeddings: shape.maxPositions,
+    rope_theta: shape.ropeTheta,
+    rms_norm_eps: shape.rmsNormEps,
+    tie_word_embeddings: false,
+    eos_token_id: eos,
+    use_cache: true,
+    'transformers.js_config': { dtype, use_external_data_format: false, ...(dtypeTraits(dtype).half ? { kv_cache_dtype: { [dtype]: 'float16' } } : {}) },
+  });
+  writeJson(path.join(ctx.dir, 'generation_config.json'), { do_sample: false, eos_token_id: [eos] });
+  ctx.progress(`model-builder form, ${dtype}`);
 }

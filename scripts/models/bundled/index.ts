@@ -8,7 +8,7 @@ import path from 'node:path';
 import { buildTinyChatModel } from './chat-model.js';
 import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
-import { buildBenchLm, buildBenchLmQwen3Tokenizer, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
+import { buildBenchLm, buildBenchLmQwen3Tokenizer, buildModelBuilderBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../../../src/models/manifest.js';
 
@@ -51,6 +51,20 @@ export const BENCH_MODELS: BundledModel[] = [
       manifest: { id: `${name}-${quantize ? 'q8' : 'fp32'}`, task: 'chat', dtype: quantize ? 'q8' : 'fp32' },
       version: 1,
       build: (ctx) => buildBenchLm(ctx, shape, quantize),
+    })),
+  ),
+  // The same shapes in onnxruntime-genai model-builder form (GroupQueryAttention with rotary inside,
+  // MatMulNBits blocks of 32): q4 and q4f16 as onnx-community publishes them, and 8-bit MatMulNBits.
+  ...(
+    [
+      ['smollm2-135m-shape', SMOLLM2_135M_SHAPE],
+      ['qwen2.5-0.5b-shape', QWEN25_05B_SHAPE],
+    ] as const
+  ).flatMap(([name, shape]) =>
+    (['q4', 'q4f16', 'q8'] as const).map((dtype): BundledModel => ({
+      manifest: { id: `${name}-mb-${dtype}`, task: 'chat', dtype },
+      version: 1,
+      build: (ctx) => buildModelBuilderBenchLm(ctx, { shape, dtype }),
     })),
   ),
   {

@@ -1,5 +1,6 @@
 /**
- * Converts a causal LM built by ../onnx/causal-lm.ts (fp32, weights inline) to a GGUF of arch
+ * Converts a causal LM built by ../onnx/causal-lm.ts (fp32, weights inline) or by
+ * ../onnx/model-builder-lm.ts (MatMulNBits blocks, float32 or float16 tensors) to a GGUF of arch
  * `llama`, so llama.cpp runs the same weights as our engine. What changes on the way:
  *
  * - ONNX MatMul weights are [in, out] (x · W); GGUF stores a linear layer as PyTorch does,
@@ -7,6 +8,10 @@
  * - Our graph rotates query and key halves (HF rotate_half); llama.cpp's `llama` arch rotates
  *   adjacent pairs. Like convert_hf_to_gguf.py (`LlamaModel.permute`), the rows of each q/k head are
  *   reordered so that pair (2j, 2j+1) holds what were rows j and j + headDim/2.
+ * - MatMulNBits weights are dequantized to the values the kernel multiplies by; those blocks were
+ *   quantized as Q4_0 / Q8_0 are, so written as Q4_0 / Q8_0 they are the same values again
+ *   (test/model/model-builder.test.ts). The embedding table (one row gathered per token) is float32 or
+ *   float16 in the ONNX file and written as the GGUF's type.
  * - The output head's bias (the -1e4 on special tokens that keeps bench generations from ending)
  *   has no place in the `llama` arch and is dropped: llama.cpp may pick a special token where we
  *   would not. A benchmark feeds token ids and ignores the text, so speed is unaffected.
@@ -17,7 +22,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import onnxProto from 'onnx-proto';
-import { FILE_TYPE, writeGguf, type GgmlType, type GgufTensor, type GgufValue } from './gguf-writer.js';
+import { FILE_TYPE, fromHalf, writeGguf, type GgmlType, type GgufTensor, type GgufValue } from './gguf-writer.js';
+import { BLOCK, dequantizeBlocks } from '../onnx/model-builder-lm.js';
 
 const { onnx } = onnxProto;
 
@@ -59,27 +65,39 @@ export function permuteRotary(data: Float32Array, heads: number, headDim: number
 }
 
 export interface OnnxToGgufOptions {
-  /** A model folder (config.json, tokenizer.json, onnx/model.onnx: fp32, weights inline). */
+  /** A model folder (config.json, tokenizer.json, the ONNX file with its weights inline). */
   modelDir: string;
+  /** The ONNX file in the folder (default onnx/model.onnx). */
+  onnxFile?: string;
   out: string;
   type: Exclude<GgmlType, 'F16'>;
 }
 
 export function onnxToGguf(options: OnnxToGgufOptions): void {
   const config = JSON.parse(fs.readFileSync(path.join(options.modelDir, 'config.json'), 'utf8')) as Config;
-  const model = onnx.ModelProto.decode(fs.readFileSync(path.join(options.modelDir, 'onnx', 'model.onnx')));
+  const model = onnx.ModelProto.decode(fs.readFileSync(path.join(options.modelDir, options.onnxFile ?? 'onnx/model.onnx')));
+  const T = onnx.TensorProto.DataType;
   const weights = new Map<string, Float32Array>();
+  const packed = new Map<string, { data: Uint8Array; dims: number[] }>();
   for (const t of model.graph?.initializer ?? []) {
-    if (t.dataType !== onnx.TensorProto.DataType.FLOAT || !t.rawData?.byteLength) continue;
+    if (!t.rawData?.byteLength) continue;
     if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) throw new Error(`${t.name}: external data is not supported`);
     const raw = t.rawData;
     // Copy: rawData may be unaligned inside the file buffer.
-    weights.set(t.name!, new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength)));
+    const bytes = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
+    if (t.dataType === T.FLOAT) weights.set(t.name!, new Float32Array(bytes));
+    else if (t.dataType === T.FLOAT16) weights.set(t.name!, Float32Array.from(new Uint16Array(bytes), fromHalf));
+    else if (t.dataType === T.UINT8 && t.name!.endsWith('.MatMulNBits.qweight')) packed.set(t.name!, { data: new Uint8Array(bytes), dims: (t.dims ?? []).map(Number) });
   }
   const get = (name: string) => {
     const w = weights.get(name);
-    if (!w) throw new Error(`${options.modelDir}: no fp32 initializer ${name} (only fp32 subjects convert)`);
-    return w;
+    if (w) return w;
+    // A MatMulNBits weight: the [K, N] values the kernel multiplies by.
+    const q = packed.get(`${name}.MatMulNBits.qweight`);
+    const scales = weights.get(`${name}.MatMulNBits.scales`);
+    if (!q || !scales) throw new Error(`${options.modelDir}: no float initializer or MatMulNBits weight ${name}`);
+    const [N, blocks, blob] = q.dims as [number, number, number];
+    return dequantizeBlocks(q.data, scales, blocks * BLOCK, N, (blob * 8) / BLOCK);
   };
   const { hidden_size: H, intermediate_size: F, num_attention_heads: NH, num_key_value_heads: NKV, head_dim: D, vocab_size: V } = config;
   const q = options.type;

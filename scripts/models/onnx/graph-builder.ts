@@ -2,17 +2,20 @@
  * A small ONNX graph builder over the protobuf classes of `onnx-proto`.
  *
  * Used by the scripts that build the bundled models and by test fixtures. It writes standard ONNX
- * (default domain, opset 17) only, so the graphs run on every onnxruntime build.
+ * (default domain, opset 17), plus onnxruntime's `com.microsoft` contrib ops when a builder asks for
+ * them by domain (the model-builder form: ./model-builder-lm.ts).
  */
 import onnxProto from 'onnx-proto';
 import { pointToExternalData } from '../../../src/models/onnx/external-data.js';
 
 const { onnx } = onnxProto;
 
-export type ElemType = 'float32' | 'int64' | 'bool' | 'int8' | 'uint8';
+export type ElemType = 'float32' | 'float16' | 'int64' | 'int32' | 'bool' | 'int8' | 'uint8';
 
-const ELEM: Record<ElemType, number> = {
+export const ELEM: Record<ElemType, number> = {
   float32: onnx.TensorProto.DataType.FLOAT,
+  float16: onnx.TensorProto.DataType.FLOAT16,
+  int32: onnx.TensorProto.DataType.INT32,
   int64: onnx.TensorProto.DataType.INT64,
   bool: onnx.TensorProto.DataType.BOOL,
   int8: onnx.TensorProto.DataType.INT8,
@@ -32,6 +35,8 @@ export class GraphBuilder {
   private readonly inputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
   private readonly outputs: InstanceType<typeof onnx.ValueInfoProto>[] = [];
   private counter = 0;
+  /** Operator domains besides the default one that nodes use (opset version 1 each). */
+  private readonly domains = new Set<string>();
 
   /** A fresh value name with a readable prefix. */
   name(prefix: string): string {
@@ -61,6 +66,13 @@ export class GraphBuilder {
         rawData: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
       }),
     );
+    return name;
+  }
+
+  /** A float16 initializer from IEEE half bits (Node 20 has no Float16Array). */
+  halfs(name: string, dims: number[], bits: Uint16Array): string {
+    if (bits.length !== dims.reduce((a, b) => a * b, 1)) throw new Error(`initializer ${name}: ${bits.length} values for dims [${dims}]`);
+    this.initializers.push(onnx.TensorProto.create({ name, dims, dataType: ELEM.float16, rawData: new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength) }));
     return name;
   }
 
@@ -95,16 +107,27 @@ export class GraphBuilder {
   /** Adds one node and returns the names of its outputs. */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, nOutputs = 1): string[] {
     const outs = Array.from({ length: nOutputs }, () => this.name(opType.toLowerCase()));
+    this.opTo(opType, { inputs, outputs: outs, attrs });
+    return outs;
+  }
+
+  /**
+   * Adds one node writing the outputs named (a graph output written directly, as model builders do;
+   * '' for an optional output left out); `domain`: a contrib op's, e.g. com.microsoft.
+   */
+  opTo(opType: string, spec: { inputs: string[]; outputs: string[]; attrs?: Record<string, AttrValue>; domain?: string }): void {
+    const { domain } = spec;
+    if (domain) this.domains.add(domain);
     this.nodes.push(
       onnx.NodeProto.create({
         opType,
-        input: inputs,
-        output: outs,
+        ...(domain ? { domain } : {}), // protobufjs encodes an empty string it is given
+        input: spec.inputs,
+        output: spec.outputs,
         name: this.name(`node_${opType}`),
-        attribute: Object.entries(attrs).map(([k, v]) => attribute(k, v)),
+        attribute: Object.entries(spec.attrs ?? {}).map(([k, v]) => attribute(k, v)),
       }),
     );
-    return outs;
   }
 
   /** Single-output shorthand for `op`. */
@@ -166,7 +189,7 @@ export class GraphBuilder {
     const model = onnx.ModelProto.create({
       irVersion: 8,
       producerName: producer,
-      opsetImport: [{ domain: '', version: OPSET }],
+      opsetImport: [{ domain: '', version: OPSET }, ...[...this.domains].map((domain) => ({ domain, version: 1 }))],
       graph: onnx.GraphProto.create({
         name: producer,
         node: this.nodes,

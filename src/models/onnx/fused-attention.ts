@@ -31,6 +31,7 @@
  * the whole graph as exported, with the reason.
  */
 import onnxProto from 'onnx-proto';
+import { addNewKvOutput, GraphEdit, leftPaddedInputs, MS_DOMAIN, pruneGraph } from './graph-edit.js';
 
 const { onnx } = onnxProto;
 type ModelProto = InstanceType<typeof onnx.ModelProto>;
@@ -38,13 +39,7 @@ type NodeProto = InstanceType<typeof onnx.NodeProto>;
 type TensorProto = InstanceType<typeof onnx.TensorProto>;
 type Graph = InstanceType<typeof onnx.GraphProto>;
 
-/**
- * Extra outputs of the rewritten graph: the keys and values of the fed positions only,
- * [B, kvHeads, S, headDim] (rotated keys, as the cache holds them). A decoder that keeps the cache
- * itself appends these and never fetches `present.*`, whose copy back into JavaScript costs more
- * than the whole forward pass at long context (src/worker/decode/kv-batch.ts).
- */
-export const newKvOutput = (layer: number, kind: 'key' | 'value') => `new_key_values.${layer}.${kind}`;
+export { newKvOutput } from './graph-edit.js';
 
 export interface AttentionShape {
   numHeads: number;
@@ -56,9 +51,6 @@ export type FusedAttentionResult = { layers: number } | { skipped: string };
 
 /** Ops a key or value path may take between the Concat and the attention MatMul (repeat-KV, layout). */
 const KV_PATH = new Set(['Unsqueeze', 'Expand', 'Reshape', 'Identity', 'Transpose']);
-const MS_DOMAIN = 'com.microsoft';
-/** What the export's additive mask puts on padding; the same here, so scores match. */
-const MASKED = -1e9;
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 
@@ -193,43 +185,9 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
   }
 
   // Shared inputs of every layer's GroupQueryAttention.
-  const added: NodeProto[] = [];
-  const extraInit: TensorProto[] = [];
-  let counter = 0;
-  const fresh = (prefix: string) => `/fused_attention/${prefix}_${counter++}`;
-  const op = (opType: string, inputs: string[], attrs: Record<string, number | number[]> = {}, domain = ''): string => {
-    const output = fresh(opType);
-    added.push(onnx.NodeProto.create({
-      name: output, opType, domain, input: inputs, output: [output],
-      attribute: Object.entries(attrs).map(([name, v]) => Array.isArray(v)
-        ? onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INTS, ints: v })
-        : Number.isInteger(v) && name !== 'scale'
-          ? onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.INT, i: v })
-          : onnx.AttributeProto.create({ name, type: onnx.AttributeProto.AttributeType.FLOAT, f: v })),
-    }));
-    return output;
-  };
-  const i64 = (values: number[], dims = [values.length]) => {
-    const name = fresh('const');
-    extraInit.push(onnx.TensorProto.create({ name, dims, dataType: onnx.TensorProto.DataType.INT64, rawData: new Uint8Array(BigInt64Array.from(values.map(BigInt)).buffer) }));
-    return name;
-  };
-  const f32 = (value: number) => {
-    const name = fresh('const');
-    extraInit.push(onnx.TensorProto.create({ name, dims: [], dataType: onnx.TensorProto.DataType.FLOAT, rawData: new Uint8Array(Float32Array.of(value).buffer) }));
-    return name;
-  };
-  const INT32 = onnx.TensorProto.DataType.INT32;
-  const BOOL = onnx.TensorProto.DataType.BOOL;
-  const maskShape = op('Shape', ['attention_mask']);
-  const total = op('Gather', [maskShape, i64([1])], { axis: 0 }); // [1]
-  const batch = op('Gather', [maskShape, i64([0])], { axis: 0 }); // [1]
-  const totalScalar = op('Cast', [op('Squeeze', [total, i64([0])])], { to: INT32 });
-  const seqlensK = op('Cast', [op('Expand', [op('Sub', [total, i64([1], [])]), batch])], { to: INT32 });
-  const queryLength = op('Gather', [op('Shape', ['input_ids']), i64([1])], { axis: 0 });
-  const padding = op('Where', [op('Cast', [op('Unsqueeze', ['attention_mask', i64([1, 2])])], { to: BOOL }), f32(0), f32(MASKED)]); // [B,1,1,T]
-  const bias = op('Expand', [padding, op('Concat', [i64([1, 1]), queryLength, i64([1])], { axis: 0 })]); // [B,1,S,T]
-  const toBsh = (tensor: string, heads: number) => op('Reshape', [op('Transpose', [tensor], { perm: [0, 2, 1, 3] }), i64([0, 0, heads * shape.headDim])]);
+  const edit = new GraphEdit('fused_attention');
+  const { seqlensK, total, bias } = leftPaddedInputs(edit, onnx.TensorProto.DataType.FLOAT);
+  const toBsh = (tensor: string, heads: number) => edit.op('Reshape', [edit.op('Transpose', [tensor], { perm: [0, 2, 1, 3] }), edit.i64([0, 0, heads * shape.headDim])]);
 
   const renamed = new Map<string, string>();
   /** Identity nodes that copied a Concat's result to a present.* output: GroupQueryAttention writes that output itself. */
@@ -249,16 +207,13 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
     // writes present.* directly instead.
     const presentKey = publishedAs(layer.keys) ?? `${name}/present_key`;
     const presentValue = publishedAs(layer.values) ?? `${name}/present_value`;
-    added.push(onnx.NodeProto.create({
-      name, opType: 'GroupQueryAttention', domain: MS_DOMAIN,
-      input: [toBsh(layer.q, shape.numHeads), toBsh(layer.kNew, shape.kvHeads), toBsh(layer.vNew, shape.kvHeads), layer.pastKey, layer.pastValue, seqlensK, totalScalar, '', '', '', bias],
-      output: [output, presentKey, presentValue],
-      attribute: [
-        onnx.AttributeProto.create({ name: 'num_heads', type: onnx.AttributeProto.AttributeType.INT, i: shape.numHeads }),
-        onnx.AttributeProto.create({ name: 'kv_num_heads', type: onnx.AttributeProto.AttributeType.INT, i: shape.kvHeads }),
-        onnx.AttributeProto.create({ name: 'scale', type: onnx.AttributeProto.AttributeType.FLOAT, f: layer.scale }),
-      ],
-    }));
+    edit.node('GroupQueryAttention', {
+      inputs: [toBsh(layer.q, shape.numHeads), toBsh(layer.kNew, shape.kvHeads), toBsh(layer.vNew, shape.kvHeads), layer.pastKey, layer.pastValue, seqlensK, total, '', '', '', bias],
+      outputs: [output, presentKey, presentValue],
+      attrs: { num_heads: shape.numHeads, kv_num_heads: shape.kvHeads, scale: { float: layer.scale } },
+      domain: MS_DOMAIN,
+      name,
+    });
     renamed.set(layer.out.output[0]!, output);
     renamed.set(layer.keys, presentKey);
     renamed.set(layer.values, presentValue);
@@ -266,71 +221,15 @@ export function fuseAttention(model: ModelProto, shape: AttentionShape): FusedAt
   // Readers of the old results read GroupQueryAttention's; a graph output produced directly by a
   // Concat keeps its name through an Identity.
   for (const node of nodes) node.input = node.input.map((i: string) => renamed.get(i) ?? i);
-  for (const [from, to] of renamed) if (outputs.has(from)) added.push(onnx.NodeProto.create({ name: `${from}/identity`, opType: 'Identity', input: [to], output: [from] }));
+  for (const [from, to] of renamed) if (outputs.has(from)) edit.node('Identity', { inputs: [to], outputs: [from], name: `${from}/identity` });
   for (const layer of layers) {
     for (const [kind, tensor] of [['key', layer.kNew], ['value', layer.vNew]] as const) {
-      const name = newKvOutput(layer.index, kind);
-      added.push(onnx.NodeProto.create({ name: `${name}/identity`, opType: 'Identity', input: [tensor], output: [name] }));
-      graph.output.push(onnx.ValueInfoProto.create({
-        name,
-        type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimParam: 'batch_size' }, { dimValue: shape.kvHeads }, { dimParam: 'sequence_length' }, { dimValue: shape.headDim }] } } },
-      }));
-      outputs.add(name);
+      addNewKvOutput(graph, edit, { layer: layer.index, kind, tensor, kvHeads: shape.kvHeads, headDim: shape.headDim, dataType: onnx.TensorProto.DataType.FLOAT });
     }
   }
-  const reachable = liveNodes([...nodes.filter((n) => !replaced.has(n) && !n.output.some((o: string) => renamed.has(o) && outputs.has(o))), ...added], outputs);
-  graph.node = reachable;
-  const live = new Set(reachable.flatMap((n) => [...n.input, ...n.output]));
-  // Initializers only the old attention read (the mask's constants) go too: onnxruntime warns about each.
-  graph.initializer = [...graph.initializer.filter((t) => live.has(t.name ?? '')), ...extraInit];
-  graph.valueInfo = graph.valueInfo.filter((v) => live.has(v.name ?? ''));
+  pruneGraph(graph, [...nodes.filter((n) => !replaced.has(n) && !n.output.some((o: string) => renamed.has(o) && outputs.has(o))), ...edit.nodes], edit.initializers);
   if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push(onnx.OperatorSetIdProto.create({ domain: MS_DOMAIN, version: 1 }));
   return { layers: layers.length };
-}
-
-/** The nodes that the graph outputs depend on, in their original (topological) order. */
-function liveNodes(nodes: NodeProto[], outputs: Set<string>): NodeProto[] {
-  const producer = new Map<string, NodeProto>();
-  for (const node of nodes) for (const o of node.output) producer.set(o, node);
-  const live = new Set<NodeProto>();
-  const queue = [...outputs];
-  while (queue.length > 0) {
-    const node = producer.get(queue.pop()!);
-    if (!node || live.has(node)) continue;
-    live.add(node);
-    for (const i of node.input) if (i) queue.push(i);
-  }
-  return topological(nodes.filter((n) => live.has(n)));
-}
-
-/** Orders nodes so that each comes after the producers of its inputs (the added nodes went last). */
-function topological(nodes: NodeProto[]): NodeProto[] {
-  const producer = new Map<string, NodeProto>();
-  for (const node of nodes) for (const o of node.output) producer.set(o, node);
-  const done = new Set<NodeProto>();
-  const order: NodeProto[] = [];
-  const visit = (root: NodeProto) => {
-    const stack: Array<[NodeProto, number]> = [[root, 0]];
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      const [node, next] = top;
-      if (done.has(node)) {
-        stack.pop();
-        continue;
-      }
-      if (next < node.input.length) {
-        top[1]++;
-        const dep = producer.get(node.input[next]!);
-        if (dep && !done.has(dep)) stack.push([dep, 0]);
-        continue;
-      }
-      done.add(node);
-      order.push(node);
-      stack.pop();
-    }
-  };
-  for (const node of nodes) visit(node);
-  return order;
 }
 
 /** Values of a small constant tensor (float or int), or undefined for types it does not read. */

@@ -3,7 +3,9 @@
  * written beside it with its weights referenced in place, and reused while the export is unchanged.
  *
  * - last-position logits (./last-logits.ts): logits for the last position only;
- * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention.
+ * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention; on an
+ *   onnxruntime-genai model-builder export, whose attention already is, the same contract instead
+ *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs).
  *
  * Weights in place: onnxruntime copies an inline initializer out of the parsed protobuf into memory
  * of its own (anonymous memory, about the size of the weights, per session), but maps external data
@@ -27,6 +29,7 @@ import { DTYPE_SUFFIX } from '../manifest.js';
 import { FUSED_ATTENTION_BASE, IN_PLACE_BASE, LAST_LOGITS_BASE } from '../derived-files.js';
 import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
+import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
 import { encodeDerived, inlineWeightBytes, readStamp, sliceLastPosition, stampOf } from './last-logits.js';
 
 const { onnx } = onnxProto;
@@ -44,7 +47,7 @@ export interface PreparedGraph {
 }
 
 /** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
-const FUSED_VERSION = 3;
+const FUSED_VERSION = 4;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string {
@@ -106,10 +109,11 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   let applied = 0;
   if (rewrites.fusedAttention) {
     const shape = attentionShapeOf(info.dir);
-    const result = typeof shape === 'string' ? { skipped: shape } : fuseAttention(decoded, shape);
+    const builderForm = isModelBuilderForm(decoded);
+    const result = typeof shape === 'string' ? { skipped: shape } : builderForm ? openModelBuilderAttention(decoded, shape) : fuseAttention(decoded, shape);
     if ('layers' in result) {
       applied++;
-      notes.push(`attention of ${result.layers} layers as GroupQueryAttention`);
+      notes.push(builderForm ? `model-builder attention of ${result.layers} layers with position ids and left padding (rotary as RotaryEmbedding)` : `attention of ${result.layers} layers as GroupQueryAttention`);
     } else {
       notes.push(`attention as exported (${result.skipped})`);
     }

@@ -1,6 +1,7 @@
 /**
  * The KV cache of the running batch: one tensor per layer and kind (keys then values, layer by
- * layer), each [B, kvHeads, capacity, headDim], of which the first `length` columns are in use. Row r
+ * layer), each [B, kvHeads, capacity, headDim] of the graph's KV type (float32, or float16 half bits:
+ * ./session.ts KvArray; only copied here, never read as numbers), of which the first `length` columns are in use. Row r
  * holds its sequence's `rowLengths[r]` real positions in the rightmost of those `length` columns; the
  * columns to their left are padding, hidden by the attention mask (`stepMask`), exactly as
  * transformers.js left-pads a batch for generate(). position_ids are each row's own positions, so a
@@ -23,26 +24,26 @@
  * arrays are written only between forward passes (`advance`), never while a pass that reads them runs.
  */
 import { newKvOutput } from '../../models/onnx/fused-attention.js';
-import { f32, i64Data, type CacheShape, type OrtTensor } from './session.js';
+import { i64Data, kvLike, kvTensor, newKv, type CacheShape, type KvArray, type OrtTensor } from './session.js';
 
 export type KvMode = 'present' | 'append';
 
 /** The past_key_values feeds for a cache of `rows` x `columns` positions (empty tensors when columns is 0). */
-export function pastFeeds(shape: CacheShape, cache: { rows: number; length: number; kv: readonly Float32Array[] }): Record<string, unknown> {
+export function pastFeeds(shape: CacheShape, cache: { rows: number; length: number; kv: readonly KvArray[] }): Record<string, unknown> {
   const { layers, kvHeads, headDim } = shape;
   const dims = [cache.rows, kvHeads, cache.length, headDim];
   const feeds: Record<string, unknown> = {};
   for (let l = 0; l < layers; l++) {
-    feeds[`past_key_values.${l}.key`] = f32(cache.kv[2 * l] ?? new Float32Array(0), dims);
-    feeds[`past_key_values.${l}.value`] = f32(cache.kv[2 * l + 1] ?? new Float32Array(0), dims);
+    feeds[`past_key_values.${l}.key`] = kvTensor(cache.kv[2 * l] ?? newKv(shape, 0), dims);
+    feeds[`past_key_values.${l}.value`] = kvTensor(cache.kv[2 * l + 1] ?? newKv(shape, 0), dims);
   }
   return feeds;
 }
 
 /** The present.{i}.key/value outputs of a forward pass, keys then values per layer. */
-export function presents(shape: CacheShape, out: Record<string, OrtTensor>): Float32Array[] {
-  const list: Float32Array[] = [];
-  for (let l = 0; l < shape.layers; l++) list.push(out[`present.${l}.key`]!.data as Float32Array, out[`present.${l}.value`]!.data as Float32Array);
+export function presents(shape: CacheShape, out: Record<string, OrtTensor>): KvArray[] {
+  const list: KvArray[] = [];
+  for (let l = 0; l < shape.layers; l++) list.push(out[`present.${l}.key`]!.data as KvArray, out[`present.${l}.value`]!.data as KvArray);
   return list;
 }
 
@@ -55,7 +56,7 @@ export function appendFetches(shape: CacheShape): string[] {
 
 /** One row of a [rows, kvHeads, columns, headDim] tensor, from column `column` on. */
 interface RowAt {
-  data: Float32Array;
+  data: KvArray;
   row: number;
   /** Columns of the tensor (its stride between heads). */
   length: number;
@@ -67,7 +68,8 @@ function copyColumns(shape: CacheShape, from: RowAt, to: RowAt, count: number): 
   const { kvHeads, headDim } = shape;
   for (let h = 0; h < kvHeads; h++) {
     const src = ((from.row * kvHeads + h) * from.length + from.column) * headDim;
-    to.data.set(from.data.subarray(src, src + count * headDim), ((to.row * kvHeads + h) * to.length + to.column) * headDim);
+    // Both arrays are of the cache's one type (float32 values or half bits).
+    (to.data as Float32Array).set(from.data.subarray(src, src + count * headDim) as Float32Array, ((to.row * kvHeads + h) * to.length + to.column) * headDim);
   }
 }
 
@@ -75,11 +77,11 @@ function copyColumns(shape: CacheShape, from: RowAt, to: RowAt, count: number): 
  * Copies columns [from, to) of one row of a cache (a row whose `length` real positions end at column
  * `end`, default `columns`, of tensors `columns` wide) into fresh [1, kvHeads, to - from, headDim] tensors.
  */
-export function extractRow(shape: CacheShape, cache: { kv: readonly Float32Array[]; columns: number; end?: number }, row: { index: number; length: number; from: number; to: number }): Float32Array[] {
+export function extractRow(shape: CacheShape, cache: { kv: readonly KvArray[]; columns: number; end?: number }, row: { index: number; length: number; from: number; to: number }): KvArray[] {
   const count = row.to - row.from;
   const start = (cache.end ?? cache.columns) - row.length + row.from;
   return cache.kv.map((tensor) => {
-    const out = new Float32Array(shape.kvHeads * count * shape.headDim);
+    const out = kvLike(tensor, shape.kvHeads * count * shape.headDim);
     copyColumns(shape, { data: tensor, row: row.index, length: cache.columns, column: start }, { data: out, row: 0, length: count, column: 0 }, count);
     return out;
   });
@@ -90,7 +92,7 @@ const withRoom = (needed: number) => Math.ceil((needed + needed / 8 + 256) / 64)
 
 export class KvBatch {
   /** Keys then values per layer, each [rows, kvHeads, capacity, headDim]. */
-  private kv: Float32Array[] = [];
+  private kv: KvArray[] = [];
   /** Columns allocated per row (== length in `present` mode). */
   private capacity = 0;
   /** Columns in use by every row (the longest row's length); shorter rows are left-padded. */
@@ -104,7 +106,7 @@ export class KvBatch {
    * A one-row cache for a prompt's prefill: the cached prefix (arrays of the KV store, read, never
    * written), with room for `columns` positions in `append` mode.
    */
-  static prefill(shape: CacheShape, mode: KvMode, columns: number, prefix?: { length: number; kv: readonly Float32Array[] }): KvBatch {
+  static prefill(shape: CacheShape, mode: KvMode, columns: number, prefix?: { length: number; kv: readonly KvArray[] }): KvBatch {
     const row = new KvBatch(shape, mode);
     const n = prefix?.length ?? 0;
     if (mode === 'present') {
@@ -114,7 +116,7 @@ export class KvBatch {
       // Room to decode after the prompt: an empty batch adopts this row's buffers without a copy (`joinRow`).
       row.capacity = withRoom(columns);
       row.kv = Array.from({ length: 2 * shape.layers }, (_, t) => {
-        const out = new Float32Array(shape.kvHeads * row.capacity * shape.headDim);
+        const out = newKv(shape, shape.kvHeads * row.capacity * shape.headDim);
         if (prefix) copyColumns(shape, { data: prefix.kv[t]!, row: 0, length: n, column: 0 }, { data: out, row: 0, length: row.capacity, column: 0 }, n);
         return out;
       });
@@ -153,13 +155,13 @@ export class KvBatch {
    * Adds a sequence's cache as the last row, re-padding every row to a common length: [1, kvHeads, n,
    * headDim] per tensor, or wider (`source.columns`) with its n positions ending at column `source.end`.
    */
-  join(rowKv: readonly Float32Array[], n: number, source: { columns: number; end: number } = { columns: n, end: n }): void {
+  join(rowKv: readonly KvArray[], n: number, source: { columns: number; end: number } = { columns: n, end: n }): void {
     const rows = this.rows + 1;
     const target = Math.max(this.length, n);
     const capacity = this.mode === 'append' ? Math.max(this.capacity, withRoom(target)) : target;
     const { kvHeads, headDim } = this.shape;
     this.kv = rowKv.map((fresh, t) => {
-      const out = new Float32Array(rows * kvHeads * capacity * headDim);
+      const out = newKv(this.shape, rows * kvHeads * capacity * headDim);
       for (let r = 0; r < rows - 1; r++) {
         copyColumns(this.shape, { data: this.kv[t]!, row: r, length: this.capacity, column: 0 }, { data: out, row: r, length: capacity, column: target - this.length }, this.length);
       }
@@ -180,7 +182,7 @@ export class KvBatch {
     const capacity = this.mode === 'append' ? withRoom(target) : target;
     const { kvHeads, headDim } = this.shape;
     this.kv = this.kv.map((tensor) => {
-      const out = new Float32Array(keep.length * kvHeads * capacity * headDim);
+      const out = newKv(this.shape, keep.length * kvHeads * capacity * headDim);
       keep.forEach((r, i) => copyColumns(this.shape, { data: tensor, row: r, length: this.capacity, column: this.length - target }, { data: out, row: i, length: capacity, column: 0 }, target));
       return out;
     });
@@ -211,7 +213,7 @@ export class KvBatch {
   }
 
   /** Takes the presents of a step (one more column, real in every row) as the batch cache (`present` mode). */
-  advance(presentKv: Float32Array[]): void {
+  advance(presentKv: KvArray[]): void {
     this.kv = presentKv;
     this.length++;
     this.capacity = this.length;
@@ -227,7 +229,7 @@ export class KvBatch {
       if (this.length + fed > this.capacity) this.grow(withRoom(this.length + fed));
       for (let l = 0; l < this.shape.layers; l++) {
         for (const [t, kind] of [[2 * l, 'key'], [2 * l + 1, 'value']] as const) {
-          const fresh = out[newKvOutput(l, kind)]!.data as Float32Array;
+          const fresh = out[newKvOutput(l, kind)]!.data as KvArray;
           for (let r = 0; r < this.rows; r++) copyColumns(this.shape, { data: fresh, row: r, length: fed, column: 0 }, { data: this.kv[t]!, row: r, length: this.capacity, column: this.length }, fed);
         }
       }
@@ -239,7 +241,7 @@ export class KvBatch {
   /** Moves the cache into tensors of `capacity` columns (`append` mode). */
   private grow(capacity: number): void {
     this.kv = this.kv.map((tensor) => {
-      const out = new Float32Array(this.rows * this.shape.kvHeads * capacity * this.shape.headDim);
+      const out = newKv(this.shape, this.rows * this.shape.kvHeads * capacity * this.shape.headDim);
       for (let r = 0; r < this.rows; r++) copyColumns(this.shape, { data: tensor, row: r, length: this.capacity, column: 0 }, { data: out, row: r, length: capacity, column: 0 }, this.length);
       return out;
     });
@@ -247,7 +249,7 @@ export class KvBatch {
   }
 
   /** A copy of positions [from, rowLengths[row]) of one row, [1, kvHeads, length - from, headDim] per tensor, without padding. */
-  extract(row: number, from = 0): Float32Array[] {
+  extract(row: number, from = 0): KvArray[] {
     const length = this.rowLengths[row]!;
     return extractRow(this.shape, { kv: this.kv, columns: this.capacity, end: this.length }, { index: row, length, from, to: length });
   }

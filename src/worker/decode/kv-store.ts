@@ -5,8 +5,8 @@
  * decoder then never extracts KV.
  *
  * Layout: a KV list is keys then values per layer (2 x layers arrays), each [1, kvHeads, length,
- * headDim] float32, the layout of the export's past_key_values / present tensors (./session.ts
- * CacheShape).
+ * headDim] of the graph's KV type (float32, or float16 as half bits in a Uint16Array: ./session.ts
+ * KvArray), the layout of the export's past_key_values / present tensors (./session.ts CacheShape).
  *
  * Contract: called on the worker thread that owns the decoder, synchronously, between forward
  * passes; one store serves one model (one decoder). Arrays cross in one direction only and are never
@@ -16,12 +16,14 @@
  * returns are fresh copies the store owns from then on.
  */
 
+import type { KvArray } from './session.js';
+
 /** A cached prefix of a prompt: its first `length` tokens and their KV. */
 export interface KvPrefix {
   /** 1 <= length <= tokens.length - 1, so at least one token is left to prefill. */
   length: number;
   /** 2 x layers arrays (keys then values per layer), each [1, kvHeads, length, headDim]. */
-  kv: readonly Float32Array[];
+  kv: readonly KvArray[];
 }
 
 export interface KvStore {
@@ -41,7 +43,7 @@ export interface KvStore {
    * (fewer than all on a graph whose KV depends on what shared its forward pass); a later prompt may
    * be handed at most those. Default: all of them.
    */
-  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[], exact?: number): void;
+  store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
 }
 
 /** Caches nothing: every prompt is prefilled in full, and KV is never copied out of the batch. */

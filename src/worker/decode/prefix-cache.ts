@@ -24,7 +24,7 @@
 import type { PromptCacheStats } from '../../core/hooks.js';
 import { extractRow } from './kv-batch.js';
 import type { KvPrefix, KvStore } from './kv-store.js';
-import type { CacheShape } from './session.js';
+import { kvLike, type CacheShape, type KvArray } from './session.js';
 
 export type PrefixCacheStats = PromptCacheStats;
 
@@ -33,12 +33,12 @@ interface Entry {
   /** Leading tokens whose KV is what a cold prefill computes: the most a lookup hands out. */
   exact: number;
   /** Keys then values per layer, each [1, kvHeads, tokens.length, headDim]. */
-  kv: Float32Array[];
+  kv: KvArray[];
   bytes: number;
 }
 
-/** KV bytes one token takes in a model of this shape (float32 keys and values, every layer). */
-export const kvBytesPerToken = (shape: CacheShape) => shape.layers * 2 * shape.kvHeads * shape.headDim * 4;
+/** KV bytes one token takes in a model of this shape (keys and values of every layer, 4 bytes each or 2 for float16). */
+export const kvBytesPerToken = (shape: CacheShape) => shape.layers * 2 * shape.kvHeads * shape.headDim * (shape.dtype === 'float16' ? 2 : 4);
 
 const commonPrefix = (a: readonly number[], b: readonly number[], limit: number) => {
   let n = 0;
@@ -84,7 +84,7 @@ export class PrefixCache implements KvStore {
     return { length, kv };
   }
 
-  store(tokens: readonly number[], readKv: (from?: number) => Float32Array[], exact = tokens.length): void {
+  store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact = tokens.length): void {
     const n = tokens.length;
     if (n === 0 || this.budgetBytes <= 0 || n * kvBytesPerToken(this.shape) > this.budgetBytes) return;
     const best = this.longest(tokens, n);
@@ -93,7 +93,7 @@ export class PrefixCache implements KvStore {
       this.touch(best.entry);
       return;
     }
-    let kv: Float32Array[];
+    let kv: KvArray[];
     if (best && best.length === best.entry.tokens.length) {
       // Extends an entry: copy only the new tokens, and let this sequence replace it.
       kv = this.concat(best.entry.kv, best.length, readKv(best.length), n - best.length);
@@ -118,11 +118,11 @@ export class PrefixCache implements KvStore {
   }
 
   /** [1, kvHeads, a + b, headDim] arrays: `head` (a columns) then `tail` (b columns), per array. */
-  private concat(head: readonly Float32Array[], a: number, tail: readonly Float32Array[], b: number): Float32Array[] {
+  private concat(head: readonly KvArray[], a: number, tail: readonly KvArray[], b: number): KvArray[] {
     const { kvHeads, headDim } = this.shape;
     return head.map((h, t) => {
-      const out = new Float32Array(kvHeads * (a + b) * headDim);
-      const tl = tail[t]!;
+      const out = kvLike(h, kvHeads * (a + b) * headDim) as Float32Array; // of h's type: float32 values or half bits
+      const tl = tail[t]! as Float32Array;
       for (let k = 0; k < kvHeads; k++) {
         out.set(h.subarray(k * a * headDim, (k + 1) * a * headDim), k * (a + b) * headDim);
         out.set(tl.subarray(k * b * headDim, (k + 1) * b * headDim), (k * (a + b) + a) * headDim);

@@ -24,7 +24,7 @@ import type { LoadedModel } from '../load.js';
 import { KvBatch } from './kv-batch.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
 import { sample, type LogitsMask, type SamplingPlan } from './sampler.js';
-import { cacheShape, i64, kvMode, lastLogits, sessionOf, type CacheShape, type OrtSession, type OrtTensor } from './session.js';
+import { cacheShape, i64, kvMode, lastLogits, sessionOf, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from './session.js';
 
 export interface SequenceSpec {
   promptIds: number[];
@@ -278,7 +278,7 @@ export class BatchDecoder {
   }
 
   /** A sequence that ended: its KV goes to the store unless it was cancelled; then its promise resolves. */
-  private finish(seq: Sequence, readKv: (from: number) => Float32Array[]): void {
+  private finish(seq: Sequence, readKv: (from: number) => KvArray[]): void {
     if (!seq.spec.cancelled() && this.kvStore !== noKvStore) {
       const fed = seq.tokens.slice(0, -1);
       let open = true;
