@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { CausalLmShape } from '../onnx/causal-lm.js';
 import { buildModelBuilderLm, dtypeTraits, type ModelBuilderDtype } from '../onnx/model-builder-lm.js';
 import { DTYPE_SUFFIX } from '../../../src/models/manifest.js';
-import { buildChatFolder, writeCausalLmFolder } from './chat-model.js';
+import { buildChatFolder, shapeConfig, writeCausalLmFolder } from './chat-model.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
 
@@ -124,17 +124,7 @@ export function buildModelBuilderBenchLm(ctx: BuildContext, folder: ModelBuilder
     _comment: 'Benchmark subject with random weights in onnxruntime-genai model-builder form (GroupQueryAttention, MatMulNBits), built by scripts/build-models.ts --bench',
     model_type: 'llama',
     architectures: ['LlamaForCausalLM'],
-    vocab_size: shape.vocabSize,
-    hidden_size: shape.hiddenSize,
-    intermediate_size: shape.intermediateSize,
-    num_hidden_layers: shape.numLayers,
-    num_attention_heads: shape.numHeads,
-    num_key_value_heads: shape.numKvHeads,
-    head_dim: shape.headDim,
-    max_position_embeddings: shape.maxPositions,
-    rope_theta: shape.ropeTheta,
-    rms_norm_eps: shape.rmsNormEps,
-    tie_word_embeddings: false,
+    ...shapeConfig(shape),
     eos_token_id: eos,
     use_cache: true,
     'transformers.js_config': { dtype, use_external_data_format: false, ...(dtypeTraits(dtype).half ? { kv_cache_dtype: { [dtype]: 'float16' } } : {}) },

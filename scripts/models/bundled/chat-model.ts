@@ -13,6 +13,21 @@ import { buildCausalLm, buildCausalLmExternal, type CausalLmBuildOptions, type C
 import { DTYPE_SUFFIX, type Dtype } from '../../../src/models/manifest.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
+/** A causal LM shape as config.json fields (Hugging Face names). */
+export const shapeConfig = (shape: CausalLmShape) => ({
+  vocab_size: shape.vocabSize,
+  hidden_size: shape.hiddenSize,
+  intermediate_size: shape.intermediateSize,
+  num_hidden_layers: shape.numLayers,
+  num_attention_heads: shape.numHeads,
+  num_key_value_heads: shape.numKvHeads,
+  head_dim: shape.headDim,
+  max_position_embeddings: shape.maxPositions,
+  rope_theta: shape.ropeTheta,
+  rms_norm_eps: shape.rmsNormEps,
+  tie_word_embeddings: false,
+});
+
 export const TINY_CHAT_SHAPE: Omit<CausalLmShape, 'vocabSize'> = {
   hiddenSize: 64,
   numLayers: 2,
@@ -150,17 +165,7 @@ export function writeCausalLmFolder(dir: string, folder: CausalLmFolder): void {
   writeJson(path.join(dir, 'config.json'), {
     _comment: 'Random-weight causal LM built by local-inference-server: real tokenizer and chat template, meaningless text',
     ...folder.config,
-    vocab_size: shape.vocabSize,
-    hidden_size: shape.hiddenSize,
-    intermediate_size: shape.intermediateSize,
-    num_hidden_layers: shape.numLayers,
-    num_attention_heads: shape.numHeads,
-    num_key_value_heads: shape.numKvHeads,
-    head_dim: shape.headDim,
-    max_position_embeddings: shape.maxPositions,
-    rope_theta: shape.ropeTheta,
-    rms_norm_eps: shape.rmsNormEps,
-    tie_word_embeddings: false,
+    ...shapeConfig(shape),
     eos_token_id: folder.eosIds[0],
     use_cache: true,
     // transformers.js reads the number of external data chunks from here.
