@@ -3,7 +3,11 @@
  * loaded on its first request (or at start when pinned), its workers are stopped after it has been
  * idle for its keep-alive, at most maxLoadedModels are loaded at once, and the available set follows
  * the models folder while the server runs. One ModelPool (and a tokenizer pool or an embedding
- * batcher) per loaded model. A model is never unloaded under a request that holds it.
+ * batcher) per loaded model. A model is never unloaded under a request that holds it. The names a
+ * model answers to are kept by the catalog (catalog.ts).
+ *
+ * (One file of ~430 lines: loads, leases, idle timers, retirement and the room under maxLoadedModels
+ * all act on the same entries and their timers, and read best together.)
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
@@ -14,6 +18,7 @@ import { modelFileBytes, modelSignature } from '../models/signature.js';
 import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
 import { ModelPool, type ModelPoolOptions, type PoolContext } from '../pool/model-pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
+import { ModelCatalog } from './catalog.js';
 
 /**
  * When models are loaded and unloaded. Without it (tests, benchmarks), every model is loaded at
@@ -97,13 +102,8 @@ interface Lease {
 }
 
 export class LocalInferenceService implements InferenceService {
-  /** The models available now, by id. */
-  private readonly entries = new Map<string, Entry>();
-  /** Ids and the models' own aliases -> entry: rebuilt when the models change, read by every request. */
-  private readonly names = new Map<string, Entry>();
-  /** Configured aliases: exact names -> model id, and `*` patterns in configuration order. */
-  private readonly aliasTargets: Map<string, string>;
-  private readonly aliasPatterns: Array<{ pattern: RegExp; target: string }>;
+  /** The models available now, by id and by every name they answer to. */
+  private readonly catalog: ModelCatalog<Entry>;
   /** Removed or replaced models still finishing requests. */
   private readonly retiring = new Set<Entry>();
   private readonly workerLogs: WorkerLogs;
@@ -117,21 +117,14 @@ export class LocalInferenceService implements InferenceService {
     this.workerLogs = listenToWorkerLogs(logger);
     this.context = { logger, hooks: options.hooks ?? {}, logChannel: this.workerLogs.channel };
     this.lifecycle = options.lifecycle ?? { pinned: ['*'], keepAliveMs: -1, maxLoadedModels: 0, loadTimeoutMs: 0 };
-    for (const info of options.models) this.add(info);
-    // Aliases name models by id, resolved at each lookup: a model added later is found, a removed one is not.
-    const aliases = Object.entries(options.aliases ?? {});
-    for (const [alias, target] of aliases) {
-      if (!this.entries.has(target)) throw new Error(`alias ${alias} points to unknown model ${target}`);
-    }
-    this.aliasTargets = new Map(aliases.filter(([alias]) => !alias.includes('*')));
-    this.aliasPatterns = aliases.filter(([alias]) => alias.includes('*')).map(([alias, target]) => ({ pattern: globPattern(alias), target }));
+    this.catalog = new ModelCatalog(options.models.map((info) => this.newEntry(info)), options.aliases ?? {});
   }
 
   /** Starts the service: pinned models (every model, without lifecycle options) are loaded before it returns. */
   static async start(options: LocalServiceOptions): Promise<LocalInferenceService> {
     const service = new LocalInferenceService(options);
     try {
-      await Promise.all([...service.entries.values()].filter((e) => e.pinned).map((e) => service.load(e)));
+      await Promise.all([...service.catalog.values()].filter((e) => e.pinned).map((e) => service.load(e)));
     } catch (error) {
       await service.close();
       throw error;
@@ -146,7 +139,7 @@ export class LocalInferenceService implements InferenceService {
 
   status(): { models: ModelStatus[] } {
     return {
-      models: [...this.entries.values()].map((entry) => {
+      models: [...this.catalog.values()].map((entry) => {
         const loaded = entry.loaded;
         const pool = loaded?.pool;
         return {
@@ -170,11 +163,11 @@ export class LocalInferenceService implements InferenceService {
   }
 
   listModels(): ModelInfo[] {
-    return [...this.entries.values()].map((e) => e.info);
+    return [...this.catalog.values()].map((e) => e.info);
   }
 
   findModel(name: string): ModelInfo | undefined {
-    return this.entryNamed(name)?.info;
+    return this.catalog.named(name)?.info;
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {
@@ -208,7 +201,7 @@ export class LocalInferenceService implements InferenceService {
 
   /** Unloads a model now if no request holds it (as `keep_alive: 0` does); false when it is busy or not loaded. */
   async unload(id: string): Promise<boolean> {
-    const entry = this.entries.get(id);
+    const entry = this.catalog.get(id);
     if (!entry?.loaded || entry.inflight > 0) return false;
     await this.unloadEntry(entry, 'asked');
     return true;
@@ -217,14 +210,14 @@ export class LocalInferenceService implements InferenceService {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.rescanTimer);
-    const all = [...this.entries.values(), ...this.retiring];
+    const all = [...this.catalog.values(), ...this.retiring];
     for (const entry of all) clearTimeout(entry.idleTimer);
     await Promise.all(all.map(async (entry) => {
       const loaded = entry.loaded ?? (await entry.loading?.catch(() => undefined));
       entry.loaded = undefined;
       if (loaded) await closeLoaded(loaded);
     }));
-    this.entries.clear();
+    this.catalog.clear();
     this.retiring.clear();
     this.workerLogs.close();
   }
@@ -232,26 +225,10 @@ export class LocalInferenceService implements InferenceService {
   // ----------------------------------------------------------------------------------------------
   // Models available
 
-  private add(info: ModelInfo): void {
+  private newEntry(info: ModelInfo): Entry {
     const pinned = this.lifecycle.pinned.includes('*') || this.lifecycle.pinned.includes(info.id);
     const keepAliveMs = pinned ? -1 : (this.lifecycle.modelKeepAliveMs?.[info.id] ?? this.lifecycle.keepAliveMs);
-    const entry: Entry = { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false };
-    this.entries.set(info.id, entry);
-    this.indexNames(entry);
-  }
-
-  /** Adds a model's names to the index: its id over any other model's alias, an alias only where free. */
-  private indexNames(entry: Entry): void {
-    const { id, aliases } = entry.info;
-    if (this.names.get(id)?.info.id !== id) this.names.set(id, entry);
-    for (const alias of aliases) if (!this.names.has(alias)) this.names.set(alias, entry);
-  }
-
-  /** Rebuilds the name index from the models available now (after some left). */
-  private reindexNames(): void {
-    this.names.clear();
-    for (const entry of this.entries.values()) this.names.set(entry.info.id, entry);
-    for (const entry of this.entries.values()) this.indexNames(entry);
+    return { info, signature: modelSignature(info), fileBytes: modelFileBytes(info), pinned, inflight: 0, lastUsed: 0, keepAliveMs, retired: false };
   }
 
   /**
@@ -269,26 +246,26 @@ export class LocalInferenceService implements InferenceService {
     }
     const now = new Map(models.map((m) => [m.id, m]));
     let left = false;
-    for (const entry of [...this.entries.values()]) {
+    for (const entry of [...this.catalog.values()]) {
       const found = now.get(entry.info.id);
       if (found && modelSignature(found) === entry.signature) continue;
-      this.entries.delete(entry.info.id);
+      this.catalog.delete(entry.info.id);
       left = true;
       this.retire(entry, found ? 'replaced' : 'removed');
     }
-    if (left) this.reindexNames();
+    if (left) this.catalog.reindexNames();
     for (const info of models) {
-      if (this.entries.has(info.id) || this.clashes(info)) continue;
-      this.add(info);
+      if (this.catalog.has(info.id) || this.clashes(info)) continue;
+      const entry = this.newEntry(info);
+      this.catalog.add(entry);
       this.context.logger.info({ model: info.id, task: info.task }, `model ${info.id} available`);
-      const entry = this.entries.get(info.id)!;
       if (entry.pinned) void this.load(entry).catch((error: unknown) => this.context.logger.error({ err: error, model: info.id }, `model ${info.id} failed to load`));
     }
   }
 
   /** A new model whose id or alias another model already answers to is not taken in (the log says so). */
   private clashes(info: ModelInfo): boolean {
-    const taken = [info.id, ...info.aliases].find((name) => this.entryNamed(name) !== undefined);
+    const taken = [info.id, ...info.aliases].find((name) => this.catalog.named(name) !== undefined);
     if (taken !== undefined) this.context.logger.warn({ model: info.id, name: taken }, `model ${info.id} skipped: the name ${taken} is taken`);
     return taken !== undefined;
   }
@@ -301,16 +278,8 @@ export class LocalInferenceService implements InferenceService {
     this.scheduleIdle(entry);
   }
 
-  /** A model by id, by its own alias, by a configured alias, or by the first configured pattern it matches. */
-  private entryNamed(name: string): Entry | undefined {
-    const direct = this.names.get(name);
-    if (direct) return direct;
-    const target = this.aliasTargets.get(name) ?? this.aliasPatterns.find(({ pattern }) => pattern.test(name))?.target;
-    return target === undefined ? undefined : this.entries.get(target);
-  }
-
   private entryFor(name: string, task: ModelInfo['task']): Entry {
-    const entry = this.entryNamed(name);
+    const entry = this.catalog.named(name);
     if (!entry) throw modelNotFound(name);
     if (entry.info.task !== task) throw wrongModelTask(name, entry.info.task);
     return entry;
@@ -428,7 +397,7 @@ export class LocalInferenceService implements InferenceService {
   private async makeRoom(entry: Entry): Promise<void> {
     const max = this.lifecycle.maxLoadedModels;
     if (max <= 0) return;
-    const loaded = () => [...this.entries.values(), ...this.retiring].filter((e) => e !== entry && (e.loaded || e.loading));
+    const loaded = () => [...this.catalog.values(), ...this.retiring].filter((e) => e !== entry && (e.loaded || e.loading));
     while (loaded().length >= max) {
       const idle = loaded().filter((e) => e.loaded && e.inflight === 0 && !e.pinned).sort((a, b) => a.lastUsed - b.lastUsed)[0];
       if (!idle) {
@@ -465,9 +434,4 @@ export class LocalInferenceService implements InferenceService {
 
 async function closeLoaded(loaded: Loaded): Promise<void> {
   await Promise.all([loaded.pool.close(), loaded.counter?.close()]);
-}
-
-/** `claude-haiku-*` -> /^claude-haiku-.*$/: `*` matches any run of characters, everything else itself. */
-function globPattern(glob: string): RegExp {
-  return new RegExp(`^${glob.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
 }
