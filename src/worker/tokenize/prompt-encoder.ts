@@ -22,7 +22,8 @@
  * characters (a megabyte of one letter is one piece for the Qwen and GPT-2 pre-tokenizers: ~13 s
  * in the library's BPE), and counted after. So a run of a few characters that cannot fit is refused
  * in one pass over its bytes, whatever the budget (the context window); no more than about budget x
- * the longest entry made of the text's characters is ever pre-tokenized or encoded.
+ * the longest entry made of the text's characters is ever pre-tokenized or encoded. The bounds
+ * themselves (lowerBound, byteBound) are in token-bounds.ts.
  * Words longer than LONG_WORD go to long-word-bpe.ts instead of the library's BPE (same result, ~30x
  * faster on long words). Ids are exact for whatever is encoded.
  *
@@ -33,6 +34,7 @@
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { mergesOf } from './drop-source.js';
 import { bpeWord, buildMergeTable, type MergeTable } from './long-word-bpe.js';
+import { LONG_WORD, TokenBounds, type PreTokenizerConfig } from './token-bounds.js';
 
 type PreTokenize = (text: string, options?: { section_index?: number }) => string[];
 
@@ -49,14 +51,6 @@ interface InnerModel {
   bpe_ranks?: Map<string, number>;
   end_of_word_suffix?: string;
   continuing_subword_suffix?: string | null;
-}
-
-/** A pre-tokenizer's entry in tokenizer.json. */
-interface PreTokenizerConfig {
-  type: string;
-  pretokenizers?: PreTokenizerConfig[];
-  behavior?: string;
-  invert?: boolean;
 }
 
 /** The part of @huggingface/tokenizers' Tokenizer this module relies on. */
@@ -78,14 +72,6 @@ export type Encoded = { ids: number[] } | { tooLong: { tokens: number; exact: bo
 const CHUNK = 256;
 /** Pieces at the end of a pre-tokenized prefix that the rest of the text may still change. */
 const PROBE_SLACK = 4;
-/** Words from this length on use long-word-bpe.ts (its table costs ~0.2 s to build, once). */
-const LONG_WORD = 1024;
-/** Bytes per block of byteBound: more than the longest vocabulary entry (128 bytes for Qwen's). */
-const BLOCK = 64 * 1024;
-/** The longest token made of a set of characters is looked up for sets of at most this many... */
-const FEW_UNITS = 64;
-/** ...at most this many times per encode for sets not seen before (~10 ms each). */
-const MAX_SCANS = 8;
 
 class OverBudget {
   constructor(readonly atLeast: number) {}
@@ -103,24 +89,13 @@ export class PromptEncoder {
   private readonly longWordModel: InnerModel | null;
   /** Built on the first long word; null when the merges do not fit the vocabulary (then the library's BPE serves). */
   private mergeTable: MergeTable | null | undefined;
-  /** Longest vocabulary entry, in code points. */
-  private readonly longestToken: number;
-  /** Single characters that are vocabulary entries. */
-  private readonly knownChars: Set<string>;
-  /** longestWithin's results by set of code units. */
-  private readonly longestBySet = new Map<string, number>();
-  /**
-   * Byte-level BPE whose pieces keep every byte of the text as one known character: then a text of
-   * n UTF-8 bytes is at least n / longestToken tokens, which refuses a huge text before pre-tokenizing it.
-   */
-  private readonly byteLevel: boolean;
+  /** Lower bounds on token counts from the vocabulary (token-bounds.ts). */
+  private readonly bounds: TokenBounds;
 
   // The state of the one encode under way (workers are single-threaded and encode is synchronous).
   private literals: Literals | null = null;
   private budget = Infinity;
   private counted = 0;
-  /** Vocabulary scans made by this encode (longestMadeOf). */
-  private scans = 0;
 
   static for(tokenizer: PreTrainedTokenizer): PromptEncoder {
     let encoder = PromptEncoder.encoders.get(tokenizer);
@@ -136,16 +111,7 @@ export class PromptEncoder {
     }
     this.specialTokens = [...new Set(tokenizer.all_special_tokens)].filter((t) => t.length > 0);
     this.model = model;
-    let longest = 1;
-    this.knownChars = new Set();
-    for (const token of model.vocab) {
-      if (typeof token !== 'string') continue;
-      const length = codePoints(token);
-      if (length > longest) longest = length;
-      if (length === 1) this.knownChars.add(token);
-    }
-    this.longestToken = longest;
-    this.byteLevel = keepsEveryByte(inner.tokenizer?.pre_tokenizer) && BYTE_LEVEL_ALPHABET.every((char) => this.knownChars.has(char));
+    this.bounds = new TokenBounds(model.vocab, inner.tokenizer?.pre_tokenizer);
     const plainBpe =
       typeof model.bpe === 'function' && typeof model.encode === 'function' && (Array.isArray(model.merges) || model.bpe_ranks instanceof Map) &&
       !model.fuse_unk && !model.end_of_word_suffix && !model.continuing_subword_suffix;
@@ -164,8 +130,8 @@ export class PromptEncoder {
     const view = Object.create(inner) as InnerTokenizer;
     view.pre_tokenizer = (text, options) => {
       const restored = this.literals ? restore(text, this.literals) : text;
-      if (this.byteLevel && this.budget !== Infinity) {
-        const atLeast = this.counted + this.byteBound(restored);
+      if (this.bounds.byteLevel && this.budget !== Infinity) {
+        const atLeast = this.counted + this.bounds.byteBound(restored);
         if (atLeast > this.budget) throw new OverBudget(atLeast);
         if (preTokenize) this.probe(preTokenize, restored, options);
       }
@@ -184,7 +150,7 @@ export class PromptEncoder {
     this.literals = options.literals && options.literals.size > 0 ? options.literals : null;
     this.budget = options.budget ?? Infinity;
     this.counted = 0;
-    this.scans = 0;
+    this.bounds.startEncode();
     try {
       const { ids } = this.view.encode(text, { add_special_tokens: false });
       return ids.length > this.budget ? { tooLong: { tokens: ids.length, exact: true } } : { ids };
@@ -206,7 +172,7 @@ export class PromptEncoder {
    */
   private probe(preTokenize: PreTokenize, text: string, options?: { section_index?: number }): void {
     const room = this.budget - this.counted;
-    const length = room + PROBE_SLACK * this.longestToken;
+    const length = room + PROBE_SLACK * this.bounds.longestToken;
     if (text.length < 2 * length) return;
     const certain = preTokenize(text.slice(0, length), options).length - PROBE_SLACK;
     if (certain > room) throw new OverBudget(this.counted + certain);
@@ -220,7 +186,7 @@ export class PromptEncoder {
     const out: string[] = [];
     for (let start = 0; start < pieces.length; start += CHUNK) {
       const chunk = pieces.slice(start, start + CHUNK);
-      const atLeast = this.counted + this.lowerBound(chunk);
+      const atLeast = this.counted + this.bounds.lowerBound(chunk);
       if (atLeast > this.budget) throw new OverBudget(atLeast);
       for (const token of this.count(encodeChunk(chunk))) out.push(token);
     }
@@ -233,125 +199,10 @@ export class PromptEncoder {
     return tokens;
   }
 
-  /**
-   * Fewest tokens the pieces can encode to: every token is a vocabulary entry of at most
-   * `longestToken` characters and covers characters of one piece, so a run of known characters of
-   * length n needs at least ceil(n / longestToken) of them. (Unknown characters may yield nothing.)
-   */
-  private lowerBound(pieces: string[]): number {
-    let bound = 0;
-    for (const piece of pieces) {
-      // A token of a piece is made of the piece's characters: for a long piece, the longest entry
-      // made of those alone bounds far tighter (a megabyte of "a": 8, not 128; of one CJK character: 3).
-      const longest = piece.length >= LONG_WORD ? this.longestWithin(piece) : this.longestToken;
-      let run = 0;
-      for (const char of piece) {
-        if (this.knownChars.has(char)) run++;
-        else {
-          bound += Math.ceil(run / longest);
-          run = 0;
-        }
-      }
-      bound += Math.ceil(run / longest);
-    }
-    return bound;
-  }
-
-  /**
-   * Fewest tokens a section of text can encode to, for byte-level BPE, before it is pre-tokenized.
-   * Each UTF-8 byte becomes one character of a piece and every token is a run of those characters,
-   * so a byte in block b (BLOCK bytes, more than any token is long) belongs to a token within blocks
-   * b-1..b+1, made of their bytes alone: no longer than the longest vocabulary entry made of those.
-   * A token of k characters counts 1/k for each, so the section is at least the sum over blocks of
-   * (bytes of the block / that length) tokens. A megabyte of "a" is at least 125,000 tokens, of one
-   * CJK character 333,333, found without pre-tokenizing; ordinary text (many distinct bytes) falls
-   * back to the longest token of the vocabulary.
-   */
-  private byteBound(text: string): number {
-    const bytes = Buffer.from(text, 'utf8');
-    const blocks = Math.ceil(bytes.length / BLOCK);
-    const sets: number[][] = [];
-    for (let b = 0; b < blocks; b++) {
-      const present = new Uint8Array(256);
-      const end = Math.min(bytes.length, (b + 1) * BLOCK);
-      for (let i = b * BLOCK; i < end; i++) present[bytes[i]!] = 1;
-      sets.push([...present.keys()].filter((byte) => present[byte]));
-    }
-    let bound = 0;
-    for (let b = 0; b < blocks; b++) {
-      const around = new Set([...(sets[b - 1] ?? []), ...sets[b]!, ...(sets[b + 1] ?? [])]);
-      const longest = this.longestMadeOf(new Set([...around].map((byte) => BYTE_LEVEL_ALPHABET[byte]!.charCodeAt(0))));
-      bound += (Math.min(bytes.length, (b + 1) * BLOCK) - b * BLOCK) / longest;
-    }
-    return Math.ceil(bound - 1e-9);
-  }
-
-  /** longestMadeOf over the code units of `piece`: no token of the piece can be longer. */
-  private longestWithin(piece: string): number {
-    const units = new Set<number>();
-    for (let i = 0; i < piece.length; i++) units.add(piece.charCodeAt(i));
-    return this.longestMadeOf(units);
-  }
-
-  /**
-   * Length in code points of the longest vocabulary entry whose UTF-16 code units are all in
-   * `units` (at least 1), or an upper bound of it. Worth knowing for a few distinct units (a run, a
-   * repeated character); the longest entry of all serves for more. One pass over the vocabulary per
-   * new set (~10 ms), at most MAX_SCANS per encode so that crafted text cannot make it slow; the
-   * last few sets are remembered.
-   */
-  private longestMadeOf(units: ReadonlySet<number>): number {
-    if (units.size > FEW_UNITS) return this.longestToken;
-    const key = setKey(units);
-    let longest = this.longestBySet.get(key);
-    if (longest === undefined) {
-      if (this.scans >= MAX_SCANS) return this.longestToken;
-      this.scans++;
-      longest = 1;
-      for (const token of this.model.vocab) {
-        if (typeof token !== 'string' || token.length <= longest) continue;
-        let inside = true;
-        for (let i = 0; i < token.length && inside; i++) inside = units.has(token.charCodeAt(i));
-        if (inside) longest = Math.max(longest, codePoints(token));
-      }
-      if (this.longestBySet.size >= 16) this.longestBySet.delete(this.longestBySet.keys().next().value!);
-      this.longestBySet.set(key, longest);
-    }
-    return longest;
-  }
-
   private table(): MergeTable | null {
     if (this.mergeTable === undefined) this.mergeTable = buildMergeTable(mergesOf(this.model)!, this.model.tokens_to_ids);
     return this.mergeTable;
   }
-}
-
-/**
- * Whether the pre-tokenizer maps every byte of its input to one character of its pieces: a byte-level
- * step, and no step that drops text (Split with invert or behavior "Removed", Whitespace...).
- */
-function keepsEveryByte(config: PreTokenizerConfig | null | undefined): boolean {
-  if (!config) return false;
-  const steps = config.type === 'Sequence' ? (config.pretokenizers ?? []) : [config];
-  const keepsText = (step: PreTokenizerConfig) =>
-    step.type === 'ByteLevel' || step.type === 'Digits' ||
-    ((step.type === 'Split' || step.type === 'Punctuation') && !step.invert && step.behavior?.toLowerCase() !== 'removed');
-  return steps.some((step) => step.type === 'ByteLevel') && steps.every(keepsText);
-}
-
-/** The 256 characters GPT-2's byte-level encoding writes bytes as (bytes_to_unicode). */
-const BYTE_LEVEL_ALPHABET: string[] = (() => {
-  const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-  let shifted = 0;
-  return Array.from({ length: 256 }, (_, b) => String.fromCharCode(printable(b) ? b : 256 + shifted++));
-})();
-
-const setKey = (units: ReadonlySet<number>) => [...units].sort((a, b) => a - b).join(',');
-
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
 }
 
 function restore(text: string, literals: Literals): string {
