@@ -41,6 +41,9 @@
  * An allocation past it fails inside onnxruntime, the request gets an error, and the run is
  * reported as failed at that budget, instead of the kernel's OOM killer picking a process on a
  * machine other work shares.
+ *
+ * (One file of ~470 lines: a script run top to bottom, whose replay, servers under their memory
+ * limits, tables and notes share its options and the captured request, and read best in that order.)
  */
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';

@@ -10,6 +10,9 @@
  * - on a connection of its own (malformed HTTP), a response without `Connection: close` is followed
  *   by a second request, which must be answered;
  * - every few cases a new connection asks GET /health, which must answer within HEALTH_TIMEOUT_MS.
+ *
+ * (One file of ~400 lines: runFuzz's workers share the kept connection, the previous case's answer
+ * and the tally through closures, and those rules read best beside the code that applies them.)
  */
 import { ENDPOINTS, generateCase, type Endpoint, type ExpectedResponse, type FuzzCase } from './cases.js';
 import { checkResponse, neutralOnly, type Violation } from './checks.js';
