@@ -1,0 +1,135 @@
+/**
+ * Where a decoding step's time goes, per operator type, at a given context length (issue 18: "let
+ * the profile choose"). Loads a chat model's graph as the server prepares it (src/models/onnx/
+ * prepare-graph.ts: fused or model-builder attention, last-position logits, weights in place) in an
+ * onnxruntime-node session with profiling on, prefills `--context` tokens in chunks the way the
+ * batch decoder does (append mode: the cache lives in JavaScript with room to grow), then runs
+ * `--steps` one-token steps and sums onnxruntime's per-node times over those steps only.
+ *
+ *   npx tsx scripts/bench/profile-decode.ts --model bench/models/smollm2-135m-shape-mb-q4 --context 8160
+ *
+ * Prints a table (operator type: ms per step, share) and the wall time per step; writes nothing.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import * as ort from 'onnxruntime-node';
+import { describeModel } from '../../src/models/registry.js';
+import { attentionShapeOf, prepareGraph } from '../../src/models/onnx/prepare-graph.js';
+import { DTYPE_SUFFIX } from '../../src/models/manifest.js';
+import { inPlaceAttention } from '../models/onnx/in-place-attention.js';
+import onnxProto from 'onnx-proto';
+import { KvBatch } from '../../src/worker/decode/kv-batch.js';
+import type { CacheShape, OrtTensor } from '../../src/worker/decode/session.js';
+
+const { onnx } = onnxProto;
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string' },
+    context: { type: 'string', default: '2048' },
+    steps: { type: 'string', default: '16' },
+    chunk: { type: 'string', default: '512' },
+    threads: { type: 'string', default: '2' },
+  },
+});
+if (!values.model) throw new Error('--model DIR');
+const CONTEXT = Number(values.context);
+const STEPS = Number(values.steps);
+const CHUNK = Number(values.chunk);
+
+const info = describeModel(path.resolve(values.model), 1);
+// The graph as the server prepares it with GroupQueryAttention kept, and beside it (in the same folder,
+// so its in-place weight references resolve) the same graph with the in-place attention rewrite.
+const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true });
+console.log(prepared.notes.join('\n'));
+const gqaFile = prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile);
+const variants: Array<{ name: string; file: string }> = [{ name: 'GroupQueryAttention', file: gqaFile }];
+const shapeOf = attentionShapeOf(info.dir);
+if (typeof shapeOf !== 'string') {
+  const decoded = onnx.ModelProto.decode(fs.readFileSync(gqaFile));
+  const result = inPlaceAttention(decoded, shapeOf);
+  if ('layers' in result) {
+    const file = path.join(path.dirname(gqaFile), `model.profile-in-place${DTYPE_SUFFIX[info.dtype]}.onnx`);
+    fs.writeFileSync(file, onnx.ModelProto.encode(decoded).finish());
+    variants.push({ name: 'in-place attention', file });
+  } else {
+    console.log(`in-place attention: ${result.skipped}`);
+  }
+}
+const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-decode-'));
+const sessions = await Promise.all(variants.map((v, i) => ort.InferenceSession.create(v.file, {
+  intraOpNumThreads: Number(values.threads),
+  interOpNumThreads: 1,
+  enableProfiling: true,
+  profileFilePrefix: path.join(profileDir, `v${i}`),
+})));
+const session = sessions[0]!;
+
+const config = JSON.parse(fs.readFileSync(path.join(info.dir, 'config.json'), 'utf8')) as Record<string, number>;
+const pastType = (session.inputMetadata as ReadonlyArray<{ name: string; type?: string }> | undefined)?.find((m) => m.name === 'past_key_values.0.key')?.type;
+const shape: CacheShape = {
+  layers: session.inputNames.filter((n) => /^past_key_values\.\d+\.key$/.test(n)).length,
+  kvHeads: config.num_key_value_heads ?? config.num_attention_heads!,
+  headDim: config.head_dim ?? config.hidden_size! / config.num_attention_heads!,
+  dtype: pastType === 'float16' ? 'float16' : 'float32',
+};
+const i64 = (values: number[], dims: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
+const caches = sessions.map(() => KvBatch.prefill(shape, 'append', CONTEXT + STEPS));
+
+/** Each variant's logits of its last pass, to check that the variants compute the same. */
+const lastLogits: Float32Array[] = [];
+async function pass(v: number, ids: number[]): Promise<number> {
+  const kv = caches[v]!;
+  const start = kv.length;
+  const feeds = {
+    input_ids: i64(ids, [1, ids.length]),
+    position_ids: i64(ids.map((_, i) => start + i), [1, ids.length]),
+    attention_mask: kv.stepMask(ids.length),
+    ...kv.pastFeeds(),
+  } as Record<string, ort.Tensor>;
+  const t0 = performance.now();
+  const out = (await sessions[v]!.run(feeds, kv.fetches!)) as unknown as Record<string, OrtTensor>;
+  const ms = performance.now() - t0;
+  kv.advanceFrom(out, ids.length);
+  lastLogits[v] = out.logits!.data as Float32Array;
+  return ms;
+}
+
+const vocab = config.vocab_size!;
+const token = (i: number) => (i * 7919 + 13) % vocab;
+const prefill: number[] = sessions.map(() => 0);
+for (let at = 0; at < CONTEXT; at += CHUNK) {
+  for (let v = 0; v < sessions.length; v++) prefill[v]! += await pass(v, Array.from({ length: Math.min(CHUNK, CONTEXT - at) }, (_, i) => token(at + i)));
+}
+const prefillCalls = Math.ceil(CONTEXT / CHUNK);
+// Steps alternate between the variants, so load on the shared machine falls on both alike.
+const wall: number[][] = sessions.map(() => []);
+for (let s = 0; s < STEPS; s++) for (let v = 0; v < sessions.length; v++) wall[v]!.push(await pass(v, [token(CONTEXT + s)]));
+const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1]!;
+
+type Event = { cat: string; name: string; dur: number; ts: number; args?: { op_name?: string } };
+const perOp = sessions.map((session, v) => {
+  session.endProfiling();
+  const file = path.join(profileDir, fs.readdirSync(profileDir).find((f) => f.startsWith(`v${v}`) && f.endsWith('.json'))!);
+  const events = JSON.parse(fs.readFileSync(file, 'utf8')) as Event[];
+  // model_run events mark each run; node events from the first step's run on belong to steps.
+  const firstStep = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')[prefillCalls]!;
+  const byOp = new Map<string, number>();
+  for (const e of events) {
+    if (e.cat !== 'Node' || e.ts < firstStep.ts || !e.name.endsWith('_kernel_time')) continue;
+    byOp.set(e.args?.op_name ?? '?', (byOp.get(e.args?.op_name ?? '?') ?? 0) + e.dur / 1000 / STEPS);
+  }
+  return byOp;
+});
+console.log(`\n${path.basename(info.dir)}: context ${CONTEXT} (prefill in chunks of ${CHUNK}), ${STEPS} steps, KV ${shape.dtype}, ${values.threads} threads`);
+console.log(`| | ${variants.map((v) => v.name).join(' | ')} |\n|---|${variants.map(() => '---|').join('')}`);
+console.log(`| prefill ms | ${prefill.map((ms) => ms.toFixed(0)).join(' | ')} |`);
+console.log(`| step wall ms (median) | ${wall.map((w) => median(w).toFixed(2)).join(' | ')} |`);
+console.log(`| step kernels ms | ${perOp.map((m) => [...m.values()].reduce((a, b) => a + b, 0).toFixed(2)).join(' | ')} |`);
+const ops = [...new Set(perOp.flatMap((m) => [...m.keys()]))].sort((a, b) => Math.max(...perOp.map((m) => m.get(b) ?? 0)) - Math.max(...perOp.map((m) => m.get(a) ?? 0)));
+for (const op of ops.slice(0, 12)) console.log(`| ${op} | ${perOp.map((m) => (m.get(op) ?? 0).toFixed(2)).join(' | ')} |`);
+const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i]!)), 0);
+for (let v = 1; v < variants.length; v++) console.log(`${variants[v]!.name}: last step's logits differ from ${variants[0]!.name}'s by at most ${maxDiff(lastLogits[0]!, lastLogits[v]!).toExponential(2)}, relative to the largest logit ${(maxDiff(lastLogits[0]!, lastLogits[v]!) / Math.max(...lastLogits[0]!.map(Math.abs))).toExponential(2)}`);
+fs.rmSync(profileDir, { recursive: true, force: true });
+for (const v of variants.slice(1)) fs.rmSync(v.file, { force: true });
