@@ -2,13 +2,16 @@
  * Where a decoding step's time goes, per operator type, at a given context length (issue 18: "let
  * the profile choose"). Loads a chat model's graph as the server prepares it (src/models/onnx/
  * prepare-graph.ts: fused or model-builder attention, last-position logits, weights in place) in an
- * onnxruntime-node session with profiling on, prefills `--context` tokens in chunks the way the
- * batch decoder does (append mode: the cache lives in JavaScript with room to grow), then runs
- * `--steps` one-token steps and sums onnxruntime's per-node times over those steps only.
+ * onnxruntime-node session with profiling on, and beside it the same graph with the experimental
+ * in-place attention (../models/onnx/in-place-attention.ts); prefills `--context` tokens in chunks
+ * the way the batch decoder does (append mode: the cache lives in JavaScript with room to grow),
+ * then runs `--steps` one-token steps, alternating between the variants, and sums onnxruntime's
+ * per-node times over those steps only.
  *
- *   npx tsx scripts/bench/profile-decode.ts --model bench/models/smollm2-135m-shape-mb-q4 --context 8160
+ *   npm run bench:profile-decode -- --model bench/models/smollm2-135m-shape-mb-q4 --context 8160
  *
- * Prints a table (operator type: ms per step, share) and the wall time per step; writes nothing.
+ * Writes bench/results/profile-decode-<model>-<context>.md/.json: prefill time, wall and kernel time
+ * per step, the costliest operator types, and how far the variants' logits differ.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -20,6 +23,7 @@ import { attentionShapeOf, prepareGraph } from '../../src/models/onnx/prepare-gr
 import { DTYPE_SUFFIX } from '../../src/models/manifest.js';
 import { inPlaceAttention } from '../models/onnx/in-place-attention.js';
 import onnxProto from 'onnx-proto';
+import { writeResults, type Table } from './report.js';
 import { KvBatch } from '../../src/worker/decode/kv-batch.js';
 import type { CacheShape, OrtTensor } from '../../src/worker/decode/session.js';
 
@@ -122,14 +126,23 @@ const perOp = sessions.map((session, v) => {
   }
   return byOp;
 });
-console.log(`\n${path.basename(info.dir)}: context ${CONTEXT} (prefill in chunks of ${CHUNK}), ${STEPS} steps, KV ${shape.dtype}, ${values.threads} threads`);
-console.log(`| | ${variants.map((v) => v.name).join(' | ')} |\n|---|${variants.map(() => '---|').join('')}`);
-console.log(`| prefill ms | ${prefill.map((ms) => ms.toFixed(0)).join(' | ')} |`);
-console.log(`| step wall ms (median) | ${wall.map((w) => median(w).toFixed(2)).join(' | ')} |`);
-console.log(`| step kernels ms | ${perOp.map((m) => [...m.values()].reduce((a, b) => a + b, 0).toFixed(2)).join(' | ')} |`);
 const ops = [...new Set(perOp.flatMap((m) => [...m.keys()]))].sort((a, b) => Math.max(...perOp.map((m) => m.get(b) ?? 0)) - Math.max(...perOp.map((m) => m.get(a) ?? 0)));
-for (const op of ops.slice(0, 12)) console.log(`| ${op} | ${perOp.map((m) => (m.get(op) ?? 0).toFixed(2)).join(' | ')} |`);
 const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i]!)), 0);
-for (let v = 1; v < variants.length; v++) console.log(`${variants[v]!.name}: last step's logits differ from ${variants[0]!.name}'s by at most ${maxDiff(lastLogits[0]!, lastLogits[v]!).toExponential(2)}, relative to the largest logit ${(maxDiff(lastLogits[0]!, lastLogits[v]!) / Math.max(...lastLogits[0]!.map(Math.abs))).toExponential(2)}`);
+const largest = Math.max(...lastLogits[0]!.map(Math.abs));
+const table: Table = {
+  title: `${path.basename(info.dir)}: context ${CONTEXT} (prefill in chunks of ${CHUNK}), ${STEPS} steps alternating, KV ${shape.dtype}, ${values.threads} threads; ms`,
+  columns: ['', ...variants.map((v) => v.name)],
+  rows: [
+    ['prefill, all chunks', ...prefill],
+    ['step, wall (median)', ...wall.map(median)],
+    ['step, kernels', ...perOp.map((m) => [...m.values()].reduce((a, b) => a + b, 0))],
+    ...ops.slice(0, 12).map((op) => [`step, ${op}`, ...perOp.map((m) => m.get(op) ?? 0)]),
+  ],
+};
+const notes = variants.slice(1).map((v, i) => `${v.name}: the last step's logits differ from ${variants[0]!.name}'s by at most ${maxDiff(lastLogits[0]!, lastLogits[i + 1]!).toExponential(2)} (${(maxDiff(lastLogits[0]!, lastLogits[i + 1]!) / largest).toExponential(2)} of the largest logit).`);
+writeResults(`profile-decode-${path.basename(info.dir)}-${CONTEXT}`, { context: CONTEXT, chunk: CHUNK, steps: STEPS, variants: variants.map((v) => v.name), prefill, wall, perOp: perOp.map((m) => Object.fromEntries(m)) }, [table], notes);
+console.log(table.title);
+for (const row of table.rows) console.log(row.map((c) => (typeof c === 'number' ? c.toFixed(2) : c)).join(' | '));
+console.log(notes.join('\n'));
 fs.rmSync(profileDir, { recursive: true, force: true });
 for (const v of variants.slice(1)) fs.rmSync(v.file, { force: true });
