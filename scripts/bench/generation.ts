@@ -15,7 +15,7 @@ import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@hugg
 import { useLocalModels } from '../../src/worker/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
 import { median, writeResults } from './report.js';
-import { startServerProcess, type ServerProcess } from './server-process.js';
+import { startServerProcess, streamOnce, type ServerProcess, type StreamRun } from './server-process.js';
 import { measureBandwidth } from './bandwidth.js';
 
 const { values } = parseArgs({
@@ -44,7 +44,7 @@ ensureBundledModels({ modelsDir: benchModels, models: BENCH_MODELS.filter((m) =>
 const WORDS = 'the river city people music market garden paper engine report friend window history morning answer science number between several through'.split(' ');
 const promptOf = (tokens: number) => Array.from({ length: tokens - 5 }, (_, i) => WORDS[(i * 7) % WORDS.length]).join(' ');
 
-interface Run { ttftMs: number; decodeTps: number; inputTokens: number }
+type Run = Omit<StreamRun, 'totalMs'>;
 
 /**
  * Both sides run on the same two cores, one after the other. onnxruntime's idle threads spin for a
@@ -53,31 +53,6 @@ interface Run { ttftMs: number; decodeTps: number; inputTokens: number }
  */
 const SETTLE_MS = 250;
 const settle = () => new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-
-function streamOnce(url: string, model: string, content: string, maxTokens: number, agent: http.Agent): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model, max_tokens: maxTokens, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
-    const started = performance.now();
-    let first = NaN;
-    let text = '';
-    const req = http.request(`${url}/v1/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        if (Number.isNaN(first) && chunk.includes('content_block_delta')) first = performance.now() - started;
-        text += chunk;
-      });
-      res.on('end', () => {
-        const total = performance.now() - started;
-        const output = Number(/"output_tokens":(\d+)\}?\}\n\nevent: message_stop/.exec(text)?.[1] ?? /"output_tokens":(\d+)/g.exec(text.slice(text.lastIndexOf('message_delta')))?.[1]);
-        const input = Number(/"input_tokens":(\d+)/.exec(text)?.[1]);
-        if (output !== maxTokens) return reject(new Error(`expected ${maxTokens} output tokens, got ${output}: ${text.slice(-300)}`));
-        resolve({ ttftMs: first, decodeTps: (output - 1) / ((total - first) / 1000), inputTokens: input });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 
 class Timing extends BaseStreamer {
   first = NaN;

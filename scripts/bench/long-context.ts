@@ -29,7 +29,7 @@ import { tensorBytes, type GgmlType } from '../models/gguf/gguf-writer.js';
 import { measureBandwidth } from './bandwidth.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { median, writeResults, type Table } from './report.js';
-import { startServerProcess } from './server-process.js';
+import { startServerProcess, streamOnce } from './server-process.js';
 
 const { values } = parseArgs({
   options: {
@@ -148,31 +148,6 @@ const promptText = (tokens: number, variant: number) => Array.from({ length: tok
 /** Token ids for llama.cpp: ids of ordinary words (>= 4: the specials come first), varied by run. */
 const promptIds = (tokens: number, variant: number) => Array.from({ length: tokens }, (_, i) => 4 + ((i * 7919 + variant * 104729) % 40000));
 
-function streamOnce(url: string, model: string, content: string, agent: http.Agent): Promise<Run & { inputTokens: number; totalMs: number }> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ model, max_tokens: DECODE, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
-    const started = performance.now();
-    let first = NaN;
-    let text = '';
-    const req = http.request(`${url}/v1/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        if (Number.isNaN(first) && chunk.includes('content_block_delta')) first = performance.now() - started;
-        text += chunk;
-      });
-      res.on('end', () => {
-        const total = performance.now() - started;
-        const output = Number([...text.matchAll(/"output_tokens":(\d+)/g)].at(-1)?.[1]);
-        const input = Number(/"input_tokens":(\d+)/.exec(text)?.[1]);
-        if (output !== DECODE) return reject(new Error(`expected ${DECODE} output tokens, got ${output}: ${text.slice(-300)}`));
-        resolve({ ttftMs: first, decodeTps: (output - 1) / ((total - first) / 1000), inputTokens: input, totalMs: total });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 /**
  * onnxruntime's and llama.cpp's idle threads spin for a while after a run; whichever engine ran last
  * would slow the next one's start. Every measured run starts after this pause.
@@ -230,14 +205,14 @@ for (const subject of SUBJECTS) {
     for (const variant of VARIANTS) servers.push(await startServer(variant.env));
     const llama = await startLlama(context + DECODE + 8, 1);
     try {
-      for (const server of servers) await streamOnce(server.url, subject, promptText(context, 99), agent); // warm-up: arenas sized, model loaded
+      for (const server of servers) await streamOnce(server.url, subject, promptText(context, 99), DECODE, agent); // warm-up: arenas sized, model loaded
       await llama.run([promptIds(context, 99)], DECODE);
       const ours: Run[][] = servers.map(() => []);
       const theirs: Run[] = [];
       for (let r = 0; r < RUNS; r++) {
         for (const [v, server] of servers.entries()) {
           await settle();
-          ours[v]!.push(await streamOnce(server.url, subject, promptText(context, r), agent));
+          ours[v]!.push(await streamOnce(server.url, subject, promptText(context, r), DECODE, agent));
         }
         await settle();
         theirs.push((await llama.run([promptIds(context, r)], DECODE)).runs[0]!);
@@ -278,14 +253,14 @@ for (const subject of SUBJECTS) {
     const llama = await startLlama(context + DECODE + 8, CONCURRENCY);
     try {
       const many = (variant: number) => Array.from({ length: CONCURRENCY }, (_, i) => i + variant * CONCURRENCY);
-      await Promise.all(many(99).map((v) => streamOnce(server.url, subject, promptText(context, v), agent)));
+      await Promise.all(many(99).map((v) => streamOnce(server.url, subject, promptText(context, v), DECODE, agent)));
       await llama.run(many(99).map((v) => promptIds(context, v)), DECODE);
       const ours: number[] = [];
       const theirs: number[] = [];
       for (let r = 0; r < RUNS; r++) {
         await settle();
         const t = performance.now();
-        await Promise.all(many(r).map((v) => streamOnce(server.url, subject, promptText(context, v), agent)));
+        await Promise.all(many(r).map((v) => streamOnce(server.url, subject, promptText(context, v), DECODE, agent)));
         ours.push((CONCURRENCY * DECODE) / ((performance.now() - t) / 1000));
         await settle();
         theirs.push((await llama.run(many(r).map((v) => promptIds(context, v)), DECODE)).aggregateTps);

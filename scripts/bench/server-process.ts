@@ -3,6 +3,7 @@
  * the bench process does not share an event loop with the server.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import path from 'node:path';
 
 export interface ServerProcess {
@@ -58,5 +59,42 @@ export function startServerProcess(args: string[], env: Record<string, string> =
       }
     });
     child.once('exit', (code) => reject(new Error(`server exited with ${code}:\n${stderr}`)));
+  });
+}
+
+/** One streamed chat request's timing: request to first text delta, then decode rate over the rest. */
+export interface StreamRun {
+  ttftMs: number;
+  decodeTps: number;
+  inputTokens: number;
+  totalMs: number;
+}
+
+/**
+ * Streams one greedy Messages request of `maxTokens` output tokens and times it; rejects when the
+ * server produced another number of tokens (an early end would inflate the decode rate).
+ */
+export function streamOnce(url: string, model: string, content: string, maxTokens: number, agent: http.Agent): Promise<StreamRun> {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ model, max_tokens: maxTokens, temperature: 0, stream: true, messages: [{ role: 'user', content }] });
+    const started = performance.now();
+    let first = NaN;
+    let text = '';
+    const req = http.request(`${url}/v1/messages`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (Number.isNaN(first) && chunk.includes('content_block_delta')) first = performance.now() - started;
+        text += chunk;
+      });
+      res.on('end', () => {
+        const total = performance.now() - started;
+        const output = Number([...text.matchAll(/"output_tokens":(\d+)/g)].at(-1)?.[1]);
+        const input = Number(/"input_tokens":(\d+)/.exec(text)?.[1]);
+        if (output !== maxTokens) return reject(new Error(`expected ${maxTokens} output tokens, got ${output}: ${text.slice(-300)}`));
+        resolve({ ttftMs: first, decodeTps: (output - 1) / ((total - first) / 1000), inputTokens: input, totalMs: total });
+      });
+    });
+    req.on('error', reject);
+    req.end(body);
   });
 }
