@@ -24,13 +24,14 @@
  * softcap, smooth softmax, packed QKV or rotary inside the kernel are left as they are (then the whole
  * graph is, with the reason).
  *
- * Measured (SmolLM2-135M shape, model-builder q4, 2 threads, both graphs in one process, steps
- * alternating): decode kernels at parity with GroupQueryAttention at 2048 tokens of context and
- * 26% less at 8160 (wall 84 vs 102 ms a step), but a 512-token prefill chunk takes about twice as
- * long (the scores of a chunk, [group x 512, context], go through Concat, Add, Softmax and two Slices
- * in memory where the kernel works per block), and its ~16 extra nodes a layer cost ~1 ms a step at
- * short context. Not served until it runs for long-context decode steps only (an If on the step's
- * length) and keeps GroupQueryAttention for prefill.
+ * Measured (bench/results/profile-decode-smollm2-135m-shape-mb-q4-{2048,8160}.md: SmolLM2-135M
+ * shape, model-builder q4, 2 threads, both graphs in one process, steps alternating): decode kernels
+ * 13% less than with GroupQueryAttention at 2048 tokens of context and 32% less at 8160 (wall 73 vs
+ * 97 ms a step), logits within 1.2e-4 of the largest; but prefill in 512-token chunks takes 2.1-2.2x
+ * as long (a chunk's scores, [group x 512, context], go through Concat, Add, Softmax and two Slices
+ * in memory where the kernel works per block), and its ~16 extra nodes a layer cost at short
+ * context. Not served until it runs for long-context decode steps only (an If on the step's length)
+ * and keeps GroupQueryAttention for prefill.
  */
 import onnxProto from 'onnx-proto';
 import { GraphEdit, MS_DOMAIN, pruneGraph } from '../../../src/models/onnx/graph-edit.js';
