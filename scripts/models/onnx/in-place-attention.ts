@@ -35,19 +35,18 @@
  */
 import onnxProto from 'onnx-proto';
 import { GraphEdit, MS_DOMAIN, pruneGraph } from '../../../src/models/onnx/graph-edit.js';
-import type { AttentionShape } from '../../../src/models/onnx/fused-attention.js';
+import type { AttentionShape, FusedAttentionResult } from '../../../src/models/onnx/fused-attention.js';
 
 const { onnx } = onnxProto;
 type ModelProto = InstanceType<typeof onnx.ModelProto>;
 type NodeProto = InstanceType<typeof onnx.NodeProto>;
 type Graph = InstanceType<typeof onnx.GraphProto>;
 
-export type InPlaceAttentionResult = { layers: number } | { skipped: string };
-
-const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 const MASKED = -1e9;
+/** An int attribute's value (protobufjs gives a Long for int64). */
+const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 
-export function inPlaceAttention(model: ModelProto, shape: AttentionShape): InPlaceAttentionResult {
+export function inPlaceAttention(model: ModelProto, shape: AttentionShape): FusedAttentionResult {
   const graph = model.graph as Graph | null;
   if (!graph) return { skipped: 'no graph' };
   const FLOAT = onnx.TensorProto.DataType.FLOAT;
