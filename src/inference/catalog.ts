@@ -44,17 +44,18 @@ export class ModelCatalog<E extends { info: ModelInfo }> {
     this.indexNames(entry);
   }
 
-  /** Takes a model out by id; its names still answer until `reindexNames`. */
+  /** Takes a model out by id, and its names with it (the names it shadowed answer again). */
   delete(id: string): void {
-    this.entries.delete(id);
+    if (this.entries.delete(id)) this.reindexNames();
   }
 
   clear(): void {
     this.entries.clear();
+    this.names.clear();
   }
 
-  /** Rebuilds the name index from the models available now (after some left). */
-  reindexNames(): void {
+  /** Rebuilds the name index from the models available now. */
+  private reindexNames(): void {
     this.names.clear();
     for (const entry of this.entries.values()) this.names.set(entry.info.id, entry);
     for (const entry of this.entries.values()) this.indexNames(entry);

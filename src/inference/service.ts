@@ -245,15 +245,12 @@ export class LocalInferenceService implements InferenceService {
       return;
     }
     const now = new Map(models.map((m) => [m.id, m]));
-    let left = false;
     for (const entry of [...this.catalog.values()]) {
       const found = now.get(entry.info.id);
       if (found && modelSignature(found) === entry.signature) continue;
       this.catalog.delete(entry.info.id);
-      left = true;
       this.retire(entry, found ? 'replaced' : 'removed');
     }
-    if (left) this.catalog.reindexNames();
     for (const info of models) {
       if (this.catalog.has(info.id) || this.clashes(info)) continue;
       const entry = this.newEntry(info);

@@ -48,7 +48,7 @@ export type LastLogitsResult = { graph: Uint8Array; activation: string } | { ski
 
 /** Bump when the rewrite changes, so files written by an older version are rebuilt. */
 const REWRITE_VERSION = 1;
-const STAMP_KEY = 'local-inference.source';
+export const STAMP_KEY = 'local-inference.source';
 
 /** Tensors that depend on initializers and Constant nodes only. */
 function constantTensors(nodes: Node[], initializers: Iterable<string>): Set<string> {
@@ -184,9 +184,10 @@ export function stampOf(file: string): string {
   return `${REWRITE_VERSION}:${stat.size}:${stat.mtimeMs}:${hash.digest('hex')}`;
 }
 
-export function readStamp(file: string): string | undefined {
+/** A derived graph's metadata (its stamp under STAMP_KEY), decoded once; undefined when it cannot be read. */
+export function readMetadata(file: string): Map<string, string> | undefined {
   try {
-    return onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.find((p) => p.key === STAMP_KEY)?.value ?? undefined;
+    return new Map(onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.map((p) => [p.key ?? '', p.value ?? '']));
   } catch {
     return undefined;
   }

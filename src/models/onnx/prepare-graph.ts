@@ -30,7 +30,7 @@ import { FUSED_ATTENTION_BASE, IN_PLACE_BASE, LAST_LOGITS_BASE } from '../derive
 import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
 import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
-import { encodeDerived, inlineWeightBytes, readStamp, sliceLastPosition, stampOf } from './last-logits.js';
+import { encodeDerived, inlineWeightBytes, readMetadata, sliceLastPosition, STAMP_KEY, stampOf } from './last-logits.js';
 
 const { onnx } = onnxProto;
 
@@ -73,9 +73,9 @@ export function attentionShapeOf(dir: string): AttentionShape | string {
 }
 
 /** The notes a derived graph recorded (undefined: none, as in last-logits graphs written before notes were). */
-function readNotes(file: string): string[] | undefined {
+function notesOf(metadata: Map<string, string>): string[] | undefined {
+  const value = metadata.get(NOTES_KEY);
   try {
-    const value = onnx.ModelProto.decode(fs.readFileSync(file)).metadataProps.find((p) => p.key === NOTES_KEY)?.value;
     return value ? (JSON.parse(value) as string[]) : undefined;
   } catch {
     return undefined;
@@ -99,8 +99,9 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   const linked = fs.lstatSync(source).isSymbolicLink();
   const file = linked ? `${fs.realpathSync(source)}.${path.basename(target).slice('model.'.length)}` : target;
   const stamp = rewrites.fusedAttention ? `${stampOf(source)}:fused-attention-${FUSED_VERSION}` : stampOf(source);
-  if (fs.existsSync(target) && readStamp(target) === stamp && (!linked || samePath(target, file))) {
-    return { modelFileName: base, notes: readNotes(target) ?? (rewrites.lastLogits ? ['logits for the last position only'] : []) };
+  const existing = fs.existsSync(target) ? readMetadata(target) : undefined;
+  if (existing?.get(STAMP_KEY) === stamp && (!linked || samePath(target, file))) {
+    return { modelFileName: base, notes: notesOf(existing) ?? (rewrites.lastLogits ? ['logits for the last position only'] : []) };
   }
 
   const bytes = fs.readFileSync(source);

@@ -75,13 +75,9 @@ export class TokenPenalties {
       ids.push(id);
       before.push(logits[id]!);
     };
-    if (this.repetition !== 1) {
-      for (const id of this.prompt) if (id < logits.length && !this.counts.has(id)) touch(id);
-      for (const id of this.counts.keys()) if (id < logits.length) touch(id);
-      for (const id of ids) logits[id] = logits[id]! > 0 ? logits[id]! / this.repetition : logits[id]! * this.repetition;
-    } else {
-      for (const id of this.counts.keys()) if (id < logits.length) touch(id);
-    }
+    if (this.repetition !== 1) for (const id of this.prompt) if (id < logits.length && !this.counts.has(id)) touch(id);
+    for (const id of this.counts.keys()) if (id < logits.length) touch(id);
+    if (this.repetition !== 1) for (const id of ids) logits[id] = logits[id]! > 0 ? logits[id]! / this.repetition : logits[id]! * this.repetition;
     for (const [id, n] of this.counts) if (id < logits.length) logits[id] = logits[id]! - this.presence - this.frequency * n;
     return () => ids.forEach((id, i) => (logits[id] = before[i]!));
   }

@@ -85,7 +85,7 @@ export function batchDecoding(loaded: LoadedModel): BatchDecoding {
   const missing = [...expected].filter((n) => !session.inputNames.includes(n));
   const extra = session.inputNames.filter((n) => !expected.has(n));
   if (missing.length || extra.length) return { ok: false, reason: `inputs ${[missing.length ? `lack ${missing.join(', ')}` : '', extra.length ? `add ${extra.join(', ')}` : ''].filter(Boolean).join(' and ')}` };
-  if (!session.outputNames.includes('logits') || !(session.outputNames.includes('present.0.key') || session.outputNames.includes(newKvOutput(0, 'key')))) return { ok: false, reason: 'outputs lack logits, or present.0.key and new_key_values.0.key' };
+  if (!session.outputNames.includes('logits') || !session.outputNames.includes('present.0.key')) return { ok: false, reason: 'outputs lack logits or present.0.key' };
   const types = new Set(session.inputMetadata?.filter((m) => m.name.startsWith('past_key_values')).map((m) => m.type) ?? []);
   if ([...types].some((t) => t !== undefined && t !== shape.dtype)) return { ok: false, reason: `past_key_values of types ${[...types].join(', ')} (float32 or float16, one type)` };
   return { ok: true };
