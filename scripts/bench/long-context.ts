@@ -43,6 +43,10 @@ const { values } = parseArgs({
     'server-env': { type: 'string', default: '' },
     /** Also run the server with the export's own attention (FUSED_ATTENTION=false), interleaved: before / after in one run. */
     'compare-export': { type: 'boolean', default: false },
+    /** Also run the server with decoding steps through GroupQueryAttention (IN_PLACE_DECODE=false), interleaved. */
+    'compare-gqa-decode': { type: 'boolean', default: false },
+    /** Run the server under tsx from the TypeScript source instead of compiled as `npm start` runs it (tsx costs every worker ~100 MiB of RSS). */
+    tsx: { type: 'boolean', default: false },
     name: { type: 'string', default: 'long-context' },
   },
 });
@@ -57,6 +61,7 @@ const SERVER_ENV = Object.fromEntries(values['server-env']!.split(',').filter(Bo
 const VARIANTS: Array<{ name: string; env: Record<string, string> }> = [
   { name: 'project', env: SERVER_ENV },
   ...(values['compare-export'] ? [{ name: 'project, export attention', env: { ...SERVER_ENV, FUSED_ATTENTION: 'false' } }] : []),
+  ...(values['compare-gqa-decode'] ? [{ name: 'project, GroupQueryAttention decode', env: { ...SERVER_ENV, IN_PLACE_DECODE: 'false' } }] : []),
 ];
 /** The llama.cpp file type for each of our dtypes. */
 const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0', q4f16: 'Q4_0' };
@@ -186,7 +191,7 @@ for (const subject of SUBJECTS) {
   const startServer = (env: Record<string, string>) => startServerProcess(['--models-dir', dir], {
     BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
     PROMPT_CACHE_BYTES: '0', ...env,
-  });
+  }, { compiled: !values.tsx });
   const startLlama = async (contextSize: number, sequences: number) => {
     const llama = await LlamaChild.start({ modelPath: gguf.file, contextSize: contextSize * sequences, threads: THREADS, sequences });
     flashAttention = llama.flashAttention;
@@ -290,7 +295,7 @@ data.loadAverage = load;
 tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'engine', 'llama.cpp file', 'context', 'decode ratio (medians)', 'decode ratio (best runs)', 'TTFT ratio', 'peak RSS ratio'], rows: summary });
 writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
-  `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: src/main.ts in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${VARIANTS.length > 1 ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
+  `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: ${values.tsx ? 'src/main.ts under tsx' : 'the compiled server (dist/src/main.js, as npm start runs it)'} in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${values['compare-export'] ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}${values['compare-gqa-decode'] ? '; "project, GroupQueryAttention decode" is the same server with IN_PLACE_DECODE=false (decoding steps through GroupQueryAttention, which copies the cache each step), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
   'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16), llama.cpp F16).`,
 ]);

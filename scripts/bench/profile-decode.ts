@@ -2,8 +2,8 @@
  * Where a decoding step's time goes, per operator type, at a given context length (issue 18: "let
  * the profile choose"). Loads a chat model's graph as the server prepares it (src/models/onnx/
  * prepare-graph.ts: fused or model-builder attention, last-position logits, weights in place) in an
- * onnxruntime-node session with profiling on, and beside it the same graph with the experimental
- * in-place attention (../models/onnx/in-place-attention.ts); prefills `--context` tokens in chunks
+ * onnxruntime-node session with profiling on, once with decoding steps through GroupQueryAttention
+ * and once reading the cache in place (src/models/onnx/in-place-decode.ts); prefills `--context` tokens in chunks
  * the way the batch decoder does (append mode: the cache lives in JavaScript with room to grow),
  * then runs `--steps` one-token steps, alternating between the variants, and sums onnxruntime's
  * per-node times over those steps only.
@@ -19,15 +19,12 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { describeModel } from '../../src/models/registry.js';
-import { attentionShapeOf, prepareGraph } from '../../src/models/onnx/prepare-graph.js';
+import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
 import { DTYPE_SUFFIX } from '../../src/models/manifest.js';
-import { inPlaceAttention } from '../models/onnx/in-place-attention.js';
-import onnxProto from 'onnx-proto';
 import { writeResults, type Table } from './report.js';
 import { KvBatch } from '../../src/worker/decode/kv-batch.js';
 import type { CacheShape, OrtTensor } from '../../src/worker/decode/session.js';
 
-const { onnx } = onnxProto;
 const { values } = parseArgs({
   options: {
     model: { type: 'string' },
@@ -43,24 +40,14 @@ const STEPS = Number(values.steps);
 const CHUNK = Number(values.chunk);
 
 const info = describeModel(path.resolve(values.model), 1);
-// The graph as the server prepares it with GroupQueryAttention kept, and beside it (in the same folder,
-// so its in-place weight references resolve) the same graph with the in-place attention rewrite.
-const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true });
-console.log(prepared.notes.join('\n'));
-const gqaFile = prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile);
-const variants: Array<{ name: string; file: string }> = [{ name: 'GroupQueryAttention', file: gqaFile }];
-const shapeOf = attentionShapeOf(info.dir);
-if (typeof shapeOf !== 'string') {
-  const decoded = onnx.ModelProto.decode(fs.readFileSync(gqaFile));
-  const result = inPlaceAttention(decoded, shapeOf);
-  if ('layers' in result) {
-    const file = path.join(path.dirname(gqaFile), `model.profile-in-place${DTYPE_SUFFIX[info.dtype]}.onnx`);
-    fs.writeFileSync(file, onnx.ModelProto.encode(decoded).finish());
-    variants.push({ name: 'in-place attention', file });
-  } else {
-    console.log(`in-place attention: ${result.skipped}`);
-  }
-}
+// The graph as the server prepares it, with decoding steps through GroupQueryAttention and with them
+// reading the cache in place (src/models/onnx/in-place-decode.ts): two files beside the export.
+const variants = [false, true].map((inPlaceDecode) => {
+  const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true, inPlaceDecode });
+  console.log(prepared.notes.join('\n'));
+  const file = prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile);
+  return { name: inPlaceDecode ? 'in-place decode' : 'GroupQueryAttention', file };
+}).filter((v, i, all) => i === 0 || v.file !== all[0]!.file);
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-decode-'));
 const sessions = await Promise.all(variants.map((v, i) => ort.InferenceSession.create(v.file, {
   intraOpNumThreads: Number(values.threads),
@@ -145,4 +132,3 @@ console.log(table.title);
 for (const row of table.rows) console.log(row.map((c) => (typeof c === 'number' ? c.toFixed(2) : c)).join(' | '));
 console.log(notes.join('\n'));
 fs.rmSync(profileDir, { recursive: true, force: true });
-for (const v of variants.slice(1)) fs.rmSync(v.file, { force: true });

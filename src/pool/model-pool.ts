@@ -28,6 +28,8 @@ export interface ModelPoolOptions {
   lastPositionLogits?: boolean;
   /** Chat models' attention as GroupQueryAttention (default on). */
   fusedAttention?: boolean;
+  /** Decoding steps read a float32 KV cache in place (default on). */
+  inPlaceDecode?: boolean;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
   /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
@@ -124,6 +126,7 @@ export class ModelPool {
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
       fusedAttention: options.fusedAttention ?? true,
+      inPlaceDecode: options.inPlaceDecode ?? true,
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
       promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,

@@ -124,9 +124,25 @@ export function pruneGraph(graph: Graph, nodes: NodeProto[], extra: TensorProto[
   const outputs = new Set(graph.output.map((o) => o.name ?? ''));
   const reachable = liveNodes(nodes, outputs);
   graph.node = reachable;
-  const live = new Set(reachable.flatMap((n) => [...n.input, ...n.output]));
+  const live = new Set(reachable.flatMap((n) => [...reads(n), ...n.output]));
   graph.initializer = [...graph.initializer.filter((t) => live.has(t.name ?? '')), ...extra];
   graph.valueInfo = graph.valueInfo.filter((v) => live.has(v.name ?? ''));
+}
+
+/**
+ * The tensors a node reads: its inputs, and for a node with subgraphs (If, Loop, Scan) the outer
+ * values those read (names their nodes take that nothing inside the subgraph defines).
+ */
+function reads(node: NodeProto): string[] {
+  const names = node.input.filter(Boolean);
+  for (const a of node.attribute) for (const g of [a.g, ...(a.graphs ?? [])]) if (g) names.push(...outerReads(g as Graph));
+  return names;
+}
+
+function outerReads(graph: Graph): string[] {
+  const defined = new Set([...graph.input, ...graph.initializer].map((v) => v.name ?? ''));
+  for (const node of graph.node) for (const o of node.output ?? []) defined.add(o);
+  return [...new Set(graph.node.flatMap((n) => reads(n as NodeProto)))].filter((n) => !defined.has(n));
 }
 
 /** The node producing each named tensor (an empty name is an absent optional input or output, not a tensor). */
@@ -145,7 +161,7 @@ function liveNodes(nodes: NodeProto[], outputs: Set<string>): NodeProto[] {
     const node = producer.get(queue.pop()!);
     if (!node || live.has(node)) continue;
     live.add(node);
-    for (const i of node.input) if (i) queue.push(i);
+    queue.push(...reads(node));
   }
   return topological(nodes.filter((n) => live.has(n)));
 }
@@ -156,23 +172,20 @@ function topological(nodes: NodeProto[]): NodeProto[] {
   const done = new Set<NodeProto>();
   const order: NodeProto[] = [];
   const visit = (root: NodeProto) => {
-    const stack: Array<[NodeProto, number]> = [[root, 0]];
+    const stack: Array<{ node: NodeProto; next: number; inputs: string[] }> = [{ node: root, next: 0, inputs: reads(root) }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
-      const [node, next] = top;
-      if (done.has(node)) {
+      if (done.has(top.node)) {
         stack.pop();
         continue;
       }
-      if (next < node.input.length) {
-        top[1]++;
-        const input = node.input[next];
-        const dep = input ? producer.get(input) : undefined;
-        if (dep && !done.has(dep)) stack.push([dep, 0]);
+      if (top.next < top.inputs.length) {
+        const dep = producer.get(top.inputs[top.next++]!);
+        if (dep && !done.has(dep)) stack.push({ node: dep, next: 0, inputs: reads(dep) });
         continue;
       }
-      done.add(node);
-      order.push(node);
+      done.add(top.node);
+      order.push(top.node);
       stack.pop();
     }
   };

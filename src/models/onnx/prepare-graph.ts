@@ -5,7 +5,8 @@
  * - last-position logits (./last-logits.ts): logits for the last position only;
  * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention; on an
  *   onnxruntime-genai model-builder export, whose attention already is, the same contract instead
- *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs).
+ *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs);
+ *   then, with `inPlaceDecode`, decoding steps that read a float32 cache in place (./in-place-decode.ts).
  *
  * Weights in place: onnxruntime copies an inline initializer out of the parsed protobuf into memory
  * of its own (anonymous memory, about the size of the weights, per session), but maps external data
@@ -29,6 +30,7 @@ import { DTYPE_SUFFIX } from '../manifest.js';
 import { FUSED_ATTENTION_BASE, IN_PLACE_BASE, LAST_LOGITS_BASE } from '../derived-files.js';
 import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
+import { inPlaceDecode } from './in-place-decode.js';
 import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
 import { encodeDerived, inlineWeightBytes, readMetadata, sliceLastPosition, STAMP_KEY, stampOf } from './last-logits.js';
 
@@ -37,6 +39,8 @@ const { onnx } = onnxProto;
 export interface GraphRewrites {
   lastLogits: boolean;
   fusedAttention: boolean;
+  /** After fused attention, decoding steps read the float32 KV cache in place (./in-place-decode.ts). */
+  inPlaceDecode?: boolean;
 }
 
 export interface PreparedGraph {
@@ -47,11 +51,14 @@ export interface PreparedGraph {
 }
 
 /** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
-const FUSED_VERSION = 4;
+const FUSED_VERSION = 5;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string {
-  if (rewrites.fusedAttention) return rewrites.lastLogits ? `${FUSED_ATTENTION_BASE}.last-logits` : FUSED_ATTENTION_BASE;
+  if (rewrites.fusedAttention) {
+    const fused = rewrites.inPlaceDecode ? `${FUSED_ATTENTION_BASE}.in-place-decode` : FUSED_ATTENTION_BASE;
+    return rewrites.lastLogits ? `${fused}.last-logits` : fused;
+  }
   return rewrites.lastLogits ? LAST_LOGITS_BASE : IN_PLACE_BASE;
 }
 
@@ -115,6 +122,10 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
     if ('layers' in result) {
       applied++;
       notes.push(builderForm ? `model-builder attention of ${result.layers} layers with position ids and left padding (rotary as RotaryEmbedding)` : `attention of ${result.layers} layers as GroupQueryAttention`);
+      if (rewrites.inPlaceDecode && typeof shape !== 'string') {
+        const inPlace = inPlaceDecode(decoded, shape);
+        notes.push('layers' in inPlace ? `decoding steps read the KV cache in place (${inPlace.layers} layers)` : `decoding steps through GroupQueryAttention (${inPlace.skipped})`);
+      }
     } else {
       notes.push(`attention as exported (${result.skipped})`);
     }
