@@ -80,11 +80,13 @@ export const configSchema = z.object({
    */
   fusedAttention: bool.default(true),
   /**
-   * With fused attention and a float32 KV cache, decoding steps (one position per row) read the cache
-   * where it lies through plain matrix products instead of GroupQueryAttention, which copies the
-   * whole cache on every step (src/models/onnx/in-place-decode.ts); prefill keeps GroupQueryAttention.
+   * With fused attention and a float32 KV cache, decoding steps over at least this many tokens of
+   * context run through a second graph that reads the cache where it lies (plain matrix products)
+   * instead of GroupQueryAttention, which copies the whole cache on every step
+   * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
+   * length, holds its own copy of the prepacked weights. 0: never.
    */
-  inPlaceDecode: bool.default(true),
+  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(3072),
   /**
    * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
    * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,
@@ -190,7 +192,7 @@ const FLAGS = {
 
 export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
   [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--fused-attention true|false] [--in-place-decode true|false] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
+  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--fused-attention true|false] [--in-place-decode-min-context N] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
   [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
   [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
   [--hf-cache true|false] [--hf-hub-cache DIR] [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]

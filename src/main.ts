@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     allowSpinning: config.ortAllowSpinning,
     lastPositionLogits: config.lastPositionLogits,
     fusedAttention: config.fusedAttention,
-    inPlaceDecode: config.inPlaceDecode,
+    inPlaceDecodeMinContext: config.inPlaceDecodeMinContext,
     prefillChunkTokens: config.prefillChunkTokens,
     promptCacheBytes: config.promptCacheBytes,
     maxQueue: config.maxQueue,

@@ -2,8 +2,8 @@
  * Where a decoding step's time goes, per operator type, at a given context length (issue 18: "let
  * the profile choose"). Loads a chat model's graph as the server prepares it (src/models/onnx/
  * prepare-graph.ts: fused or model-builder attention, last-position logits, weights in place) in an
- * onnxruntime-node session with profiling on, once with decoding steps through GroupQueryAttention
- * and once reading the cache in place (src/models/onnx/in-place-decode.ts); prefills `--context` tokens in chunks
+ * onnxruntime-node session with profiling on, and beside it its decoding-step graph, which reads the
+ * cache in place (src/models/onnx/in-place-decode.ts; prefilled by the first); prefills `--context` tokens in chunks
  * the way the batch decoder does (append mode: the cache lives in JavaScript with room to grow),
  * then runs `--steps` one-token steps, alternating between the variants, and sums onnxruntime's
  * per-node times over those steps only.
@@ -40,14 +40,14 @@ const STEPS = Number(values.steps);
 const CHUNK = Number(values.chunk);
 
 const info = describeModel(path.resolve(values.model), 1);
-// The graph as the server prepares it, with decoding steps through GroupQueryAttention and with them
-// reading the cache in place (src/models/onnx/in-place-decode.ts): two files beside the export.
-const variants = [false, true].map((inPlaceDecode) => {
-  const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true, inPlaceDecode });
-  console.log(prepared.notes.join('\n'));
-  const file = prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile);
-  return { name: inPlaceDecode ? 'in-place decode' : 'GroupQueryAttention', file };
-}).filter((v, i, all) => i === 0 || v.file !== all[0]!.file);
+// The graph as the server prepares it, and its decoding-step graph (src/models/onnx/in-place-decode.ts),
+// whose session takes the steps only: the served graph prefills its cache.
+const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true });
+console.log(prepared.notes.join('\n'));
+const variants: Array<{ name: string; file: string; prefillWith?: number }> = [
+  { name: 'GroupQueryAttention', file: prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile) },
+  ...(prepared.decodeStepFile ? [{ name: 'step graph (in place)', file: prepared.decodeStepFile, prefillWith: 0 }] : []),
+];
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-decode-'));
 const sessions = await Promise.all(variants.map((v, i) => ort.InferenceSession.create(v.file, {
   intraOpNumThreads: Number(values.threads),
@@ -80,7 +80,9 @@ async function pass(v: number, ids: number[]): Promise<number> {
     ...kv.pastFeeds(),
   } as Record<string, ort.Tensor>;
   const t0 = performance.now();
-  const out = (await sessions[v]!.run(feeds, kv.fetches!)) as unknown as Record<string, OrtTensor>;
+  const runner = ids.length > 1 && variants[v]!.prefillWith !== undefined ? variants[v]!.prefillWith! : v;
+  runs[runner]!++;
+  const out = (await sessions[runner]!.run(feeds, kv.fetches!)) as unknown as Record<string, OrtTensor>;
   const ms = performance.now() - t0;
   kv.advanceFrom(out, ids.length);
   lastLogits[v] = out.logits!.data as Float32Array;
@@ -88,12 +90,13 @@ async function pass(v: number, ids: number[]): Promise<number> {
 }
 
 const vocab = config.vocab_size!;
+const runs = sessions.map(() => 0);
 const token = (i: number) => (i * 7919 + 13) % vocab;
 const prefill: number[] = sessions.map(() => 0);
 for (let at = 0; at < CONTEXT; at += CHUNK) {
   for (let v = 0; v < sessions.length; v++) prefill[v]! += await pass(v, Array.from({ length: Math.min(CHUNK, CONTEXT - at) }, (_, i) => token(at + i)));
 }
-const prefillCalls = Math.ceil(CONTEXT / CHUNK);
+const prefillCalls = [...runs];
 // Steps alternate between the variants, so load on the shared machine falls on both alike.
 const wall: number[][] = sessions.map(() => []);
 for (let s = 0; s < STEPS; s++) for (let v = 0; v < sessions.length; v++) wall[v]!.push(await pass(v, [token(CONTEXT + s)]));
@@ -105,7 +108,7 @@ const perOp = sessions.map((session, v) => {
   const file = path.join(profileDir, fs.readdirSync(profileDir).find((f) => f.startsWith(`v${v}`) && f.endsWith('.json'))!);
   const events = JSON.parse(fs.readFileSync(file, 'utf8')) as Event[];
   // model_run events mark each run; node events from the first step's run on belong to steps.
-  const firstStep = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')[prefillCalls]!;
+  const firstStep = events.filter((e) => e.cat === 'Session' && e.name === 'model_run')[prefillCalls[v]!]!;
   const byOp = new Map<string, number>();
   for (const e of events) {
     if (e.cat !== 'Node' || e.ts < firstStep.ts || !e.name.endsWith('_kernel_time')) continue;

@@ -28,8 +28,8 @@ export interface ModelPoolOptions {
   lastPositionLogits?: boolean;
   /** Chat models' attention as GroupQueryAttention (default on). */
   fusedAttention?: boolean;
-  /** Decoding steps read a float32 KV cache in place (default on). */
-  inPlaceDecode?: boolean;
+  /** Context length from which decoding steps read a float32 KV cache in place (0 or absent: never). */
+  inPlaceDecodeMinContext?: number;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
   /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
@@ -126,7 +126,7 @@ export class ModelPool {
       allowSpinning: options.allowSpinning,
       lastPositionLogits: options.lastPositionLogits ?? true,
       fusedAttention: options.fusedAttention ?? true,
-      inPlaceDecode: options.inPlaceDecode ?? true,
+      inPlaceDecodeMinContext: options.inPlaceDecodeMinContext ?? 0,
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
       promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,

@@ -16,7 +16,9 @@ import type { ModelInfo } from '../models/registry.js';
 import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
 import { dropTokenizerSource } from './tokenize/drop-source.js';
-import { batchDecoding } from './decode/session.js';
+import { batchDecoding, sessionOf } from './decode/session.js';
+import { StepSession } from './decode/step-session.js';
+import { workerLog } from './log.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -43,6 +45,8 @@ export interface LoadedModel extends LoadedTokenizer {
    * whatever tokens the forward pass holds), so a token's KV depends on which tokens shared its pass.
    */
   dynamicQuantization: boolean;
+  /** Decoding steps at long context through the in-place step graph (./decode/step-session.ts), when the graph has one and it is asked for. */
+  decodeSteps?: StepSession;
 }
 
 /** Points transformers.js at the model's parent folder, offline; returns the name to load. */
@@ -94,7 +98,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
-  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention, inPlaceDecode: init.inPlaceDecode ?? true });
+  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention });
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
   notes.push(...prepared.notes);
@@ -135,6 +139,12 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     dynamicQuantization: info.task === 'chat' && graphHasOp(path.join(info.dir, info.onnxFile), 'DynamicQuantizeLinear'),
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
+  const session = sessionOf(loaded);
+  if (prepared.decodeStepFile && session && (init.inPlaceDecodeMinContext ?? 0) > 0) {
+    loaded.decodeSteps = new StepSession(prepared.decodeStepFile, session, { ...options.session_options, executionProviders: ['cpu'] }, init.inPlaceDecodeMinContext!, (error) => {
+      workerLog(init.logChannel, info.id)('warn', 'the decoding-step graph did not load; decoding steps keep GroupQueryAttention', error);
+    });
+  }
   if (info.task === 'chat') {
     // The server log says why a chat model is not batch-decoded (src/worker/generate.ts falls back).
     const decoding = batchDecoding(loaded);

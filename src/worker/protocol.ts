@@ -26,8 +26,8 @@ export interface WorkerInit {
   lastPositionLogits: boolean;
   /** Rewrite a chat model's attention into GroupQueryAttention (src/models/onnx/fused-attention.ts). */
   fusedAttention: boolean;
-  /** Decoding steps read a float32 KV cache in place (src/models/onnx/in-place-decode.ts); default true. */
-  inPlaceDecode?: boolean;
+  /** Context length from which decoding steps run through the in-place step graph (src/worker/decode/step-session.ts); 0 or absent: never. */
+  inPlaceDecodeMinContext?: number;
   /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
   prefillChunkTokens: number;
   /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */

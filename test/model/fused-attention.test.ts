@@ -29,28 +29,40 @@ afterAll(() => fs.rmSync(tmp, { recursive: true, force: true }));
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 
 describe('the bundled model, loaded with and without the rewrite', () => {
-  it('decodes the same greedy tokens (KV appended in place against the export\'s presents; decoding steps through GroupQueryAttention or reading the cache in place), three sequences batched, one prefilled in chunks', async () => {
+  it('decodes the same greedy tokens (KV appended in place against the export\'s presents; decoding steps through GroupQueryAttention or the step graph reading the cache in place), three sequences batched, one prefilled in chunks', async () => {
     const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
     const prompts = [Array.from({ length: 150 }, (_, i) => 200 + ((i * 131) % 5000)), [11, 12, 13], Array.from({ length: 40 }, (_, i) => 1000 + i)];
     const tokens: Record<string, number[][]> = {};
-    for (const [name, fusedAttention, inPlaceDecode] of [['export', false, false], ['fused', true, false], ['in-place decode', true, true]] as const) {
-      const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention, inPlaceDecode, logChannel: 'unused', prefillChunkTokens: 64, promptCacheBytes: 0 });
+    for (const [name, fusedAttention, inPlaceDecodeMinContext] of [['export', false, 0], ['fused', true, 0], ['step graph', true, 1]] as const) {
+      const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention, inPlaceDecodeMinContext, logChannel: 'unused', prefillChunkTokens: 64, promptCacheBytes: 0 });
       if (fusedAttention) expect(loaded.notes).toContain('attention of 2 layers as GroupQueryAttention');
       else expect(loaded.notes.join()).not.toMatch(/GroupQueryAttention/);
-      if (inPlaceDecode) expect(loaded.notes).toContain('decoding steps read the KV cache in place (2 layers)');
-      else expect(loaded.notes.join()).not.toMatch(/in place/);
-      // The rewritten graph also outputs the new keys and values: the decoder appends them in place.
+      if (fusedAttention) expect(loaded.notes).toContain('decoding steps at long context through a graph that reads the KV cache in place (2 layers)');
+      // The rewritten graph outputs the new keys and values (and no presents): the decoder appends them in place.
       expect(kvMode(loaded)).toBe(fusedAttention ? 'append' : 'present');
+      expect(loaded.decodeSteps !== undefined).toBe(inPlaceDecodeMinContext > 0);
+      // Loaded before decoding, so every step takes it (a step asking first would start the load and go on without it).
+      await loaded.decodeSteps?.load();
+      let stepGraphSteps = 0;
+      if (loaded.decodeSteps) {
+        const forStep = loaded.decodeSteps.forStep.bind(loaded.decodeSteps);
+        loaded.decodeSteps.forStep = (context) => {
+          const session = forStep(context);
+          if (session) stepGraphSteps++;
+          return session;
+        };
+      }
       const decoder = new BatchDecoder(loaded, { prefillChunkTokens: 64 });
       tokens[name] = await Promise.all(prompts.map(async (promptIds) => {
         const out: number[] = [];
         await decoder.run({ promptIds, maxTokens: 16, sampling: GREEDY, onToken: (id) => (out.push(id), false), cancelled: () => false });
         return out;
       }));
+      if (loaded.decodeSteps) expect(stepGraphSteps).toBeGreaterThanOrEqual(15);
       await loaded.model.dispose();
     }
     expect(tokens.fused).toEqual(tokens.export);
-    expect(tokens['in-place decode']).toEqual(tokens.export);
+    expect(tokens['step graph']).toEqual(tokens.export);
     expect(tokens.export!.every((t) => t.length === 16)).toBe(true);
   });
 });

@@ -97,11 +97,14 @@ describe('a Hugging Face cache served in place', () => {
 
   it('keeps the derived graph beside the blob it derives from, linked from the snapshot', () => {
     // Named after the rewrites (last-position logits, fused attention): src/models/onnx/prepare-graph.ts.
-    const derived = fs.readdirSync(path.join(chatRepo.snapshotDir, 'onnx')).filter((f) => f.startsWith('model.') && f.endsWith('.onnx') && f !== 'model.onnx');
-    expect(derived).toHaveLength(1);
-    const link = path.join(chatRepo.snapshotDir, 'onnx', derived[0]!);
-    expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
-    expect(path.dirname(fs.realpathSync(link))).toBe(fs.realpathSync(path.join(chatRepo.repoDir, 'blobs')));
+    // With it, its decoding-step graph (src/models/onnx/in-place-decode.ts), kept the same way.
+    const derived = fs.readdirSync(path.join(chatRepo.snapshotDir, 'onnx')).filter((f) => f.startsWith('model.') && f.endsWith('.onnx') && f !== 'model.onnx').sort();
+    expect(derived).toEqual(['model.fused-attention.last-logits.decode-step.onnx', 'model.fused-attention.last-logits.onnx']);
+    for (const name of derived) {
+      const link = path.join(chatRepo.snapshotDir, 'onnx', name);
+      expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(path.dirname(fs.realpathSync(link))).toBe(fs.realpathSync(path.join(chatRepo.repoDir, 'blobs')));
+    }
     // The snapshot's own files are untouched links.
     expect(fs.lstatSync(path.join(chatRepo.snapshotDir, 'onnx', 'model.onnx')).isSymbolicLink()).toBe(true);
   });

@@ -186,11 +186,14 @@ describe('models pull --hf-cache (the Hugging Face cache layout)', () => {
     // took the linked external weights (it refuses a graph whose weights leave its real folder).
     // (Named after its rewrites: src/models/onnx/prepare-graph.ts.)
     const onnxDir = path.join(root, 'hf-cache', repoFolderName(REPO), 'snapshots', hub.commit, 'onnx');
-    const names = fs.readdirSync(onnxDir).filter((f) => /^model\..*_quantized\.onnx$/.test(f));
-    expect(names).toHaveLength(1);
-    const derived = path.join(onnxDir, names[0]!);
-    expect(fs.lstatSync(derived).isSymbolicLink()).toBe(true);
-    expect(path.dirname(fs.realpathSync(derived))).toBe(fs.realpathSync(path.join(root, 'hf-cache', repoFolderName(REPO), 'blobs')));
+    // With it, its decoding-step graph (src/models/onnx/in-place-decode.ts), kept the same way.
+    const names = fs.readdirSync(onnxDir).filter((f) => /^model\..*_quantized\.onnx$/.test(f)).sort();
+    expect(names).toEqual(['model.fused-attention.last-logits.decode-step_quantized.onnx', 'model.fused-attention.last-logits_quantized.onnx']);
+    for (const name of names) {
+      const derived = path.join(onnxDir, name);
+      expect(fs.lstatSync(derived).isSymbolicLink()).toBe(true);
+      expect(path.dirname(fs.realpathSync(derived))).toBe(fs.realpathSync(path.join(root, 'hf-cache', repoFolderName(REPO), 'blobs')));
+    }
   });
 
   it('shares the cache with the hub\'s own client both ways: its snapshotDownload is served and reused, its scanCacheDir reads our pull', async () => {
@@ -282,8 +285,8 @@ describe('models pack / unpack', () => {
       await original.close();
       await moved.close();
     }
-    // Serving wrote the rewritten graph (fused attention, last-position logits) beside the model; it is the server's, never packed.
-    expect(fs.readdirSync(path.join(from, 'llama3-tiny-ONNX', 'onnx')).filter(isDerivedFile)).toEqual(['model.fused-attention.last-logits_quantized.onnx']);
+    // Serving wrote the rewritten graph (fused attention, last-position logits) and its decoding-step graph beside the model; they are the server's, never packed.
+    expect(fs.readdirSync(path.join(from, 'llama3-tiny-ONNX', 'onnx')).filter(isDerivedFile).sort()).toEqual(['model.fused-attention.last-logits.decode-step_quantized.onnx', 'model.fused-attention.last-logits_quantized.onnx']);
     const again = path.join(root, 'again.tar');
     await pack({ modelsDir: from, ids: ['llama3-tiny-ONNX'], output: again });
     const packed: string[] = [];

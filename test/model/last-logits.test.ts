@@ -97,8 +97,10 @@ describe('last-position logits', () => {
       const last = lastRow((await rewritten.run(feeds(tokens))).logits as ort.Tensor);
       expect(argmax(last)).toBe(argmax(full));
       // The quantization scale now comes from one row instead of all of them: close, not identical.
+      // Measured: under 2% of the range where MLAS has AVX-512 int8 kernels, 2.2-4.7% on an AVX2-only
+      // CPU (its u8 x s8 products pair up in saturating int16 sums). A wrong row would differ by the range.
       const range = Math.max(...full) - Math.min(...full);
-      expect(maxDiff(last, full)).toBeLessThan(0.02 * range);
+      expect(maxDiff(last, full)).toBeLessThan(0.1 * range);
     }
   });
 

@@ -57,7 +57,7 @@ beforeAll(() => {
 });
 
 const load = (dtype: string, rewrites: boolean) => loadModel({
-  model: infos[dtype]!, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites,
+  model: infos[dtype]!, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites, inPlaceDecodeMinContext: 1,
   logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0,
 });
 
@@ -94,8 +94,11 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
     expect(supportsBatchDecoding(loaded)).toBe(true);
     expect(kvMode(loaded)).toBe('append');
     expect(cacheShape(loaded)?.dtype).toBe(dtype === 'q4f16' ? 'float16' : 'float32');
-    // Decoding steps read a float32 cache in place (src/models/onnx/in-place-decode.ts); a float16 one goes through GroupQueryAttention.
-    expect(loaded.notes).toContain(dtype === 'q4f16' ? 'decoding steps through GroupQueryAttention (the KV cache is not float32 (onnxruntime has no float16 MatMul on CPU))' : `decoding steps read the KV cache in place (${shape.numLayers} layers)`);
+    // A float32 cache gets the decoding-step graph that reads it in place (src/models/onnx/in-place-decode.ts), taken here from the first step; a float16 one keeps GroupQueryAttention.
+    expect(loaded.notes).toContain(dtype === 'q4f16' ? 'decoding steps through GroupQueryAttention (the KV cache is not float32 (onnxruntime has no float16 MatMul on CPU))' : `decoding steps at long context through a graph that reads the KV cache in place (${shape.numLayers} layers)`);
+    expect(loaded.decodeSteps !== undefined).toBe(dtype === 'q4');
+    await loaded.decodeSteps?.load();
+    expect(loaded.decodeSteps?.loaded ?? false).toBe(dtype === 'q4');
     const decoder = new BatchDecoder(loaded, { prefillChunkTokens: CHUNK });
     const solo: number[][] = [];
     for (const prompt of PROMPTS) solo.push(await decode(decoder, prompt));

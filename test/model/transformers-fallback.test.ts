@@ -2,7 +2,8 @@
  * The transformers.js generate path (src/worker/generate.ts), taken by exports the batch decoder
  * cannot drive, gives what the batch decoder gives: the same greedy tokens, penalties, thinking's
  * forced tags and budget (logits masks), and log probabilities. Here the bundled model is forced onto
- * that path in this process (supportsBatchDecoding mocked to false), and compared with the same
+ * that path in this process (supportsBatchDecoding mocked to false; its export's own attention, as
+ * such exports have: a fused graph has no present.* outputs for generate), and compared with the same
  * requests served by real workers, which decode it in batches.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -21,7 +22,7 @@ let service: RealService;
 
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: false, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
   service = await startRealService({ only: [CHAT_MODEL] });
 });
 afterAll(() => service?.close());

@@ -124,25 +124,18 @@ export function pruneGraph(graph: Graph, nodes: NodeProto[], extra: TensorProto[
   const outputs = new Set(graph.output.map((o) => o.name ?? ''));
   const reachable = liveNodes(nodes, outputs);
   graph.node = reachable;
-  const live = new Set(reachable.flatMap((n) => [...reads(n), ...n.output]));
+  const live = new Set(reachable.flatMap((n) => [...n.input, ...n.output]));
   graph.initializer = [...graph.initializer.filter((t) => live.has(t.name ?? '')), ...extra];
   graph.valueInfo = graph.valueInfo.filter((v) => live.has(v.name ?? ''));
 }
 
 /**
- * The tensors a node reads: its inputs, and for a node with subgraphs (If, Loop, Scan) the outer
- * values those read (names their nodes take that nothing inside the subgraph defines).
+ * Drops the present.* outputs of a graph whose decoder appends new_key_values.* to a cache it keeps
+ * (and the nodes that only fed them): not fetched, they would still be held until the pass returns.
  */
-function reads(node: NodeProto): string[] {
-  const names = node.input.filter(Boolean);
-  for (const a of node.attribute) for (const g of [a.g, ...(a.graphs ?? [])]) if (g) names.push(...outerReads(g as Graph));
-  return names;
-}
-
-function outerReads(graph: Graph): string[] {
-  const defined = new Set([...graph.input, ...graph.initializer].map((v) => v.name ?? ''));
-  for (const node of graph.node) for (const o of node.output ?? []) defined.add(o);
-  return [...new Set(graph.node.flatMap((n) => reads(n as NodeProto)))].filter((n) => !defined.has(n));
+export function dropPresentOutputs(graph: Graph): void {
+  graph.output = graph.output.filter((o) => !/^present\.\d+\.(key|value)$/.test(o.name ?? ''));
+  pruneGraph(graph, [...graph.node] as NodeProto[], []);
 }
 
 /** The node producing each named tensor (an empty name is an absent optional input or output, not a tensor). */
@@ -161,7 +154,7 @@ function liveNodes(nodes: NodeProto[], outputs: Set<string>): NodeProto[] {
     const node = producer.get(queue.pop()!);
     if (!node || live.has(node)) continue;
     live.add(node);
-    queue.push(...reads(node));
+    for (const i of node.input) if (i) queue.push(i);
   }
   return topological(nodes.filter((n) => live.has(n)));
 }
@@ -172,20 +165,23 @@ function topological(nodes: NodeProto[]): NodeProto[] {
   const done = new Set<NodeProto>();
   const order: NodeProto[] = [];
   const visit = (root: NodeProto) => {
-    const stack: Array<{ node: NodeProto; next: number; inputs: string[] }> = [{ node: root, next: 0, inputs: reads(root) }];
+    const stack: Array<[NodeProto, number]> = [[root, 0]];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
-      if (done.has(top.node)) {
+      const [node, next] = top;
+      if (done.has(node)) {
         stack.pop();
         continue;
       }
-      if (top.next < top.inputs.length) {
-        const dep = producer.get(top.inputs[top.next++]!);
-        if (dep && !done.has(dep)) stack.push({ node: dep, next: 0, inputs: reads(dep) });
+      if (next < node.input.length) {
+        top[1]++;
+        const input = node.input[next];
+        const dep = input ? producer.get(input) : undefined;
+        if (dep && !done.has(dep)) stack.push([dep, 0]);
         continue;
       }
-      done.add(top.node);
-      order.push(top.node);
+      done.add(node);
+      order.push(node);
       stack.pop();
     }
   };

@@ -5,8 +5,12 @@
  * - last-position logits (./last-logits.ts): logits for the last position only;
  * - fused attention (./fused-attention.ts): each layer's attention as one GroupQueryAttention; on an
  *   onnxruntime-genai model-builder export, whose attention already is, the same contract instead
- *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs);
- *   then, with `inPlaceDecode`, decoding steps that read a float32 cache in place (./in-place-decode.ts).
+ *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs). The
+ *   decoder of such a graph appends the new keys and values to a cache it keeps, so the present.*
+ *   outputs are dropped: onnxruntime then frees each layer's present copy after the layer, instead of
+ *   holding all of them (at 8k tokens of context a 512-token prefill chunk of SmolLM2-135M held 750 MB)
+ *   until the pass returns. With a float32 cache, a second graph beside it for decoding steps alone,
+ *   reading the cache in place (./in-place-decode.ts: `decodeStepFile`).
  *
  * Weights in place: onnxruntime copies an inline initializer out of the parsed protobuf into memory
  * of its own (anonymous memory, about the size of the weights, per session), but maps external data
@@ -30,8 +34,9 @@ import { DTYPE_SUFFIX } from '../manifest.js';
 import { FUSED_ATTENTION_BASE, IN_PLACE_BASE, LAST_LOGITS_BASE } from '../derived-files.js';
 import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
-import { inPlaceDecode } from './in-place-decode.js';
+import { decodeStepGraph } from './in-place-decode.js';
 import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
+import { dropPresentOutputs } from './graph-edit.js';
 import { encodeDerived, inlineWeightBytes, readMetadata, sliceLastPosition, STAMP_KEY, stampOf } from './last-logits.js';
 
 const { onnx } = onnxProto;
@@ -39,8 +44,6 @@ const { onnx } = onnxProto;
 export interface GraphRewrites {
   lastLogits: boolean;
   fusedAttention: boolean;
-  /** After fused attention, decoding steps read the float32 KV cache in place (./in-place-decode.ts). */
-  inPlaceDecode?: boolean;
 }
 
 export interface PreparedGraph {
@@ -48,17 +51,16 @@ export interface PreparedGraph {
   modelFileName?: string;
   /** What each rewrite did, for the server log. */
   notes: string[];
+  /** The decoding-step graph (./in-place-decode.ts), when there is one: a path to load in a session of its own. */
+  decodeStepFile?: string;
 }
 
 /** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
-const FUSED_VERSION = 5;
+const FUSED_VERSION = 6;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string {
-  if (rewrites.fusedAttention) {
-    const fused = rewrites.inPlaceDecode ? `${FUSED_ATTENTION_BASE}.in-place-decode` : FUSED_ATTENTION_BASE;
-    return rewrites.lastLogits ? `${fused}.last-logits` : fused;
-  }
+  if (rewrites.fusedAttention) return rewrites.lastLogits ? `${FUSED_ATTENTION_BASE}.last-logits` : FUSED_ATTENTION_BASE;
   return rewrites.lastLogits ? LAST_LOGITS_BASE : IN_PLACE_BASE;
 }
 
@@ -106,26 +108,32 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   const linked = fs.lstatSync(source).isSymbolicLink();
   const file = linked ? `${fs.realpathSync(source)}.${path.basename(target).slice('model.'.length)}` : target;
   const stamp = rewrites.fusedAttention ? `${stampOf(source)}:fused-attention-${FUSED_VERSION}` : stampOf(source);
+  // The decoding-step graph beside it (written first, so a graph with a matching stamp has its step graph).
+  const stepTarget = path.join(path.dirname(target), `${base}.decode-step${DTYPE_SUFFIX[info.dtype]}.onnx`);
+  const stepFile = linked ? `${fs.realpathSync(source)}.${path.basename(stepTarget).slice('model.'.length)}` : stepTarget;
   const existing = fs.existsSync(target) ? readMetadata(target) : undefined;
   if (existing?.get(STAMP_KEY) === stamp && (!linked || samePath(target, file))) {
-    return { modelFileName: base, notes: notesOf(existing) ?? (rewrites.lastLogits ? ['logits for the last position only'] : []) };
+    return {
+      modelFileName: base,
+      notes: notesOf(existing) ?? (rewrites.lastLogits ? ['logits for the last position only'] : []),
+      ...(rewrites.fusedAttention && fs.existsSync(stepTarget) ? { decodeStepFile: stepTarget } : {}),
+    };
   }
 
   const bytes = fs.readFileSync(source);
   const decoded = onnx.ModelProto.decode(bytes);
   const notes: string[] = [];
   let applied = 0;
+  let shape: AttentionShape | undefined;
   if (rewrites.fusedAttention) {
-    const shape = attentionShapeOf(info.dir);
+    const attention = attentionShapeOf(info.dir);
     const builderForm = isModelBuilderForm(decoded);
-    const result = typeof shape === 'string' ? { skipped: shape } : builderForm ? openModelBuilderAttention(decoded, shape) : fuseAttention(decoded, shape);
+    const result = typeof attention === 'string' ? { skipped: attention } : builderForm ? openModelBuilderAttention(decoded, attention) : fuseAttention(decoded, attention);
     if ('layers' in result) {
       applied++;
+      shape = attention as AttentionShape;
       notes.push(builderForm ? `model-builder attention of ${result.layers} layers with position ids and left padding (rotary as RotaryEmbedding)` : `attention of ${result.layers} layers as GroupQueryAttention`);
-      if (rewrites.inPlaceDecode && typeof shape !== 'string') {
-        const inPlace = inPlaceDecode(decoded, shape);
-        notes.push('layers' in inPlace ? `decoding steps read the KV cache in place (${inPlace.layers} layers)` : `decoding steps through GroupQueryAttention (${inPlace.skipped})`);
-      }
+      dropPresentOutputs(decoded.graph as InstanceType<typeof onnx.GraphProto>);
     } else {
       notes.push(`attention as exported (${result.skipped})`);
     }
@@ -141,23 +149,40 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   }
   // Nothing rewritten and no weights to map: the export itself is as good.
   if (applied === 0 && inlineWeightBytes(decoded, bytes) < IN_PLACE_MIN_BYTES) return { notes };
+  // The step graph is the served graph with its attention replaced: made from it, then the served
+  // graph's own node lists are put back (the weights, shared by both, are referenced in place by then).
+  const graph = decoded.graph as InstanceType<typeof onnx.GraphProto>;
+  const served = { node: graph.node, output: graph.output, initializer: graph.initializer, valueInfo: graph.valueInfo };
+  const step = shape ? decodeStepGraph(decoded, shape) : undefined;
+  if (step) notes.push('layers' in step ? `decoding steps at long context through a graph that reads the KV cache in place (${step.layers} layers)` : `decoding steps through GroupQueryAttention (${step.skipped})`);
   decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== NOTES_KEY), { key: NOTES_KEY, value: JSON.stringify(notes) }];
-  const graph = encodeDerived(decoded, bytes, path.basename(source), stamp);
-  // Several workers may prepare the same model at once: each writes its own file, the renames are atomic.
+  const stepBytes = step && 'layers' in step ? encodeDerived(decoded, bytes, path.basename(source), stamp) : undefined;
+  Object.assign(graph, served);
+  const written = (stepBytes ? writeDerived(stepTarget, stepFile, stepBytes, linked) : undefined) ?? writeDerived(target, file, encodeDerived(decoded, bytes, path.basename(source), stamp), linked);
+  if (written) return { notes: [`cannot write ${path.relative(info.dir, written.target)}: ${written.code}; the export is served as it is`] };
+  return { modelFileName: base, notes, ...(stepBytes ? { decodeStepFile: stepTarget } : {}) };
+}
+
+/**
+ * Writes a derived graph: at `file`, and when the export is linked, a link to it at `target`. Several
+ * workers may prepare the same model at once: each writes its own file, the renames are atomic.
+ * Returns what failed, or undefined.
+ */
+function writeDerived(target: string, file: string, bytes: Uint8Array, linked: boolean): { target: string; code: string } | undefined {
   const suffix = `.${process.pid}-${threadId}.partial`;
   try {
-    fs.writeFileSync(`${file}${suffix}`, graph);
+    fs.writeFileSync(`${file}${suffix}`, bytes);
     fs.renameSync(`${file}${suffix}`, file);
     if (linked) {
       fs.symlinkSync(path.relative(path.dirname(target), file), `${target}${suffix}`);
       fs.renameSync(`${target}${suffix}`, target);
     }
+    return undefined;
   } catch (error) {
     fs.rmSync(`${file}${suffix}`, { force: true });
     fs.rmSync(`${target}${suffix}`, { force: true });
-    return { notes: [`cannot write ${path.relative(info.dir, target)}: ${(error as NodeJS.ErrnoException).code ?? error}; the export is served as it is`] };
+    return { target, code: String((error as NodeJS.ErrnoException).code ?? error) };
   }
-  return { modelFileName: base, notes };
 }
 
 /** The two paths name the same file (after links). */

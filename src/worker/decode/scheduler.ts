@@ -22,6 +22,7 @@
  */
 import type { LoadedModel } from '../load.js';
 import { KvBatch } from './kv-batch.js';
+import type { StepSession } from './step-session.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
 import { sample, type LogitsMask, type SamplingPlan } from './sampler.js';
 import { cacheShape, i64, kvMode, lastLogits, sessionOf, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from './session.js';
@@ -90,6 +91,8 @@ interface Sequence {
 
 export class BatchDecoder {
   private readonly session: OrtSession;
+  /** Long-context decoding steps' session, when the model has one (./step-session.ts). */
+  private readonly steps?: StepSession;
   private readonly shape: CacheShape;
   private readonly kvStore: KvStore;
   private readonly chunk: number;
@@ -103,6 +106,7 @@ export class BatchDecoder {
 
   constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
     this.session = sessionOf(loaded)!;
+    this.steps = loaded.decodeSteps;
     this.shape = cacheShape(loaded)!;
     this.kvStore = options.kvStore ?? noKvStore;
     this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
@@ -220,12 +224,13 @@ export class BatchDecoder {
   /** Feeds each sequence's last token; one forward pass for the whole batch. */
   private async step(): Promise<void> {
     const B = this.active.length;
+    const session = this.steps?.forStep(this.batch.length + 1) ?? this.session;
     const out = await this.forward(this.active, {
       input_ids: i64(this.active.map((s) => s.tokens.at(-1)!), [B, 1]),
       attention_mask: this.batch.stepMask(),
       position_ids: i64(this.batch.rowLengths, [B, 1]),
       ...this.batch.pastFeeds(),
-    }, this.batch.fetches);
+    }, this.batch.fetches, session);
     this.batch.advanceFrom(out);
     // A mask that throws fails its own sequence below.
     const masks = await Promise.all(this.active.map(async (seq) => {
@@ -257,10 +262,10 @@ export class BatchDecoder {
   }
 
   /** One forward pass, with the sequences taking part in it marked busy meanwhile. */
-  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[]): Promise<Record<string, OrtTensor>> {
+  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[], session = this.session): Promise<Record<string, OrtTensor>> {
     for (const seq of taking) seq.spec.busy?.(true);
     try {
-      return await (fetches ? this.session.run(feeds, fetches) : this.session.run(feeds));
+      return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
     } finally {
       for (const seq of taking) seq.spec.busy?.(false);
     }
