@@ -14,7 +14,8 @@
  * ../models/onnx/model-builder-lm.ts) run against llama.cpp Q4_0 / Q8_0 written from their own
  * dequantized blocks, which hold the same values (the q4 and q4f16 subjects share their blocks).
  *
- *   npm run bench:longctx [-- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --contexts 32,2048,8192 --runs 3]
+ *   npm run bench:longctx       (the whole table: both shapes, every form, contexts 32, 512, 2048, 8192)
+ *   npm run bench:longctx -- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --contexts 32,2048,8192 --runs 3
  *   npm run bench:longctx -- --subjects smollm2-135m-shape-mb-q4,smollm2-135m-shape-mb-q4f16 --name long-context-model-builder
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -31,10 +32,14 @@ import { isDerivedFile } from '../../src/models/derived-files.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess, streamOnce } from './server-process.js';
 
+/** Both shapes, the optimum-style form (fp32, 8-bit) and the model-builder form (q4, q4f16, 8-bit). */
+const FULL_TABLE = ['smollm2-135m-shape', 'qwen2.5-0.5b-shape'].flatMap((shape) => ['fp32', 'q8', 'mb-q4', 'mb-q4f16', 'mb-q8'].map((form) => `${shape}-${form}`));
+
 const { values } = parseArgs({
   options: {
-    subjects: { type: 'string', default: 'smollm2-135m-shape-fp32,smollm2-135m-shape-q8' },
-    contexts: { type: 'string', default: '32,2048' },
+    /** Default: issue 18's whole table (every shape and form; several hours on a 2-core machine). */
+    subjects: { type: 'string', default: FULL_TABLE.join(',') },
+    contexts: { type: 'string', default: '32,512,2048,8192' },
     runs: { type: 'string', default: '3' },
     'decode-tokens': { type: 'string', default: '16' },
     concurrency: { type: 'string', default: '8' },

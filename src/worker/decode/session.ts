@@ -71,8 +71,9 @@ export type BatchDecoding = { ok: true } | { ok: false; reason: string };
 
 /**
  * Whether the export takes exactly input_ids, attention_mask, position_ids and float32 or float16
- * past_key_values.{i}.key/value (all of one type), and returns logits and present.{i}.key/value or
- * new_key_values.{i}.key/value; if not, why. Anything else falls back to transformers.js generate. (An onnxruntime-genai model-builder
+ * past_key_values.{i}.key/value (all of one type), and returns logits and present.{i}.key/value, or
+ * new_key_values.{i}.key/value alone (a rewritten graph: src/models/onnx/prepare-graph.ts); if not,
+ * why. Anything else falls back to transformers.js generate. (An onnxruntime-genai model-builder
  * export, which has no position_ids, gets them from its rewrite: src/models/onnx/model-builder-attention.ts.)
  */
 export function batchDecoding(loaded: LoadedModel): BatchDecoding {
@@ -85,7 +86,6 @@ export function batchDecoding(loaded: LoadedModel): BatchDecoding {
   const missing = [...expected].filter((n) => !session.inputNames.includes(n));
   const extra = session.inputNames.filter((n) => !expected.has(n));
   if (missing.length || extra.length) return { ok: false, reason: `inputs ${[missing.length ? `lack ${missing.join(', ')}` : '', extra.length ? `add ${extra.join(', ')}` : ''].filter(Boolean).join(' and ')}` };
-  // present.* or, from a graph that decodes in place (src/models/onnx/in-place-decode.ts), new_key_values.* alone.
   if (!session.outputNames.includes('logits') || (!session.outputNames.includes('present.0.key') && kvMode(loaded) !== 'append')) return { ok: false, reason: 'outputs lack logits, or present.0.key and new_key_values.0.key' };
   const types = new Set(session.inputMetadata?.filter((m) => m.name.startsWith('past_key_values')).map((m) => m.type) ?? []);
   if ([...types].some((t) => t !== undefined && t !== shape.dtype)) return { ok: false, reason: `past_key_values of types ${[...types].join(', ')} (float32 or float16, one type)` };
