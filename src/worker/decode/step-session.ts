@@ -4,7 +4,8 @@
  * else (prefill chunks, short contexts) through the model's own session (./scheduler.ts).
  *
  * Loaded on first need, not with the model: a session holds its own prepacked weights (measured on
- * the SmolLM2-135M-shape q4 subject: about 120 MiB of RSS), which only long contexts repay. Until it
+ * the SmolLM2-135M-shape subject: about 120 MiB of RSS in q4, 520 MiB in fp32; without prepacking
+ * an fp32 step took 32% longer and a q4 step 10x), which only long contexts repay. Until it
  * is loaded, and for good if it fails to load (the reason is logged once), steps keep the model's
  * own session. The load holds this thread (onnxruntime-node builds the session on it: 0.8 s for that
  * subject), so the worker's running streams pause once, at the first step that reaches the length. It is created by the class of that session, so both come from the one onnxruntime
