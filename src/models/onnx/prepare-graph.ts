@@ -8,8 +8,8 @@
  *   (./model-builder-attention.ts: position ids, left padding, new keys and values as outputs). The
  *   decoder of such a graph appends the new keys and values to a cache it keeps, so the present.*
  *   outputs are dropped: onnxruntime then frees each layer's present copy after the layer, instead of
- *   holding all of them (at 8k tokens of context a 512-token prefill chunk of SmolLM2-135M held 750 MB)
- *   until the pass returns. With a float32 cache, a second graph beside it for decoding steps alone,
+ *   holding every layer's until the pass returns (together the whole cache's size again: 437 MB at 8k
+ *   tokens of SmolLM2-135M). With a float32 cache, a second graph beside it for decoding steps alone,
  *   reading the cache in place (./in-place-decode.ts: `decodeStepFile`).
  *
  * Weights in place: onnxruntime copies an inline initializer out of the parsed protobuf into memory
@@ -158,6 +158,8 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   decoded.metadataProps = [...decoded.metadataProps.filter((p) => p.key !== NOTES_KEY), { key: NOTES_KEY, value: JSON.stringify(notes) }];
   const stepBytes = step && 'layers' in step ? encodeDerived(decoded, bytes, path.basename(source), stamp) : undefined;
   Object.assign(graph, served);
+  // No step graph this time: none from an earlier export may pass for this one's.
+  if (!stepBytes) for (const stale of new Set([stepTarget, stepFile])) removeIfPossible(stale);
   const written = (stepBytes ? writeDerived(stepTarget, stepFile, stepBytes, linked) : undefined) ?? writeDerived(target, file, encodeDerived(decoded, bytes, path.basename(source), stamp), linked);
   if (written) return { notes: [`cannot write ${path.relative(info.dir, written.target)}: ${written.code}; the export is served as it is`] };
   return { modelFileName: base, notes, ...(stepBytes ? { decodeStepFile: stepTarget } : {}) };
@@ -182,6 +184,15 @@ function writeDerived(target: string, file: string, bytes: Uint8Array, linked: b
     fs.rmSync(`${file}${suffix}`, { force: true });
     fs.rmSync(`${target}${suffix}`, { force: true });
     return { target, code: String((error as NodeJS.ErrnoException).code ?? error) };
+  }
+}
+
+/** Removes a file if it is there and may be removed (a read-only folder is left as it is). */
+function removeIfPossible(file: string): void {
+  try {
+    fs.rmSync(file, { force: true });
+  } catch {
+    // Not ours to remove: the write that follows reports the folder.
   }
 }
 
