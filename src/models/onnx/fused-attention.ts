@@ -31,7 +31,7 @@
  * the whole graph as exported, with the reason.
  */
 import onnxProto from 'onnx-proto';
-import { addNewKvOutput, GraphEdit, leftPaddedInputs, MS_DOMAIN, pruneGraph } from './graph-edit.js';
+import { addNewKvOutput, GraphEdit, leftPaddedInputs, MS_DOMAIN, num, pruneGraph } from './graph-edit.js';
 
 const { onnx } = onnxProto;
 type ModelProto = InstanceType<typeof onnx.ModelProto>;
@@ -52,7 +52,6 @@ export type FusedAttentionResult = { layers: number } | { skipped: string };
 /** Ops a key or value path may take between the Concat and the attention MatMul (repeat-KV, layout). */
 const KV_PATH = new Set(['Unsqueeze', 'Expand', 'Reshape', 'Identity', 'Transpose']);
 
-const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 
 class Skip extends Error {}
 const skip = (reason: string): never => {

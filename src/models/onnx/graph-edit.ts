@@ -13,6 +13,9 @@ type Graph = InstanceType<typeof onnx.GraphProto>;
 
 export const MS_DOMAIN = 'com.microsoft';
 
+/** An integer attribute's value as a number (protobufjs decodes int64 as a Long). */
+export const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
+
 /**
  * Extra outputs of a rewritten graph: the keys and values of the fed positions only,
  * [B, kvHeads, S, headDim] (rotated keys, as the cache holds them). A decoder that keeps the cache

@@ -43,7 +43,7 @@
  * it is, with the reason.
  */
 import onnxProto from 'onnx-proto';
-import { GraphEdit, MS_DOMAIN, newKvOutput, pruneGraph } from './graph-edit.js';
+import { GraphEdit, MS_DOMAIN, newKvOutput, num, pruneGraph } from './graph-edit.js';
 import type { AttentionShape, FusedAttentionResult } from './fused-attention.js';
 
 const { onnx } = onnxProto;
@@ -52,8 +52,6 @@ type NodeProto = InstanceType<typeof onnx.NodeProto>;
 type Graph = InstanceType<typeof onnx.GraphProto>;
 
 const MASKED = 1e9;
-/** An int or float attribute's value (protobufjs gives a Long for int64). */
-const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 
 /** Why a GroupQueryAttention node cannot be read in place, or undefined when it can. */
 function unsupported(node: NodeProto, shape: AttentionShape): string | undefined {

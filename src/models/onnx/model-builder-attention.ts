@@ -30,7 +30,7 @@
  * or packed in the query (then split). Anything else leaves the graph as exported, with the reason.
  */
 import onnxProto from 'onnx-proto';
-import { addNewKvOutput, GraphEdit, leftPaddedInputs, MS_DOMAIN, pruneGraph } from './graph-edit.js';
+import { addNewKvOutput, GraphEdit, leftPaddedInputs, MS_DOMAIN, num, pruneGraph } from './graph-edit.js';
 import type { AttentionShape } from './fused-attention.js';
 
 const { onnx } = onnxProto;
@@ -40,7 +40,6 @@ type Graph = InstanceType<typeof onnx.GraphProto>;
 
 export type ModelBuilderAttentionResult = { layers: number } | { skipped: string };
 
-const num = (v: unknown): number => (typeof v === 'number' ? v : (v as { toNumber(): number }).toNumber());
 
 /** True when the graph looks like a model-builder export (GroupQueryAttention reading the past directly). */
 export function isModelBuilderForm(model: ModelProto): boolean {

@@ -106,11 +106,13 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
   // file (`<blob>.<derived name>`, a name no hash takes) and linked from the snapshot: loaded through
   // the link, its references (model.onnx_data, by their linked names) resolve into that real folder.
   const linked = fs.lstatSync(source).isSymbolicLink();
-  const file = linked ? `${fs.realpathSync(source)}.${path.basename(target).slice('model.'.length)}` : target;
+  const realSource = linked ? fs.realpathSync(source) : source;
+  const realFile = (derived: string) => (linked ? `${realSource}.${path.basename(derived).slice('model.'.length)}` : derived);
+  const file = realFile(target);
   const stamp = rewrites.fusedAttention ? `${stampOf(source)}:fused-attention-${FUSED_VERSION}` : stampOf(source);
   // The decoding-step graph beside it (written first, so a graph with a matching stamp has its step graph).
   const stepTarget = path.join(path.dirname(target), `${base}.decode-step${DTYPE_SUFFIX[info.dtype]}.onnx`);
-  const stepFile = linked ? `${fs.realpathSync(source)}.${path.basename(stepTarget).slice('model.'.length)}` : stepTarget;
+  const stepFile = realFile(stepTarget);
   const existing = fs.existsSync(target) ? readMetadata(target) : undefined;
   if (existing?.get(STAMP_KEY) === stamp && (!linked || samePath(target, file))) {
     return {
