@@ -17,6 +17,7 @@ import fs from 'node:fs';
 import Module, { createRequire } from 'node:module';
 import path from 'node:path';
 import type { LoadedTokenizer } from '../load.js';
+import { jsonSafeStrings } from './json-strings.js';
 
 /** The part of the package's API used here (lib/xgrammar.d.ts). */
 interface XGrammarApi {
@@ -32,7 +33,7 @@ interface CompiledGrammar {
   dispose(): void;
 }
 interface GrammarCompiler {
-  compileJSONSchema(schema: string, anyWhitespace: boolean, indent: number, separators: readonly [string, string], strictMode: boolean): Promise<CompiledGrammar>;
+  compileGrammar(ebnf: string, rootRule?: string): Promise<CompiledGrammar>;
   compileStructuralTag(tag: Record<string, unknown>): Promise<CompiledGrammar>;
 }
 interface XMatcher {
@@ -45,7 +46,7 @@ interface XMatcher {
 let api: XGrammarApi | undefined;
 
 /** Loads the package's one bundle as CommonJS (its dynamic `import('module')` then works as in any CJS file). */
-function xgrammar(): XGrammarApi {
+export function xgrammar(): XGrammarApi {
   if (api) return api;
   const file = createRequire(import.meta.url).resolve('@mlc-ai/web-xgrammar');
   const loader = new Module(file) as Module & { _compile(source: string, filename: string): void; paths: string[] };
@@ -142,6 +143,11 @@ async function withCompilerMessages<T>(compile: () => Promise<T>): Promise<T> {
 /** JSON as the grammar writes it: no whitespace between tokens, no properties beyond the schema's. */
 const COMPACT = [false, -1, [',', ':'], true] as const satisfies readonly [boolean, number, readonly [string, string], boolean];
 
+/** The grammar (EBNF) of compact JSON valid against `schema`, its strings written as valid JSON (./json-strings.ts). */
+export async function schemaGrammar(schema: unknown): Promise<string> {
+  return jsonSafeStrings(await xgrammar().Testings._jsonSchemaToEBNF(JSON.stringify(schema), ...COMPACT));
+}
+
 /**
  * A structural tag whose JSON-schema parts are compact JSON: the tag format's own json_schema
  * allows any whitespace, in which a weak model wanders until its budget is spent, so each becomes
@@ -151,7 +157,7 @@ async function compactTag(node: unknown): Promise<unknown> {
   if (Array.isArray(node)) return Promise.all(node.map(compactTag));
   if (typeof node !== 'object' || node === null) return node;
   const record = node as Record<string, unknown>;
-  if (record.type === 'json_schema') return { type: 'grammar', grammar: await xgrammar().Testings._jsonSchemaToEBNF(JSON.stringify(record.json_schema), ...COMPACT) };
+  if (record.type === 'json_schema') return { type: 'grammar', grammar: await schemaGrammar(record.json_schema) };
   return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, await compactTag(v)] as const)));
 }
 
@@ -168,7 +174,7 @@ export async function matcherFor(loaded: LoadedTokenizer & { eosTokenIds: number
   } else {
     compiled = withCompilerMessages(() =>
       source.kind === 'json_schema'
-        ? grammars.compiler.compileJSONSchema(JSON.stringify(source.schema), ...COMPACT)
+        ? schemaGrammar(source.schema).then((ebnf) => grammars.compiler.compileGrammar(ebnf, 'root'))
         : compactTag(source.tag).then((format) => grammars.compiler.compileStructuralTag({ type: 'structural_tag', format: format as Record<string, unknown> })),
     );
     // A failed compile is not kept.
