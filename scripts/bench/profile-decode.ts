@@ -23,7 +23,7 @@ import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
 import { DTYPE_SUFFIX } from '../../src/models/manifest.js';
 import { writeResults, type Table } from './report.js';
 import { KvBatch } from '../../src/worker/decode/kv-batch.js';
-import type { CacheShape, OrtTensor } from '../../src/worker/decode/session.js';
+import { halfToFloat, type CacheShape, type OrtTensor } from '../../src/worker/decode/session.js';
 
 const { values } = parseArgs({
   options: {
@@ -85,7 +85,7 @@ async function pass(v: number, ids: number[]): Promise<number> {
   const out = (await sessions[runner]!.run(feeds, kv.fetches!)) as unknown as Record<string, OrtTensor>;
   const ms = performance.now() - t0;
   kv.advanceFrom(out, ids.length);
-  lastLogits[v] = out.logits!.data as Float32Array;
+  lastLogits[v] = out.logits!.type === 'float16' ? halfToFloat(out.logits!.data as Uint16Array) : (out.logits!.data as Float32Array);
   return ms;
 }
 
