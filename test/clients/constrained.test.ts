@@ -207,6 +207,9 @@ describe('client libraries', () => {
       const { object } = await generateObject({
         model: aiSdkModel(target), schema: Recipe, prompt: 'A recipe.', temperature, maxOutputTokens: 120, maxRetries: 0,
         providerOptions: { anthropic: { structuredOutputMode: mode } },
+      }).catch((error: { message: string; text?: string; finishReason?: string; cause?: unknown }) => {
+        // The SDK's error names neither the text nor why it stopped; both say which side failed.
+        throw new Error(`${error.message} (temperature ${temperature}, finish ${error.finishReason}): ${JSON.stringify(error.text)}; cause: ${String(error.cause)}`);
       });
       expect(ajv.validate(recipeSchema, object), JSON.stringify(object)).toBe(true);
     }
