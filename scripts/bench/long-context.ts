@@ -15,6 +15,9 @@
  * dequantized blocks, which hold the same values (the q4 and q4f16 subjects share their blocks).
  *
  *   npm run bench:longctx       (the whole table: both shapes, every form, contexts 32, 512, 2048, 8192)
+ *
+ * Each run also adds its rows to the table kept across runs, bench/results/long-context-table.md
+ * (./long-context-table.ts): the whole table takes several hours here, so it is filled in parts.
  *   npm run bench:longctx -- --subjects smollm2-135m-shape-fp32,smollm2-135m-shape-q8 --contexts 32,2048,8192 --runs 3
  *   npm run bench:longctx -- --subjects smollm2-135m-shape-mb-q4,smollm2-135m-shape-mb-q4f16 --name long-context-model-builder
  */
@@ -30,19 +33,22 @@ import { tensorBytes, type GgmlType } from '../models/gguf/gguf-writer.js';
 import { measureBandwidth } from './bandwidth.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { median, writeResults, type Table } from './report.js';
+import { currentCommit, recordRows, type TableRow } from './long-context-table.js';
 import { startServerProcess, streamOnce } from './server-process.js';
 
 /** Both shapes, the optimum-style form (fp32, 8-bit) and the model-builder form (q4, q4f16, 8-bit). */
 const FULL_TABLE = ['smollm2-135m-shape', 'qwen2.5-0.5b-shape'].flatMap((shape) => ['fp32', 'q8', 'mb-q4', 'mb-q4f16', 'mb-q8'].map((form) => `${shape}-${form}`));
+const FULL_CONTEXTS = [32, 512, 2048, 8192];
+const FULL_CONCURRENCY = 8;
 
 const { values } = parseArgs({
   options: {
     /** Default: issue 18's whole table (every shape and form; several hours on a 2-core machine). */
     subjects: { type: 'string', default: FULL_TABLE.join(',') },
-    contexts: { type: 'string', default: '32,512,2048,8192' },
+    contexts: { type: 'string', default: FULL_CONTEXTS.join(',') },
     runs: { type: 'string', default: '3' },
     'decode-tokens': { type: 'string', default: '16' },
-    concurrency: { type: 'string', default: '8' },
+    concurrency: { type: 'string', default: String(FULL_CONCURRENCY) },
     threads: { type: 'string', default: '2' },
     /** Extra environment for the server, KEY=VALUE,KEY=VALUE (e.g. to compare a switch). */
     'server-env': { type: 'string', default: '' },
@@ -173,6 +179,9 @@ process.stderr.write(`memory bandwidth (copy, ${THREADS} threads): ${(bandwidth 
 const data: Record<string, unknown> = { bandwidthBytesPerSecond: bandwidth, threads: THREADS, decodeTokens: DECODE, runs: RUNS, serverEnv: SERVER_ENV };
 const tables: Table[] = [];
 const summary: Array<Array<string | number>> = [];
+/** This run's rows of the table kept across runs (./long-context-table.ts). */
+const tableRows: TableRow[] = [];
+const runOf = { run: values.name!, date: new Date().toISOString(), commit: currentCommit(), load: load[0]! };
 
 for (const subject of SUBJECTS) {
   const gguf = ggufFor(subject);
@@ -244,6 +253,7 @@ for (const subject of SUBJECTS) {
         (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
         rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, oBound, oBest / oBound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
         summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, oPeak / tPeak]);
+        tableRows.push({ subject, engine: variant.name, llamaFile: gguf.type, context: String(asked), ...(asked !== context ? { tokens: context } : {}), decodeRatio: oD / tD, bestDecodeRatio: oBest / tBest, ttftRatio: oT / tT, rssRatio: oPeak / tPeak, projectTps: oD, llamaTps: tD, ...runOf });
         process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
       }
     } finally {
@@ -284,6 +294,7 @@ for (const subject of SUBJECTS) {
         rows: [[CONCURRENCY, o, t, o / t]],
       });
       summary.push([subject, VARIANTS[0]!.name, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, Math.max(...ours) / Math.max(...theirs), '', '']);
+      tableRows.push({ subject, engine: VARIANTS[0]!.name, llamaFile: gguf.type, context: `${context} × ${CONCURRENCY} seq`, decodeRatio: o / t, bestDecodeRatio: Math.max(...ours) / Math.max(...theirs), projectTps: o, llamaTps: t, ...runOf });
       process.stderr.write(`${subject} ${CONCURRENCY} sequences: ${o.toFixed(1)} / ${t.toFixed(1)} tok/s\n`);
     } finally {
       await server.stop();
@@ -304,3 +315,4 @@ writeResults(values.name!, data, tables, [
   'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16), llama.cpp F16).`,
 ]);
+recordRows(tableRows, { subjects: FULL_TABLE, contexts: FULL_CONTEXTS, concurrency: FULL_CONCURRENCY });
