@@ -32,6 +32,8 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '16' },
     chunk: { type: 'string', default: '512' },
     threads: { type: 'string', default: '2' },
+    /** Other decoding-step graphs to compare, comma-separated, e.g. ones an earlier version wrote (kept beside the export: weights are referenced by relative path). */
+    'extra-step': { type: 'string' },
   },
 });
 if (!values.model) throw new Error('--model DIR');
@@ -47,6 +49,7 @@ console.log(prepared.notes.join('\n'));
 const variants: Array<{ name: string; file: string; prefillWith?: number }> = [
   { name: 'GroupQueryAttention', file: prepared.modelFileName ? path.join(info.dir, 'onnx', `${prepared.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`) : path.join(info.dir, info.onnxFile) },
   ...(prepared.decodeStepFile ? [{ name: 'step graph (in place)', file: prepared.decodeStepFile, prefillWith: 0 }] : []),
+  ...(values['extra-step']?.split(',') ?? []).map((file) => ({ name: path.basename(file), file: path.resolve(file), prefillWith: 0 })),
 ];
 const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-decode-'));
 const sessions = await Promise.all(variants.map((v, i) => ort.InferenceSession.create(v.file, {

@@ -17,9 +17,16 @@
  *   out    = softmax(scores)[:, :T]·V_past + softmax(scores)[:, T:]·v_new
  *
  * with the query heads grouped by their KV head ([B, kvHeads, group, headDim]: one position, so a
- * reshape), so each KV head is read once per step and nothing is copied. The bias (computed once per
- * pass, shared by the layers) masks the left padding and the unused capacity. The worker runs it in
- * a session of its own (src/worker/decode/step-session.ts), for steps at long context only.
+ * reshape), so each KV head's keys are read once per step and nothing is copied. The values are
+ * multiplied one query head at a time ([B, kvHeads, group, 1, T] by [B, kvHeads, 1, T, D], both views):
+ * MLAS streams a one-row product without packing its right side (sgemm.cpp's M == 1 path), where a
+ * three-row one packs the values first. The keys keep the grouped product: MLAS's one-row kernel with
+ * a transposed right side is slower than packing them (profile at 8160 tokens of context, SmolLM2-135M
+ * shape q4, kernel ms per step: grouped keys 39.5 / one-row values 29.3, against 39.8 / 40.0 with
+ * both grouped and 61.3 / 25.2 with both one-row; a step's kernels 103.5 against 115.4 and 120.7).
+ * The bias (computed once per pass, shared by the layers) masks the left padding and the unused
+ * capacity. The worker runs it in a session of its own (src/worker/decode/step-session.ts), for
+ * steps at long context only.
  *
  * Why a second graph and session, measured (scripts/bench/profile-decode.ts, SmolLM2-135M shape,
  * model-builder q4, 2 threads, steps alternating in one process):
@@ -118,22 +125,23 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   // layer's past is converted as it is read, a transient tensor freed after the layer.
   const float = (x: string) => (pastType === FLOAT ? x : edit.op('Cast', [x], { to: FLOAT }));
   for (const node of gqa) {
-    const [q, k, v, past0, past1] = node.input as string[];
-    const [pastKey, pastValue] = [float(past0!), float(past1!)];
+    const [q, k, v, pastKey, pastValue] = (node.input as string[]).map((x, i) => (i < 5 ? float(x) : x));
     const alpha = { float: scaleOf(node, headDim) };
     // [B, 1, heads * D] -> [B, kvHeads, group, D] (query head h reads KV head h / group); k, v [B, 1, kvHeads * D] -> [B, kvHeads, 1, D].
-    const grouped = edit.op('Reshape', [float(q!), i64([0, kvHeads, group, headDim])]);
-    const kNew = edit.op('Reshape', [float(k!), i64([0, kvHeads, 1, headDim])]);
-    const vNew = edit.op('Reshape', [float(v!), i64([0, kvHeads, 1, headDim])]);
+    const grouped = edit.op('Reshape', [q!, i64([0, kvHeads, group, headDim])]);
+    const kNew = edit.op('Reshape', [k!, i64([0, kvHeads, 1, headDim])]);
+    const vNew = edit.op('Reshape', [v!, i64([0, kvHeads, 1, 1, headDim])]);
     const scores = edit.op('Concat', [
       edit.op('FusedMatMul', [grouped, pastKey!], { transB: 1, alpha }, MS_DOMAIN),
       edit.op('FusedMatMul', [grouped, kNew], { transB: 1, alpha }, MS_DOMAIN),
     ], { axis: -1 }); // [B, kvHeads, group, T + 1]
-    const probs = edit.op('Softmax', [edit.op('Add', [scores, bias])], { axis: -1 });
+    // One row per query head, [B, kvHeads, group, 1, T + 1], against the values as [B, kvHeads, 1, T, D]
+    // (views): a one-row product, which MLAS streams without packing the values.
+    const probs = edit.op('Unsqueeze', [edit.op('Softmax', [edit.op('Add', [scores, bias])], { axis: -1 }), i64([3])]);
     const attended = edit.op('Add', [
-      edit.op('MatMul', [edit.op('Slice', [probs, i64([0]), T, i64([-1])]), pastValue!]),
+      edit.op('MatMul', [edit.op('Slice', [probs, i64([0]), T, i64([-1])]), edit.op('Unsqueeze', [pastValue!, i64([2])])]),
       edit.op('MatMul', [edit.op('Slice', [probs, T, i64([Number.MAX_SAFE_INTEGER]), i64([-1])]), vNew]),
-    ]); // [B, kvHeads, group, D]
+    ]); // [B, kvHeads, group, 1, D]
     const out = pastType === FLOAT ? attended : edit.op('Cast', [attended], { to: FLOAT16 });
     edit.node('Reshape', { inputs: [out, i64([0, 1, numHeads * headDim])], outputs: [node.output[0]!] });
   }
