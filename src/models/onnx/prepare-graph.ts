@@ -9,7 +9,7 @@
  *   decoder of such a graph appends the new keys and values to a cache it keeps, so the present.*
  *   outputs are dropped: onnxruntime then frees each layer's present copy after the layer, instead of
  *   holding every layer's until the pass returns (together the whole cache's size again: 437 MB at 8k
- *   tokens of SmolLM2-135M). With a float32 cache, a second graph beside it for decoding steps alone,
+ *   tokens of SmolLM2-135M). A second graph beside it for decoding steps alone,
  *   reading the cache in place (./in-place-decode.ts: `decodeStepFile`).
  *
  * Weights in place: onnxruntime copies an inline initializer out of the parsed protobuf into memory
