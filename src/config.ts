@@ -80,13 +80,13 @@ export const configSchema = z.object({
    */
   fusedAttention: bool.default(true),
   /**
-   * With fused attention and a float32 KV cache, decoding steps over at least this many tokens of
+   * With fused attention (a float32 or float16 KV cache), decoding steps over at least this many tokens of
    * context run through a second graph that reads the cache where it lies (plain matrix products)
    * instead of GroupQueryAttention, which copies the whole cache on every step
    * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
    * length, holds its own copy of the prepacked weights. 0: never.
    */
-  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(3072),
+  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(2048),
   /**
    * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
    * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,

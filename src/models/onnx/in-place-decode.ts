@@ -13,17 +13,21 @@
  * Each layer's GroupQueryAttention becomes plain matrix products over the past as fed (capacity
  * columns wide, the first attention_mask-width - 1 of them in use) and the new key and value beside it:
  *
- *   scores = [q·K_past^T, q·k_new^T] · scale + bias      (FusedMatMul transB: K is never transposed)
+ *   scores = [K_past·q^T ; k_new·q^T] · scale + bias     (FusedMatMul transB: K is never transposed)
  *   out    = softmax(scores)[:, :T]·V_past + softmax(scores)[:, T:]·v_new
  *
- * with the query heads grouped by their KV head ([B, kvHeads, group, headDim]: one position, so a
- * reshape), so each KV head's keys are read once per step and nothing is copied. The values are
- * multiplied one query head at a time ([B, kvHeads, group, 1, T] by [B, kvHeads, 1, T, D], both views):
- * MLAS streams a one-row product without packing its right side (sgemm.cpp's M == 1 path), where a
- * three-row one packs the values first. The keys keep the grouped product: MLAS's one-row kernel with
- * a transposed right side is slower than packing them (profile at 8160 tokens of context, SmolLM2-135M
- * shape q4, kernel ms per step: grouped keys 39.5 / one-row values 29.3, against 39.8 / 40.0 with
- * both grouped and 61.3 / 25.2 with both one-row; a step's kernels 103.5 against 115.4 and 120.7).
+ * with the query heads grouped by their KV head (one position, so a reshape), and nothing copied:
+ * - The keys are the product's rows, [T, D] by the group's queries [D, group]: MLAS reads the rows
+ *   where they lie and packs only the queries (a [group, D] by [D, T] product packs the keys first);
+ *   the scores, [T + 1, group] per KV head, are then transposed (small: context x group).
+ * - The values are multiplied one query head at a time, [1, T] by [T, D] (both views): MLAS streams a
+ *   one-row product without packing its right side (sgemm.cpp's M == 1 path), where [group, T] by
+ *   [T, D] packs the values first.
+ * - Measured (scripts/bench/profile-decode.ts --extra-step, SmolLM2-135M shape q4, 8160 tokens of
+ *   context, kernel ms per step): key products 29.1 as rows, 34.9-39.8 with the queries as rows,
+ *   61.3 one query head at a time (MLAS's one-row kernel with a transposed right side is slow);
+ *   value products 24.4-29.3 one head at a time, 40.0 grouped. A step's kernels: 87.6, against 92.9
+ *   and 115.4 for the earlier layouts and 157.3 for GroupQueryAttention.
  * The bias (computed once per pass, shared by the layers) masks the left padding and the unused
  * capacity. The worker runs it in a session of its own (src/worker/decode/step-session.ts), for
  * steps at long context only.
@@ -36,20 +40,21 @@
  * - Choosing per pass inside one graph with `If` (per layer, or once around the whole model) costs
  *   onnxruntime's subgraph execution on every pass: a step at 32 tokens of context took 40-64 ms
  *   instead of 26-46 ms.
- * - The step graph alone: a step at 8160 tokens of context 112 ms against GroupQueryAttention's 174
- *   (-35%); at 2048, 75 against 72 (even); at 32, 43 against 46. Hence its session is used from a
- *   context length on (`inPlaceDecodeMinContext`), and loaded only then: it prepacks its own copy of
- *   the weights.
- * - Served (bench/results/long-context-model-builder.md, same subject, against llama.cpp Q4_0 on the
- *   same blocks): at 8168 tokens of context 14.8 tok/s against 7.7 with GroupQueryAttention and 13.3
- *   for llama.cpp; peak RSS 1784 MiB against 1681.
+ * - The step graph alone, wall time of a step against GroupQueryAttention's: 105 against 175 ms at
+ *   8160 tokens of context, 60 against 69 at 2048, but 54 against 44 at 1024 and 52 against 46 at
+ *   512 (its kernels take no longer there; its ~500 more nodes cost onnxruntime about 10 ms a
+ *   pass). Hence its session is used from a context length on (`inPlaceDecodeMinContext`, 2048), and
+ *   loaded only then: it prepacks its own copy of the weights.
+ * - Served (bench/results/long-context-table.md, same subject, against llama.cpp Q4_0 on the same
+ *   blocks): at 8168 tokens of context 16.5 tok/s against 8.0 with GroupQueryAttention and 11.8 for
+ *   llama.cpp (layouts before the keys-as-rows one).
  *
  * A float16 cache (model-builder q4f16) is read through float32: onnxruntime's CPU MatMul has no
  * float16 kernel, so each layer's past is Cast as it is read (a transient tensor, freed after the
  * layer) and the products run in float32. That conversion is a copy of the cache per step after all,
  * but a cheaper one than GroupQueryAttention's: at 8160 tokens of context (SmolLM2-135M shape,
- * q4f16) a step takes 99 ms against 159 (Cast 31 ms of it); at 2048, 64 against 65; the first step's
- * logits are bit-identical, 16 steps on they differ by 6e-5 of the largest. Layers with a sliding window,
+ * q4f16, earlier layout) a step takes 100 ms against 132 (Cast 28 ms of it); at 2048, 64 against 69;
+ * the first step's logits are bit-identical, 16 steps on they differ by 6e-5 of the largest. Layers with a sliding window,
  * softcap, smooth softmax, packed QKV, rotary inside the kernel or head sinks leave the whole graph as
  * it is, with the reason.
  */
@@ -131,10 +136,12 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
     const grouped = edit.op('Reshape', [q!, i64([0, kvHeads, group, headDim])]);
     const kNew = edit.op('Reshape', [k!, i64([0, kvHeads, 1, headDim])]);
     const vNew = edit.op('Reshape', [v!, i64([0, kvHeads, 1, 1, headDim])]);
-    const scores = edit.op('Concat', [
-      edit.op('FusedMatMul', [grouped, pastKey!], { transB: 1, alpha }, MS_DOMAIN),
-      edit.op('FusedMatMul', [grouped, kNew], { transB: 1, alpha }, MS_DOMAIN),
-    ], { axis: -1 }); // [B, kvHeads, group, T + 1]
+    // The keys as the product's rows, [T, D] by the group's queries [D, group]: MLAS reads the rows
+    // where they lie and packs only the queries; then [B, kvHeads, T + 1, group] -> [B, kvHeads, group, T + 1].
+    const scores = edit.op('Transpose', [edit.op('Concat', [
+      edit.op('FusedMatMul', [pastKey!, grouped], { transB: 1, alpha }, MS_DOMAIN),
+      edit.op('FusedMatMul', [kNew, grouped], { transB: 1, alpha }, MS_DOMAIN),
+    ], { axis: -2 })], { perm: [0, 1, 3, 2] }); // [B, kvHeads, group, T + 1]
     // One row per query head, [B, kvHeads, group, 1, T + 1], against the values as [B, kvHeads, 1, T, D]
     // (views): a one-row product, which MLAS streams without packing the values.
     const probs = edit.op('Unsqueeze', [edit.op('Softmax', [edit.op('Add', [scores, bias])], { axis: -1 }), i64([3])]);
