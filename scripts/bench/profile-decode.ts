@@ -32,6 +32,8 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '16' },
     chunk: { type: 'string', default: '512' },
     threads: { type: 'string', default: '2' },
+    /** Wall time only, profiling off: onnxruntime's profiler costs every node, so a graph of more nodes looks slower under it than it is. */
+    'wall-only': { type: 'boolean', default: false },
     /** Other decoding-step graphs to compare, comma-separated, e.g. ones an earlier version wrote (kept beside the export: weights are referenced by relative path). */
     'extra-step': { type: 'string' },
   },
@@ -55,7 +57,7 @@ const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'profile-decode-'));
 const sessions = await Promise.all(variants.map((v, i) => ort.InferenceSession.create(v.file, {
   intraOpNumThreads: Number(values.threads),
   interOpNumThreads: 1,
-  enableProfiling: true,
+  enableProfiling: !values['wall-only'],
   profileFilePrefix: path.join(profileDir, `v${i}`),
 })));
 const session = sessions[0]!;
@@ -107,6 +109,7 @@ const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[xs.length >> 1
 
 type Event = { cat: string; name: string; dur: number; ts: number; args?: { op_name?: string } };
 const perOp = sessions.map((session, v) => {
+  if (values['wall-only']) return new Map<string, number>();
   session.endProfiling();
   const file = path.join(profileDir, fs.readdirSync(profileDir).find((f) => f.startsWith(`v${v}`) && f.endsWith('.json'))!);
   const events = JSON.parse(fs.readFileSync(file, 'utf8')) as Event[];
@@ -123,17 +126,17 @@ const ops = [...new Set(perOp.flatMap((m) => [...m.keys()]))].sort((a, b) => Mat
 const maxDiff = (a: Float32Array, b: Float32Array) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i]!)), 0);
 const largest = Math.max(...lastLogits[0]!.map(Math.abs));
 const table: Table = {
-  title: `${path.basename(info.dir)}: context ${CONTEXT} (prefill in chunks of ${CHUNK}), ${STEPS} steps alternating, KV ${shape.dtype}, ${values.threads} threads; ms`,
+  title: `${path.basename(info.dir)}: context ${CONTEXT} (prefill in chunks of ${CHUNK}), ${STEPS} steps alternating, KV ${shape.dtype}, ${values.threads} threads${values['wall-only'] ? ', profiling off' : ''}; ms`,
   columns: ['', ...variants.map((v) => v.name)],
   rows: [
     ['prefill, all chunks', ...prefill],
     ['step, wall (median)', ...wall.map(median)],
-    ['step, kernels', ...perOp.map((m) => [...m.values()].reduce((a, b) => a + b, 0))],
+    ...(values['wall-only'] ? [] : [['step, kernels', ...perOp.map((m) => [...m.values()].reduce((a, b) => a + b, 0))]]),
     ...ops.slice(0, 12).map((op) => [`step, ${op}`, ...perOp.map((m) => m.get(op) ?? 0)]),
   ],
 };
 const notes = variants.slice(1).map((v, i) => `${v.name}: the last step's logits differ from ${variants[0]!.name}'s by at most ${maxDiff(lastLogits[0]!, lastLogits[i + 1]!).toExponential(2)} (${(maxDiff(lastLogits[0]!, lastLogits[i + 1]!) / largest).toExponential(2)} of the largest logit).`);
-writeResults(`profile-decode-${path.basename(info.dir)}-${CONTEXT}`, { context: CONTEXT, chunk: CHUNK, steps: STEPS, variants: variants.map((v) => v.name), prefill, wall, perOp: perOp.map((m) => Object.fromEntries(m)) }, [table], notes);
+writeResults(`profile-decode-${path.basename(info.dir)}-${CONTEXT}${values['wall-only'] ? '-wall' : ''}`, { context: CONTEXT, chunk: CHUNK, steps: STEPS, variants: variants.map((v) => v.name), prefill, wall, perOp: perOp.map((m) => Object.fromEntries(m)) }, [table], notes);
 console.log(table.title);
 for (const row of table.rows) console.log(row.map((c) => (typeof c === 'number' ? c.toFixed(2) : c)).join(' | '));
 console.log(notes.join('\n'));
