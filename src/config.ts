@@ -86,7 +86,7 @@ export const configSchema = z.object({
    * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
    * length, holds its own copy of the prepacked weights. 0: never.
    */
-  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(2048),
+  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(512),
   /**
    * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
    * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,

@@ -40,14 +40,15 @@
  * - Choosing per pass inside one graph with `If` (per layer, or once around the whole model) costs
  *   onnxruntime's subgraph execution on every pass: a step at 32 tokens of context took 40-64 ms
  *   instead of 26-46 ms.
- * - The step graph alone, wall time of a step against GroupQueryAttention's: 105 against 175 ms at
- *   8160 tokens of context, 60 against 69 at 2048, but 54 against 44 at 1024 and 52 against 46 at
- *   512 (its kernels take no longer there; its ~500 more nodes cost onnxruntime about 10 ms a
- *   pass). Hence its session is used from a context length on (`inPlaceDecodeMinContext`, 2048), and
- *   loaded only then: it prepacks its own copy of the weights.
+ * - The step graph alone, wall time of a step against GroupQueryAttention's (profiler off, which
+ *   costs every node and so inflates the graph of more nodes): q4 22.6 against 24.2 ms at 32 tokens of
+ *   context, 23.6 / 28.6 at 512, 26.5 / 35.2 at 1024; fp32 55.9 / 52.5 at 32 but 62.5 / 65.4 at
+ *   512; q4f16 31.0 / 30.8 at 32, 31.4 / 35.1 at 512. Hence its session is used from a context
+ *   length on (`inPlaceDecodeMinContext`, 512), and loaded only then: it prepacks its own copy of
+ *   the weights.
  * - Served (bench/results/long-context-table.md, same subject, against llama.cpp Q4_0 on the same
  *   blocks): at 8168 tokens of context 16.5 tok/s against 8.0 with GroupQueryAttention and 11.8 for
- *   llama.cpp (layouts before the keys-as-rows one).
+ *   llama.cpp (layouts before the keys-as-rows one; with it, 1.55x llama.cpp at 8168 and 1.21x at 2048).
  *
  * A float16 cache (model-builder q4f16) is read through float32: onnxruntime's CPU MatMul has no
  * float16 kernel, so each layer's past is Cast as it is read (a transient tensor, freed after the
