@@ -52,7 +52,6 @@ export type FusedAttentionResult = { layers: number } | { skipped: string };
 /** Ops a key or value path may take between the Concat and the attention MatMul (repeat-KV, layout). */
 const KV_PATH = new Set(['Unsqueeze', 'Expand', 'Reshape', 'Identity', 'Transpose']);
 
-
 class Skip extends Error {}
 const skip = (reason: string): never => {
   throw new Skip(reason);

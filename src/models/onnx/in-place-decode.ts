@@ -132,7 +132,7 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   // layer's past is converted as it is read, a transient tensor freed after the layer.
   const float = (x: string) => (pastType === FLOAT ? x : edit.op('Cast', [x], { to: FLOAT }));
   for (const node of gqa) {
-    const [q, k, v, pastKey, pastValue] = (node.input as string[]).map((x, i) => (i < 5 ? float(x) : x));
+    const [q, k, v, pastKey, pastValue] = (node.input as string[]).slice(0, 5).map(float);
     const alpha = { float: scaleOf(node, headDim) };
     // [B, 1, heads * D] -> [B, kvHeads, group, D] (query head h reads KV head h / group); k, v [B, 1, kvHeads * D] -> [B, kvHeads, 1, D].
     const grouped = edit.op('Reshape', [q!, i64([0, kvHeads, group, headDim])]);

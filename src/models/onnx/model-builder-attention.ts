@@ -40,7 +40,6 @@ type Graph = InstanceType<typeof onnx.GraphProto>;
 
 export type ModelBuilderAttentionResult = { layers: number } | { skipped: string };
 
-
 /** True when the graph looks like a model-builder export (GroupQueryAttention reading the past directly). */
 export function isModelBuilderForm(model: ModelProto): boolean {
   return (model.graph?.node ?? []).some((n) => n.opType === 'GroupQueryAttention' && n.domain === MS_DOMAIN && /^past_key_values\.\d+\.key$/.test(n.input?.[3] ?? ''));

@@ -28,20 +28,22 @@ const SIMPLE_ESCAPES: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 1
 
 /** One escaped or plain code point at `text[at]`: its value and where the next one starts. */
 function codePointAt(text: string, at: number): { cp: number; next: number } {
-  if (text[at] !== '\\') {
-    const cp = text.codePointAt(at)!;
-    return { cp, next: at + (cp > 0xffff ? 2 : 1) };
-  }
+  const plain = (i: number) => {
+    const cp = text.codePointAt(i)!;
+    return { cp, next: i + (cp > 0xffff ? 2 : 1) };
+  };
+  if (text[at] !== '\\') return plain(at);
   const c = text[at + 1]!;
   const hex = { x: 2, u: 4, U: 8 }[c as 'x' | 'u' | 'U'];
   if (hex) return { cp: parseInt(text.slice(at + 2, at + 2 + hex), 16), next: at + 2 + hex };
   if (c in SIMPLE_ESCAPES) return { cp: SIMPLE_ESCAPES[c]!, next: at + 2 };
-  return { cp: text.codePointAt(at + 1)!, next: at + 1 + (text.codePointAt(at + 1)! > 0xffff ? 2 : 1) };
+  return plain(at + 1);
 }
 
 type Ranges = Array<[number, number]>;
 
-function normalize(ranges: Ranges): Ranges {
+/** The ranges sorted and merged (new pairs: the input is not changed). */
+function normalize(ranges: ReadonlyArray<readonly [number, number]>): Ranges {
   const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
   const out: Ranges = [];
   for (const [lo, hi] of sorted) {
@@ -85,7 +87,7 @@ function jsonSafeClass(body: string): string {
       at = hi.next;
     } else ranges.push([lo.cp, lo.cp]);
   }
-  const kept = negated ? normalize([...ranges, ...MUST_ESCAPE.map(([a, b]): [number, number] => [a, b])]) : subtract(ranges, MUST_ESCAPE);
+  const kept = negated ? normalize([...ranges, ...MUST_ESCAPE]) : subtract(ranges, MUST_ESCAPE);
   // An empty positive class matches nothing: the pattern's only characters there were unwritable.
   if (!negated && kept.length === 0) return '[^\\u0000-\\U0010ffff]';
   return `[${negated ? '^' : ''}${kept.map(([lo, hi]) => (lo === hi ? classChar(lo) : `${classChar(lo)}-${classChar(hi)}`)).join('')}]`;
