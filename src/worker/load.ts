@@ -18,7 +18,7 @@ import { useLocalModels } from './local-models.js';
 import { dropTokenizerSource } from './tokenize/drop-source.js';
 import { batchDecoding, sessionOf } from './decode/session.js';
 import { StepSession } from './decode/step-session.js';
-import { workerLog } from './log.js';
+import { workerLog, type WorkerLog } from './log.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -89,7 +89,8 @@ function graphHasOp(file: string, op: string): boolean {
   }
 }
 
-export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
+/** `log`: where the load's warnings go (default: the worker's log channel named in `init`). */
+export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(init.logChannel, init.model.id)): Promise<LoadedModel> {
   const { model: info } = init;
   const { tokenizer } = await loadTokenizer(info); // also points transformers.js at the folder
   const name = path.basename(info.dir);
@@ -148,7 +149,7 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
   const session = sessionOf(loaded);
   if (prepared.decodeStepFile && session && (init.inPlaceDecodeMinContext ?? 0) > 0) {
     loaded.decodeSteps = new StepSession(prepared.decodeStepFile, session, { ...options.session_options, executionProviders: ['cpu'] }, init.inPlaceDecodeMinContext!, (error) => {
-      workerLog(init.logChannel, info.id)('warn', 'the decoding-step graph did not load; decoding steps keep GroupQueryAttention', error);
+      log('warn', 'the decoding-step graph did not load; decoding steps keep GroupQueryAttention', error);
     });
   }
   if (info.task === 'chat') {
@@ -157,4 +158,10 @@ export async function loadModel(init: WorkerInit): Promise<LoadedModel> {
     if (!decoding.ok) notes.push(`one request at a time through transformers.js generate, without batching, prompt cache or grammar (${decoding.reason})`);
   }
   return loaded;
+}
+
+/** Releases a loaded model's sessions (the model's own and its decoding-step session, if it loaded). */
+export async function disposeModel(loaded: LoadedModel): Promise<void> {
+  await loaded.decodeSteps?.release();
+  await loaded.model.dispose();
 }

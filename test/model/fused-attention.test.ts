@@ -17,7 +17,7 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { fuseAttention } from '../../src/models/onnx/fused-attention.js';
 import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
-import { loadModel } from '../../src/worker/load.js';
+import { disposeModel, loadModel } from '../../src/worker/load.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { kvMode } from '../../src/worker/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
@@ -59,7 +59,7 @@ describe('the bundled model, loaded with and without the rewrite', () => {
         return out;
       }));
       if (loaded.decodeSteps) expect(stepGraphSteps).toBeGreaterThanOrEqual(15);
-      await loaded.model.dispose();
+      await disposeModel(loaded);
     }
     expect(tokens.fused).toEqual(tokens.export);
     expect(tokens['step graph']).toEqual(tokens.export);

@@ -24,7 +24,7 @@ import type { Token } from 'node-llama-cpp';
 import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { openModelBuilderAttention } from '../../src/models/onnx/model-builder-attention.js';
-import { loadModel, type LoadedModel } from '../../src/worker/load.js';
+import { disposeModel, loadModel, type LoadedModel } from '../../src/worker/load.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { PrefixCache } from '../../src/worker/decode/prefix-cache.js';
 import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/worker/decode/session.js';
@@ -84,7 +84,7 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
     expect(exported.notes.join('\n')).toMatch(/one request at a time through transformers\.js generate.*inputs lack position_ids/);
     const reference: number[][] = [];
     for (const prompt of PROMPTS) reference.push(await generateTokens(exported, prompt));
-    await exported.model.dispose();
+    await disposeModel(exported);
     expect(reference.every((t) => t.length === MAX_TOKENS)).toBe(true);
     // Different prompts lead to different tokens (the comparison below means something).
     expect(new Set(reference.map((t) => t.join())).size).toBe(PROMPTS.length);
@@ -117,7 +117,7 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
         expect(firstDifference === -1 || firstDifference >= 4, `row ${r}: ${tokens} against ${solo[r]}`).toBe(true);
       }
     }
-    await loaded.model.dispose();
+    await disposeModel(loaded);
   });
 
   it('keeps the prompt cache: a prompt extending a finished sequence reuses its KV and decodes as cold', async () => {
@@ -137,7 +137,7 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
     // float16 KV is held as half bits: half the bytes of float32.
     const perToken = shapeOf.layers * 2 * shapeOf.kvHeads * shapeOf.headDim * (dtype === 'q4f16' ? 2 : 4);
     expect(stats.bytes).toBe((next.length + MAX_TOKENS - 1) * perToken);
-    await loaded.model.dispose();
+    await disposeModel(loaded);
   });
 });
 
@@ -163,7 +163,7 @@ describe('a model-builder graph the rewrite does not recognise', () => {
     expect(loaded.notes).toContain('attention as exported (layer 1: GroupQueryAttention without do_rotary (rotary outside the attention))');
     expect(supportsBatchDecoding(loaded)).toBe(false);
     expect(loaded.notes.join('\n')).toMatch(/one request at a time through transformers\.js generate.*position_ids/);
-    await loaded.model.dispose();
+    await disposeModel(loaded);
   });
 });
 
@@ -225,7 +225,7 @@ describe('the Q4_0 GGUF written from the q4 export', () => {
       expect(theirs).toEqual(ours.slice(0, 4));
     }
     await model.dispose();
-    await loaded.model.dispose();
+    await disposeModel(loaded);
   });
 });
 

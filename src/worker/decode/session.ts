@@ -30,6 +30,8 @@ export interface OrtSession {
   inputMetadata?: ReadonlyArray<{ name: string; isTensor: boolean; type?: string }>;
   /** `fetches`: the outputs wanted (default: all of them). */
   run(feeds: Record<string, unknown>, fetches?: readonly string[]): Promise<Record<string, OrtTensor>>;
+  /** Frees the session's native memory (onnxruntime's InferenceSession.release). */
+  release?(): Promise<void>;
 }
 
 export type KvDtype = 'float32' | 'float16';

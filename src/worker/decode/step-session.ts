@@ -51,6 +51,15 @@ export class StepSession {
     return this.loading;
   }
 
+  /** Releases the session once its load has settled (a later step would load it again). */
+  async release(): Promise<void> {
+    await this.loading;
+    const session = this.session;
+    this.session = undefined;
+    this.loading = undefined;
+    await session?.release?.();
+  }
+
   get loaded(): boolean {
     return this.session !== undefined;
   }
