@@ -88,6 +88,16 @@ export const configSchema = z.object({
    */
   inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(512),
   /**
+   * How chat models keep their KV cache. `auto`: in the graph's own type. `float16`: a float32 cache
+   * (most exports, q4 and q8 included) is stored as float16, as llama.cpp's default F16 cache is: half
+   * the memory for the cache and for the prefix cache, and no cache-sized copy held through prefill
+   * passes; each layer converts its past to float32 as it reads it, which costs decoding time at long
+   * context, and the keys and values are rounded to float16 (on the tiny model-builder subject the
+   * logits of the first step that reads it moved by 3e-5 of their range).
+   * With fused attention only.
+   */
+  kvCacheDtype: z.enum(['auto', 'float16']).default('auto'),
+  /**
    * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
    * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,
    * a little more time per prompt.

@@ -61,6 +61,7 @@ async function main(): Promise<void> {
     lastPositionLogits: config.lastPositionLogits,
     fusedAttention: config.fusedAttention,
     inPlaceDecodeMinContext: config.inPlaceDecodeMinContext,
+    kvCacheDtype: config.kvCacheDtype,
     prefillChunkTokens: config.prefillChunkTokens,
     promptCacheBytes: config.promptCacheBytes,
     maxQueue: config.maxQueue,

@@ -56,6 +56,8 @@ const { values } = parseArgs({
     'compare-export': { type: 'boolean', default: false },
     /** Also run the server with every decoding step through GroupQueryAttention (IN_PLACE_DECODE_MIN_CONTEXT=0, no step graph), interleaved. */
     'compare-gqa-decode': { type: 'boolean', default: false },
+    /** Also run the server with a float32 KV cache stored as float16 (KV_CACHE_DTYPE=float16), interleaved. */
+    'compare-kv-float16': { type: 'boolean', default: false },
     /** Run the server under tsx from the TypeScript source instead of compiled as `npm start` runs it (tsx costs every worker ~100 MiB of RSS). */
     tsx: { type: 'boolean', default: false },
     name: { type: 'string', default: 'long-context' },
@@ -73,6 +75,7 @@ const VARIANTS: Array<{ name: string; env: Record<string, string> }> = [
   { name: 'project', env: SERVER_ENV },
   ...(values['compare-export'] ? [{ name: 'project, export attention', env: { ...SERVER_ENV, FUSED_ATTENTION: 'false' } }] : []),
   ...(values['compare-gqa-decode'] ? [{ name: 'project, GroupQueryAttention decode', env: { ...SERVER_ENV, IN_PLACE_DECODE_MIN_CONTEXT: '0' } }] : []),
+  ...(values['compare-kv-float16'] ? [{ name: 'project, float16 KV cache', env: { ...SERVER_ENV, KV_CACHE_DTYPE: 'float16' } }] : []),
 ];
 /** The llama.cpp file type for each of our dtypes. */
 const GGUF_TYPE: Record<string, Exclude<GgmlType, 'F16'>> = { fp32: 'F32', q8: 'Q8_0', q4: 'Q4_0', q4f16: 'Q4_0' };
@@ -193,7 +196,8 @@ for (const subject of SUBJECTS) {
   const onnxDir = path.join(benchModels, subject, 'onnx');
   const onnxBytes = fs.readdirSync(onnxDir).filter((f) => !isDerivedFile(f)).reduce((sum, f) => sum + fs.statSync(path.join(onnxDir, f)).size, 0) - V * H * (half ? 2 : 4);
   const llamaBytes = fs.statSync(gguf.file).size - tensorBytes(gguf.type, V * H);
-  const projectKvPerPosition = 2 * L * KV * D * (half ? 2 : 4); // fp32 KV, fp16 for q4f16
+  // fp32 KV, fp16 for q4f16 or a variant storing it as float16
+  const projectKvPerPosition = (env: Record<string, string>) => 2 * L * KV * D * (half || env.KV_CACHE_DTYPE === 'float16' ? 2 : 4);
   const llamaKvPerPosition = 2 * L * KV * D * 2; // F16 KV
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-longctx-'));
@@ -241,17 +245,17 @@ for (const subject of SUBJECTS) {
       // Other work on the shared cores only ever slows a run: the best run is the least disturbed.
       const tBest = Math.max(...theirs.map((x) => x.decodeTps));
       const meanContext = context + DECODE / 2;
-      const oBound = bandwidth / (onnxBytes + projectKvPerPosition * meanContext);
+      const oBound = (env: Record<string, string>) => bandwidth / (onnxBytes + projectKvPerPosition(env) * meanContext);
       const tBound = bandwidth / (llamaBytes + llamaKvPerPosition * meanContext);
       const tPeak = peakOf(llama.pid);
-      subjectData[`context${context}`] = { llamaCpp: theirs, projectBoundTps: oBound, llamaBoundTps: tBound, llamaPeakMiB: tPeak };
+      subjectData[`context${context}`] = { llamaCpp: theirs, projectBoundTps: oBound(SERVER_ENV), llamaBoundTps: tBound, llamaPeakMiB: tPeak };
       for (const [v, variant] of VARIANTS.entries()) {
         const oT = median(ours[v]!.map((x) => x.ttftMs));
         const oD = median(ours[v]!.map((x) => x.decodeTps));
         const oBest = Math.max(...ours[v]!.map((x) => x.decodeTps));
         const oPeak = peakOf(servers[v]!.pid);
         (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
-        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, oBound, oBest / oBound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
+        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, oBound(variant.env), oBest / oBound(variant.env), tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
         summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, oPeak / tPeak]);
         tableRows.push({ subject, engine: variant.name, llamaFile: gguf.type, context: String(asked), ...(asked !== context ? { tokens: context } : {}), decodeRatio: oD / tD, bestDecodeRatio: oBest / tBest, ttftRatio: oT / tT, rssRatio: oPeak / tPeak, projectTps: oD, llamaTps: tD, ...runOf });
         process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
@@ -313,6 +317,6 @@ writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
   `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: ${values.tsx ? 'src/main.ts under tsx' : 'the compiled server (dist/src/main.js, as npm start runs it)'} in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${values['compare-export'] ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}${values['compare-gqa-decode'] ? '; "project, GroupQueryAttention decode" is the same server with IN_PLACE_DECODE_MIN_CONTEXT=0 (every decoding step through GroupQueryAttention, which copies the cache each step; no step graph session), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
   'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
-  `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16), llama.cpp F16).`,
+  `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16 and the float16 KV cache variant), llama.cpp F16).`,
 ]);
 recordRows(tableRows, { subjects: FULL_TABLE, contexts: FULL_CONTEXTS, concurrency: FULL_CONCURRENCY });

@@ -30,6 +30,8 @@ export interface ModelPoolOptions {
   fusedAttention?: boolean;
   /** Context length from which decoding steps read a float32 KV cache in place (0 or absent: never). */
   inPlaceDecodeMinContext?: number;
+  /** `float16`: chat models store a float32 KV cache as float16 (default `auto`: as the graph has it). */
+  kvCacheDtype?: 'auto' | 'float16';
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
   /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
@@ -127,6 +129,7 @@ export class ModelPool {
       lastPositionLogits: options.lastPositionLogits ?? true,
       fusedAttention: options.fusedAttention ?? true,
       inPlaceDecodeMinContext: options.inPlaceDecodeMinContext ?? 0,
+      kvCacheDtype: options.kvCacheDtype ?? 'auto',
       prefillChunkTokens: options.prefillChunkTokens ?? 512,
       promptCacheBytes: options.promptCacheBytes ?? 0,
       logChannel: context.logChannel,

@@ -99,7 +99,7 @@ export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(ini
   // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
-  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention });
+  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention, halfKvCache: init.kvCacheDtype === 'float16' });
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
   notes.push(...prepared.notes);

@@ -28,6 +28,8 @@ export interface WorkerInit {
   fusedAttention: boolean;
   /** Context length from which decoding steps run through the in-place step graph (src/worker/decode/step-session.ts); 0 or absent: never. */
   inPlaceDecodeMinContext?: number;
+  /** `float16`: a float32 KV cache is stored as float16 (src/models/onnx/graph-edit.ts halfKvCache); absent: `auto`. */
+  kvCacheDtype?: 'auto' | 'float16';
   /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
   prefillChunkTokens: number;
   /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */

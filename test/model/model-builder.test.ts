@@ -56,9 +56,9 @@ beforeAll(() => {
   for (const info of scanModels({ modelsDir: tmp, defaultPoolSize: 1 }).models) infos[info.dtype] = info;
 });
 
-const load = (dtype: string, rewrites: boolean) => loadModel({
+const load = (dtype: string, rewrites: boolean, kvCacheDtype: 'auto' | 'float16' = 'auto') => loadModel({
   model: infos[dtype]!, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites, inPlaceDecodeMinContext: 1,
-  logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0,
+  kvCacheDtype, logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0,
 });
 
 /** transformers.js generate, greedy, on one prompt: the fallback's tokens. */
@@ -138,6 +138,55 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
     const perToken = shapeOf.layers * 2 * shapeOf.kvHeads * shapeOf.headDim * (dtype === 'q4f16' ? 2 : 4);
     expect(stats.bytes).toBe((next.length + MAX_TOKENS - 1) * perToken);
     await disposeModel(loaded);
+  });
+});
+
+describe('the q4 subject\'s float32 KV cache stored as float16 (KV_CACHE_DTYPE=float16)', () => {
+  /** Greedy tokens and the logits each was chosen from. */
+  const run = (decoder: BatchDecoder, promptIds: number[]) => {
+    const tokens: number[] = [];
+    const logits: Float32Array[] = [];
+    return decoder.run({
+      promptIds, maxTokens: MAX_TOKENS, sampling: GREEDY, cancelled: () => false,
+      onToken: (id) => (tokens.push(id), false), observe: (row) => logits.push(Float32Array.from(row)),
+    }).then(() => ({ tokens, logits }));
+  };
+
+  it('is read through float32 by the served graph and the step graph alike; logits stay within 1% of their range of the float32 cache\'s, and the prompt cache holds half the bytes', async () => {
+    const exact = await load('q4', true);
+    const reference = [];
+    for (const prompt of PROMPTS) reference.push(await run(new BatchDecoder(exact, { prefillChunkTokens: CHUNK }), prompt));
+    await disposeModel(exact);
+
+    const half = await load('q4', true, 'float16');
+    expect(half.notes).toContain('the KV cache stored as float16 (converted to float32 where each layer reads it)');
+    expect(half.notes).toContain(`decoding steps at long context through a graph that reads the KV cache in place (${shape.numLayers} layers)`);
+    expect(cacheShape(half)?.dtype).toBe('float16');
+    expect(kvMode(half)).toBe('append');
+    await half.decodeSteps!.load();
+    expect(half.decodeSteps!.loaded).toBe(true);
+    const cache = new PrefixCache(cacheShape(half)!, 64 << 20);
+    const decoder = new BatchDecoder(half, { prefillChunkTokens: CHUNK, kvStore: cache });
+    for (const [p, prompt] of PROMPTS.entries()) {
+      const { tokens, logits } = await run(decoder, prompt);
+      const expected = reference[p]!;
+      // Compared while both chose the same tokens (after a flip the contexts differ). The 150-token
+      // prompt's first logits already read two prefill chunks of float16 cache; every later step reads it
+      // through the step graph (its threshold is 1 here).
+      const same = tokens.findIndex((t, i) => t !== expected.tokens[i]);
+      const compared = same === -1 ? tokens.length : same + 1;
+      expect(compared, `prompt ${p}: ${tokens} against ${expected.tokens}`).toBeGreaterThanOrEqual(4);
+      for (let i = 0; i < compared; i++) {
+        const want = expected.logits[i]!;
+        const range = Math.max(...want) - Math.min(...want);
+        const worst = Math.max(...logits[i]!.map((x, j) => Math.abs(x - want[j]!)));
+        expect(worst / range, `prompt ${p}, token ${i}`).toBeLessThan(0.01);
+      }
+    }
+    const { layers, kvHeads, headDim } = cacheShape(half)!;
+    const stored = PROMPTS.reduce((n, prompt) => n + prompt.length + MAX_TOKENS - 1, 0);
+    expect(cache.stats().bytes).toBe(stored * layers * 2 * kvHeads * headDim * 2);
+    await disposeModel(half);
   });
 });
 

@@ -61,7 +61,7 @@
  * sinks leave the whole graph as it is, with the reason.
  */
 import onnxProto from 'onnx-proto';
-import { GraphEdit, MS_DOMAIN, newKvOutput, num, pruneGraph } from './graph-edit.js';
+import { GraphEdit, MS_DOMAIN, newKvOutput, num, pastInputOf, pruneGraph } from './graph-edit.js';
 import type { AttentionShape, FusedAttentionResult } from './fused-attention.js';
 
 const { onnx } = onnxProto;
@@ -78,7 +78,7 @@ function unsupported(node: NodeProto, shape: AttentionShape): string | undefined
     return a ? (a.type === onnx.AttributeProto.AttributeType.FLOAT ? a.f ?? fallback : num(a.i ?? fallback)) : fallback;
   };
   return !node.input[1] || !node.input[2] ? 'packed QKV'
-    : !/^past_key_values\.\d+\.key$/.test(node.input[3] ?? '') ? 'a past that is not a graph input'
+    : !/^past_key_values\.\d+\.key$/.test(pastInputOf(node.input[3] ?? '')) ? 'a past that is not a graph input'
     : attr('do_rotary', 0) !== 0 ? 'rotary inside the kernel'
     : attr('local_window_size', -1) !== -1 ? 'a sliding window'
     : attr('softcap', 0) !== 0 ? 'softcap'
@@ -98,17 +98,20 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   const graph = model.graph as Graph | null;
   if (!graph) return { skipped: 'no graph' };
   const { FLOAT, FLOAT16 } = onnx.TensorProto.DataType;
-  const pastType = graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType;
-  if (pastType !== FLOAT && pastType !== FLOAT16) return { skipped: 'the KV cache is neither float32 nor float16' };
   const nodes = [...graph.node] as NodeProto[];
   const gqa = nodes.filter((n) => n.opType === 'GroupQueryAttention' && n.domain === MS_DOMAIN);
   if (gqa.length === 0) return { skipped: 'no GroupQueryAttention' };
+  // The type the attention reads the cache in: the inputs' own, or float32 where a float16-stored cache
+  // is converted before its attention (graph-edit.ts halfKvCache).
+  const read = gqa[0]!.input[3] ?? '';
+  const pastType = pastInputOf(read) !== read ? FLOAT : graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType;
+  if (pastType !== FLOAT && pastType !== FLOAT16) return { skipped: 'the KV cache is neither float32 nor float16' };
   for (const node of gqa) {
     const why = unsupported(node, shape);
     if (why) return { skipped: `${node.name}: ${why}` };
   }
   const outputs = new Set(graph.output.map((o) => o.name ?? ''));
-  if (gqa.some((n) => !outputs.has(newKvOutput(Number(/^past_key_values\.(\d+)\.key$/.exec(n.input[3]!)![1]), 'key')))) return { skipped: 'no new_key_values outputs (the decoder could not append)' };
+  if (gqa.some((n) => !outputs.has(newKvOutput(Number(/^past_key_values\.(\d+)\.key$/.exec(pastInputOf(n.input[3]!))![1]), 'key')))) return { skipped: 'no new_key_values outputs (the decoder could not append)' };
 
   const { numHeads, kvHeads, headDim } = shape;
   const group = numHeads / kvHeads;

@@ -38,7 +38,7 @@ import type { ModelInfo } from '../registry.js';
 import { fuseAttention, type AttentionShape } from './fused-attention.js';
 import { decodeStepGraph } from './in-place-decode.js';
 import { isModelBuilderForm, openModelBuilderAttention } from './model-builder-attention.js';
-import { dropPresentOutputs } from './graph-edit.js';
+import { dropPresentOutputs, halfKvCache } from './graph-edit.js';
 import { encodeDerived, inlineWeightBytes, readMetadata, sliceLastPosition, STAMP_KEY, stampOf } from './last-logits.js';
 
 const { onnx } = onnxProto;
@@ -46,6 +46,8 @@ const { onnx } = onnxProto;
 export interface GraphRewrites {
   lastLogits: boolean;
   fusedAttention: boolean;
+  /** With fused attention, a float32 KV cache stored as float16 (./graph-edit.ts halfKvCache). */
+  halfKvCache?: boolean;
 }
 
 export interface PreparedGraph {
@@ -62,7 +64,7 @@ const FUSED_VERSION = 10;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string {
-  if (rewrites.fusedAttention) return rewrites.lastLogits ? `${FUSED_ATTENTION_BASE}.last-logits` : FUSED_ATTENTION_BASE;
+  if (rewrites.fusedAttention) return `${FUSED_ATTENTION_BASE}${rewrites.lastLogits ? '.last-logits' : ''}${rewrites.halfKvCache ? '.kv-float16' : ''}`;
   return rewrites.lastLogits ? LAST_LOGITS_BASE : IN_PLACE_BASE;
 }
 
@@ -137,7 +139,17 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
       applied++;
       shape = attention as AttentionShape;
       notes.push(builderForm ? `model-builder attention of ${result.layers} layers with position ids and left padding (rotary as RotaryEmbedding)` : `attention of ${result.layers} layers as GroupQueryAttention`);
-      dropPresentOutputs(decoded.graph as InstanceType<typeof onnx.GraphProto>);
+      const graph = decoded.graph as InstanceType<typeof onnx.GraphProto>;
+      dropPresentOutputs(graph);
+      if (rewrites.halfKvCache) {
+        const kvType = graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType;
+        if (kvType === onnx.TensorProto.DataType.FLOAT) {
+          halfKvCache(graph);
+          notes.push('the KV cache stored as float16 (converted to float32 where each layer reads it)');
+        } else {
+          notes.push('the KV cache as exported (KV_CACHE_DTYPE=float16 applies to a float32 cache)');
+        }
+      }
     } else {
       notes.push(`attention as exported (${result.skipped})`);
     }
