@@ -60,7 +60,7 @@ export interface PreparedGraph {
 }
 
 /** Bump when the fused-attention rewrite changes, so files written by an older version are rebuilt. */
-const FUSED_VERSION = 10;
+const FUSED_VERSION = 11;
 const NOTES_KEY = 'local-inference.notes';
 
 export function derivedBase(rewrites: GraphRewrites): string {
