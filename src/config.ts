@@ -107,7 +107,8 @@ export const configSchema = z.object({
    * Bytes of KV each chat worker keeps for reuse by later prompts that start the same way (the
    * prefix cache, src/worker/decode/prefix-cache.ts); 0 turns the cache off. A token's KV takes
    * layers x 2 x kvHeads x headDim x 4 bytes: 24 KiB on Qwen2.5-0.5B (1 GiB holds ~43k tokens),
-   * 224 KiB on Qwen3-0.6B (~4.7k tokens). Size it for the conversations that should stay warm (say
+   * 224 KiB on Qwen3-0.6B (~4.7k tokens); half that with a float16 cache (q4f16 exports, or
+   * KV_CACHE_DTYPE=float16). Size it for the conversations that should stay warm (say
    * 4 agents x 8k tokens); it is held on top of the weights, per worker.
    */
   promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024),
