@@ -19,7 +19,7 @@ import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
-import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type KvCacheDtype, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
   intraOpThreads: number;
@@ -31,7 +31,7 @@ export interface ModelPoolOptions {
   /** Context length from which decoding steps read a float32 KV cache in place (0 or absent: never). */
   inPlaceDecodeMinContext?: number;
   /** `float16`: chat models store a float32 KV cache as float16 (default `auto`: as the graph has it). */
-  kvCacheDtype?: 'auto' | 'float16';
+  kvCacheDtype?: KvCacheDtype;
   /** Prompt tokens per prefill forward pass (chunked prefill). */
   prefillChunkTokens?: number;
   /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */

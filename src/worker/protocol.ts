@@ -11,6 +11,9 @@ import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from 
 import type { ModelInfo } from '../models/registry.js';
 
 /** piscina workerData: which model this worker serves and how it runs it. */
+/** How chat models keep their KV cache (config.ts kvCacheDtype). */
+export type KvCacheDtype = 'auto' | 'float16';
+
 export interface WorkerInit {
   model: ModelInfo;
   /**
@@ -29,7 +32,7 @@ export interface WorkerInit {
   /** Context length from which decoding steps run through the in-place step graph (src/worker/decode/step-session.ts); 0 or absent: never. */
   inPlaceDecodeMinContext?: number;
   /** `float16`: a float32 KV cache is stored as float16 (src/models/onnx/graph-edit.ts halfKvCache); absent: `auto`. */
-  kvCacheDtype?: 'auto' | 'float16';
+  kvCacheDtype?: KvCacheDtype;
   /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
   prefillChunkTokens: number;
   /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */

@@ -121,15 +121,21 @@ export function addNewKvOutput(graph: Graph, edit: GraphEdit, at: { layer: numbe
 /** Name of the float32 view of a past_key_values input stored as float16 (`halfKvCache`). */
 const FLOAT_VIEW = '/float';
 
+/** True for the float32 view of a float16-stored past input (`halfKvCache`). */
+export const isFloatView = (name: string): boolean => name.endsWith(FLOAT_VIEW);
+
 /** The past_key_values input a node input reads: the name itself, or the input under its float32 view. */
-export const pastInputOf = (name: string): string => (name.endsWith(FLOAT_VIEW) ? name.slice(0, -FLOAT_VIEW.length) : name);
+export const pastInputOf = (name: string): string => (isFloatView(name) ? name.slice(0, -FLOAT_VIEW.length) : name);
+
+/** The ONNX element type of the graph's KV cache inputs (past_key_values.0.key's), if it has them. */
+export const kvElemType = (graph: Graph): number | undefined => graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType ?? undefined;
 
 /**
  * Stores a float32 KV cache as float16 (KV_CACHE_DTYPE=float16): each past_key_values input becomes
  * float16 and is converted to float32 for the nodes that read it, and each new_key_values output (the
  * Identity `addNewKvOutput` wrote) is converted to float16. Everything between runs in float32 as
  * before. For graphs whose attention reads the past inputs directly (after the fused-attention or
- * model-builder rewrite).
+ * model-builder rewrite). False, and the graph untouched, when its cache is not float32.
  *
  * The conversions go first in the node list. Measured on the SmolLM2-135M-shape model-builder q4 graph
  * at 9472 cache columns, one decoding step through GroupQueryAttention: 30 MiB above the cache at the
@@ -137,8 +143,9 @@ export const pastInputOf = (name: string): string => (name.endsWith(FLOAT_VIEW) 
  * 415 MiB for the float32 cache read directly (onnxruntime then holds every layer's present copy until
  * the pass returns, ./prepare-graph.ts).
  */
-export function halfKvCache(graph: Graph): void {
+export function halfKvCache(graph: Graph): boolean {
   const { FLOAT, FLOAT16 } = onnx.TensorProto.DataType;
+  if (kvElemType(graph) !== FLOAT) return false;
   const nodes = [...graph.node] as NodeProto[];
   const casts: NodeProto[] = [];
   for (const input of graph.input) {
@@ -157,6 +164,7 @@ export function halfKvCache(graph: Graph): void {
     node.attribute = [attribute('to', FLOAT16)];
   }
   graph.node = [...casts, ...nodes];
+  return true;
 }
 
 /**

@@ -61,7 +61,7 @@
  * sinks leave the whole graph as it is, with the reason.
  */
 import onnxProto from 'onnx-proto';
-import { GraphEdit, MS_DOMAIN, newKvOutput, num, pastInputOf, pruneGraph } from './graph-edit.js';
+import { GraphEdit, isFloatView, kvElemType, MS_DOMAIN, newKvOutput, num, pastInputOf, pruneGraph } from './graph-edit.js';
 import type { AttentionShape, FusedAttentionResult } from './fused-attention.js';
 
 const { onnx } = onnxProto;
@@ -103,8 +103,7 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   if (gqa.length === 0) return { skipped: 'no GroupQueryAttention' };
   // The type the attention reads the cache in: the inputs' own, or float32 where a float16-stored cache
   // is converted before its attention (graph-edit.ts halfKvCache).
-  const read = gqa[0]!.input[3] ?? '';
-  const pastType = pastInputOf(read) !== read ? FLOAT : graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType;
+  const pastType = isFloatView(gqa[0]!.input[3] ?? '') ? FLOAT : kvElemType(graph);
   if (pastType !== FLOAT && pastType !== FLOAT16) return { skipped: 'the KV cache is neither float32 nor float16' };
   for (const node of gqa) {
     const why = unsupported(node, shape);
@@ -162,7 +161,7 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   // that reads it (the served graph has them first: ./graph-edit.ts halfKvCache). Measured at 2048
   // tokens of context (SmolLM2-135M shape, q4; separate runs): 25.7 tok/s with every conversion
   // first, 30-33 so, 39 with the float32 cache (converting the cache is a copy of it per step).
-  const views = new Set(nodes.filter((n) => n.opType === 'Cast' && pastInputOf(n.output[0] ?? '') !== n.output[0]));
+  const views = new Set(nodes.filter((n) => n.opType === 'Cast' && isFloatView(n.output[0] ?? '')));
   pruneGraph(graph, [...nodes.filter((n) => !replaced.has(n) && !views.has(n)), ...edit.nodes, ...views], edit.initializers);
   return { layers: gqa.length };
 }

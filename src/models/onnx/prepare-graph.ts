@@ -142,13 +142,7 @@ export function prepareGraph(info: ModelInfo, rewrites: GraphRewrites): Prepared
       const graph = decoded.graph as InstanceType<typeof onnx.GraphProto>;
       dropPresentOutputs(graph);
       if (rewrites.halfKvCache) {
-        const kvType = graph.input.find((i) => i.name === 'past_key_values.0.key')?.type?.tensorType?.elemType;
-        if (kvType === onnx.TensorProto.DataType.FLOAT) {
-          halfKvCache(graph);
-          notes.push('the KV cache stored as float16 (converted to float32 where each layer reads it)');
-        } else {
-          notes.push('the KV cache as exported (KV_CACHE_DTYPE=float16 applies to a float32 cache)');
-        }
+        notes.push(halfKvCache(graph) ? 'the KV cache stored as float16 (converted to float32 where each layer reads it)' : 'the KV cache as exported (KV_CACHE_DTYPE=float16 applies to a float32 cache)');
       }
     } else {
       notes.push(`attention as exported (${result.skipped})`);
