@@ -3,7 +3,7 @@
  * totals and heap in use; the counters grow by the difference per worker, and the gauges sum the
  * workers' latest reports over the model's current load.
  */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GenerationEvent, PromptCacheStats } from '../../src/core/hooks.js';
 import { createMetrics } from '../../src/metrics.js';
 import type { InferenceService } from '../../src/core/types.js';
@@ -31,7 +31,12 @@ describe('prompt cache metrics', () => {
     expect(await metrics.registry.metrics()).not.toMatch(/prompt_cache_bytes\{model="m"\}/);
   });
 
+  afterEach(() => { vi.useRealTimers(); });
+
   it('sums each worker\'s latest heap report, and forgets reports from before the model\'s current load', async () => {
+    // The clock is set by hand: a report's time decides whether it predates the current load.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(1_000_000);
     const metrics = createMetrics();
     const models = [{ id: 'm', state: 'loaded' as string, loadedAt: 0, queued: 0, ready: true, fileBytes: 1 }];
     metrics.bind({ status: () => ({ models }) } as unknown as InferenceService);
@@ -44,9 +49,9 @@ describe('prompt cache metrics', () => {
     expect(await metrics.registry.metrics()).not.toMatch(/worker_heap_used_bytes\{model="m"\}|prompt_cache_bytes\{model="m"\}/);
     metrics.observer.generationEnded!('m', event(3, stats(1, 1, 2048), 6000));
     models[0]!.state = 'loaded';
-    models[0]!.loadedAt = Date.now() + 1;
+    models[0]!.loadedAt = 1_000_010;
     metrics.observer.embedBatch!({ model: 'm', requests: 1, tokens: 3, threadId: 4, heapUsedBytes: 2500 });
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    vi.setSystemTime(1_000_020);
     metrics.observer.generationEnded!('m', event(5, stats(1, 1, 1024), 4000));
     const text = await metrics.registry.metrics();
     expect(text).toMatch(/worker_heap_used_bytes\{model="m"\} 4000\n/);
