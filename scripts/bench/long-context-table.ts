@@ -27,6 +27,9 @@ export interface TableRow {
   rssRatio?: number;
   projectTps: number;
   llamaTps: number;
+  /** Best decode tok/s over the bandwidth bound measured in the run (one sequence): the project's, llama.cpp's. */
+  boundFraction?: number;
+  llamaBoundFraction?: number;
   /** The result file the row comes from, with its date and load average (1 min) at the start. */
   run: string;
   date: string;
@@ -64,11 +67,11 @@ export function recordRows(rows: TableRow[], layout: { subjects: string[]; conte
   const md = [
     `# ${NAME}`,
     '',
-    'Project / llama.cpp, each row measured in the run it names (same machine, same run, interleaved; see that run\'s file for its setup). Decode: higher is better; TTFT and peak RSS: lower is better. Written by `npm run bench:longctx` (scripts/bench/long-context-table.ts), which adds each run\'s rows.',
+    'Project / llama.cpp, each row measured in the run it names (same machine, same run, interleaved; see that run\'s file for its setup). Decode: higher is better; TTFT and peak RSS: lower is better. Bandwidth bound: the memory copy bandwidth measured in the run over the bytes one decoded token reads (weights but the embedding table, plus the KV cache at that context, each engine its own). Written by `npm run bench:longctx` (scripts/bench/long-context-table.ts), which adds each run\'s rows.',
     '',
-    '| subject | context | engine | llama.cpp file | decode ratio (medians) | decode ratio (best runs) | project / llama.cpp tok/s | TTFT ratio | peak RSS ratio | run · date · commit · load |',
-    '|---|---|---|---|---|---|---|---|---|---|',
-    ...sorted.map((r) => `| ${r.subject} | ${r.context}${r.tokens ? ` (${r.tokens})` : ''} | ${r.engine} | ${r.llamaFile} | ${f(r.decodeRatio)} | ${f(r.bestDecodeRatio)} | ${r.projectTps.toFixed(1)} / ${r.llamaTps.toFixed(1)} | ${f(r.ttftRatio)} | ${f(r.rssRatio)} | ${r.run} · ${r.date.slice(0, 16).replace('T', ' ')} · ${r.commit} · ${r.load.toFixed(1)} |`),
+    '| subject | context | engine | llama.cpp file | decode ratio (medians) | decode ratio (best runs) | project / llama.cpp tok/s | best / bandwidth bound (llama.cpp\'s) | TTFT ratio | peak RSS ratio | run · date · commit · load |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    ...sorted.map((r) => `| ${r.subject} | ${r.context}${r.tokens ? ` (${r.tokens})` : ''} | ${r.engine} | ${r.llamaFile} | ${f(r.decodeRatio)} | ${f(r.bestDecodeRatio)} | ${r.projectTps.toFixed(1)} / ${r.llamaTps.toFixed(1)} | ${r.boundFraction === undefined ? '' : `${f(r.boundFraction)} (${f(r.llamaBoundFraction)})`} | ${f(r.ttftRatio)} | ${f(r.rssRatio)} | ${r.run} · ${r.date.slice(0, 16).replace('T', ' ')} · ${r.commit} · ${r.load.toFixed(1)} |`),
     '',
     missing.length ? `Not measured yet: ${missing.join(', ')}.` : 'Every subject and context of the table has been measured.',
     '',
