@@ -67,6 +67,9 @@ export function recordRows(rows: TableRow[], layout: { subjects: string[]; conte
   const md = [
     `# ${NAME}`,
     '',
+    ...summary(kept, layout),
+    '## Every row',
+    '',
     'Project / llama.cpp, each row measured in the run it names (same machine, same run, interleaved; see that run\'s file for its setup). Decode: higher is better; TTFT and peak RSS: lower is better. Bandwidth bound: the memory copy bandwidth measured in the run over the bytes one decoded token reads (weights but the embedding table, plus the KV cache at that context, each engine its own). Written by `npm run bench:longctx` (scripts/bench/long-context-table.ts), which adds each run\'s rows.',
     '',
     '| subject | context | engine | llama.cpp file | decode ratio (medians) | decode ratio (best runs) | project / llama.cpp tok/s | best / bandwidth bound (llama.cpp\'s) | TTFT ratio | peak RSS ratio | run · date · commit · load |',
@@ -77,6 +80,37 @@ export function recordRows(rows: TableRow[], layout: { subjects: string[]; conte
     '',
   ].join('\n');
   fs.writeFileSync(path.join(RESULTS_DIR, `${NAME}.md`), md);
+}
+
+/**
+ * One line per subject: the project as configured (the `project` rows) against llama.cpp at every
+ * context, each ratio from the run its row names; "–" where no run has measured it.
+ */
+function summary(kept: Map<string, TableRow>, layout: { subjects: string[]; contexts: number[]; concurrency: number }): string[] {
+  const at = (subject: string, context: string) => kept.get(`${subject}\u0000project\u0000${context}`);
+  const cells = (subject: string, contexts: readonly number[], value: (r: TableRow) => number | undefined) =>
+    contexts.map((c) => {
+      const v = at(subject, String(c));
+      return v && value(v) !== undefined ? value(v)!.toFixed(2) : '–';
+    }).join(' / ');
+  const all = layout.contexts;
+  const prompts = all.filter((c) => c >= 512);
+  const seq = `${all[0]} × ${layout.concurrency} seq`;
+  const boundAt = all.includes(2048) ? 2048 : all.at(-1)!;
+  return [
+    '## Summary: the project as configured, against llama.cpp',
+    '',
+    `Ratios project / llama.cpp, medians, each from the run of its row below. Decode (goal >= 1.0) at ${all.join(' / ')} tokens of context and with ${layout.concurrency} sequences at once; best decode over the bandwidth bound at ${boundAt} (goal >= 0.6; llama.cpp's own in brackets); time to first token (goal <= 1.0) for ${prompts.join(' / ')}-token prompts; peak RSS (goal <= 1.2) at ${all.join(' / ')}.`,
+    '',
+    `| subject | llama.cpp file | decode | ${layout.concurrency} sequences | best / bound at ${boundAt} | TTFT | peak RSS |`,
+    '|---|---|---|---|---|---|---|',
+    ...layout.subjects.map((subject) => {
+      const any = all.map((c) => at(subject, String(c))).find(Boolean) ?? at(subject, seq);
+      const bound = at(subject, String(boundAt));
+      return `| ${subject} | ${any?.llamaFile ?? '–'} | ${cells(subject, all, (r) => r.decodeRatio)} | ${at(subject, seq)?.decodeRatio.toFixed(2) ?? '–'} | ${bound?.boundFraction === undefined ? '–' : `${bound.boundFraction.toFixed(2)} (${bound.llamaBoundFraction!.toFixed(2)})`} | ${cells(subject, prompts, (r) => r.ttftRatio)} | ${cells(subject, all, (r) => r.rssRatio)} |`;
+    }),
+    '',
+  ];
 }
 
 function contextOrder(context: string, contexts: string[]): number {
