@@ -100,9 +100,9 @@ function summary(kept: Map<string, TableRow>, layout: { subjects: string[]; cont
   return [
     '## Summary: the project as configured, against llama.cpp',
     '',
-    `Ratios project / llama.cpp, medians, each from the run of its row below. Decode (goal >= 1.0) at ${all.join(' / ')} tokens of context and with ${layout.concurrency} sequences at once; best decode over the bandwidth bound at ${boundAt} (goal >= 0.6; llama.cpp's own in brackets); time to first token (goal <= 1.0) for ${prompts.join(' / ')}-token prompts; peak RSS (goal <= 1.2) at ${all.join(' / ')}.`,
+    `Ratios project / llama.cpp, medians, each from the run of its row below (the goal in each header): decode at ${all.join(' / ')} tokens of context and with ${layout.concurrency} sequences at once; the best decode run over the bandwidth bound at ${boundAt} tokens (llama.cpp's own in brackets); time to first token for ${prompts.join(' / ')}-token prompts; peak RSS.`,
     '',
-    `| subject | llama.cpp file | decode | ${layout.concurrency} sequences | best / bound at ${boundAt} | TTFT | peak RSS |`,
+    `| subject | llama.cpp file | decode (>= 1.0) at ${all.join(' / ')} | ${layout.concurrency} sequences at ${all[0]} (>= 1.0) | best / bound at ${boundAt} (>= 0.6; llama.cpp's) | TTFT (<= 1.0) at ${prompts.join(' / ')} | peak RSS (<= 1.2) at ${all.join(' / ')} |`,
     '|---|---|---|---|---|---|---|',
     ...layout.subjects.map((subject) => {
       const any = all.map((c) => at(subject, String(c))).find(Boolean) ?? at(subject, seq);
