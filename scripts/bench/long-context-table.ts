@@ -40,10 +40,13 @@ export interface TableRow {
 
 const NAME = 'long-context-table';
 
-/** The checked-out commit, `+` when the work tree has changes (what a row was measured on). */
+/**
+ * The checked-out commit, `+` when the work tree has changes (what a row was measured on); the
+ * benchmarks' own results (bench/results, which every run rewrites) do not count.
+ */
 export function currentCommit(): string {
   const run = (args: string[]) => spawnSync('git', args, { encoding: 'utf8' }).stdout.trim();
-  return `${run(['rev-parse', '--short', 'HEAD']) || 'unknown'}${run(['status', '--porcelain', '--untracked-files=no']) ? '+' : ''}`;
+  return `${run(['rev-parse', '--short', 'HEAD']) || 'unknown'}${run(['status', '--porcelain', '--untracked-files=no', '--', '.', ':!bench/results']) ? '+' : ''}`;
 }
 
 /** Adds `rows` to the kept table (replacing the same subject, engine and context) and rewrites it. */
