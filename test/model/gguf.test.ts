@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
 import type { Token } from 'node-llama-cpp';
-import { buildCausalLm, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
 import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { fromHalf, quantizeQ4_0, quantizeQ8_0, toHalf } from '../../scripts/models/gguf/gguf-writer.js';
 import { onnxToGguf } from '../../scripts/models/gguf/from-onnx.js';
@@ -94,5 +94,22 @@ describe('ONNX subject to GGUF', () => {
     await context.dispose();
     await model.dispose();
     expect(got.slice(0, compared)).toEqual(expected.slice(0, compared));
+  });
+
+  it('reads weights kept in external data files (graphs over 2 GB have them) as it reads them inline: the same GGUF bytes', () => {
+    // Same folder name: the GGUF's general.name is the folder's.
+    const external = path.join(tmp, 'external', path.basename(dir));
+    fs.mkdirSync(path.join(external, 'onnx'), { recursive: true });
+    for (const file of ['config.json', 'tokenizer.json']) fs.copyFileSync(path.join(dir, file), path.join(external, file));
+    // Chunks of at most 64 KiB: several data files, each tensor at its own offset.
+    const { model, chunks } = buildCausalLmExternal({ shape, seed: 11 }, 'model.onnx_data', 64 * 1024);
+    expect(chunks.length).toBeGreaterThan(2);
+    fs.writeFileSync(path.join(external, 'onnx', 'model.onnx'), model);
+    for (const chunk of chunks) fs.writeFileSync(path.join(external, 'onnx', chunk.name), chunk.data);
+    const inline = path.join(tmp, 'inline-F32.gguf');
+    const fromExternal = path.join(tmp, 'external-F32.gguf');
+    onnxToGguf({ modelDir: dir, out: inline, type: 'F32' });
+    onnxToGguf({ modelDir: external, out: fromExternal, type: 'F32' });
+    expect(fs.readFileSync(fromExternal).equals(fs.readFileSync(inline))).toBe(true);
   });
 });

@@ -65,7 +65,7 @@ export function permuteRotary(data: Float32Array, heads: number, headDim: number
 }
 
 export interface OnnxToGgufOptions {
-  /** A model folder (config.json, tokenizer.json, the ONNX file with its weights inline). */
+  /** A model folder (config.json, tokenizer.json, the ONNX file, with its weights inline or in external data files beside it, as graphs over 2 GB have them). */
   modelDir: string;
   /** The ONNX file in the folder (default onnx/model.onnx). */
   onnxFile?: string;
@@ -73,18 +73,41 @@ export interface OnnxToGgufOptions {
   type: Exclude<GgmlType, 'F16'>;
 }
 
+type TensorProto = onnxProto.onnx.ITensorProto;
+
+/** An inline initializer's bytes, copied (rawData may be unaligned inside the file buffer). */
+function inlineBytes(t: TensorProto): ArrayBuffer | undefined {
+  const raw = t.rawData;
+  return raw?.byteLength ? (raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength) as ArrayBuffer) : undefined;
+}
+
+/** An initializer's bytes from its external data file (`location`, `offset`, `length`, the file beside the graph). */
+function externalBytes(dir: string, t: TensorProto): ArrayBuffer {
+  const entry = new Map((t.externalData ?? []).map((e) => [e.key ?? '', e.value ?? '']));
+  const location = entry.get('location');
+  const length = Number(entry.get('length'));
+  if (!location || !Number.isSafeInteger(length)) throw new Error(`${t.name}: external data without location or length`);
+  const out = new Uint8Array(length);
+  const fd = fs.openSync(path.join(dir, location), 'r');
+  try {
+    const read = fs.readSync(fd, out, 0, length, Number(entry.get('offset') ?? 0));
+    if (read !== length) throw new Error(`${t.name}: ${read} of ${length} bytes in ${location}`);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return out.buffer;
+}
+
 export function onnxToGguf(options: OnnxToGgufOptions): void {
   const config = JSON.parse(fs.readFileSync(path.join(options.modelDir, 'config.json'), 'utf8')) as Config;
-  const model = onnx.ModelProto.decode(fs.readFileSync(path.join(options.modelDir, options.onnxFile ?? 'onnx/model.onnx')));
+  const onnxPath = path.join(options.modelDir, options.onnxFile ?? 'onnx/model.onnx');
+  const model = onnx.ModelProto.decode(fs.readFileSync(onnxPath));
   const T = onnx.TensorProto.DataType;
   const weights = new Map<string, Float32Array>();
   const packed = new Map<string, { data: Uint8Array; dims: number[] }>();
   for (const t of model.graph?.initializer ?? []) {
-    if (!t.rawData?.byteLength) continue;
-    if (t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) throw new Error(`${t.name}: external data is not supported`);
-    const raw = t.rawData;
-    // Copy: rawData may be unaligned inside the file buffer.
-    const bytes = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
+    const bytes = t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL ? externalBytes(path.dirname(onnxPath), t) : inlineBytes(t);
+    if (!bytes?.byteLength) continue;
     if (t.dataType === T.FLOAT) weights.set(t.name!, new Float32Array(bytes));
     else if (t.dataType === T.FLOAT16) weights.set(t.name!, Float32Array.from(new Uint16Array(bytes), fromHalf));
     else if (t.dataType === T.UINT8 && t.name!.endsWith('.MatMulNBits.qweight')) packed.set(t.name!, { data: new Uint8Array(bytes), dims: (t.dims ?? []).map(Number) });
