@@ -254,10 +254,11 @@ for (const subject of SUBJECTS) {
         const oD = median(ours[v]!.map((x) => x.decodeTps));
         const oBest = Math.max(...ours[v]!.map((x) => x.decodeTps));
         const oPeak = peakOf(servers[v]!.pid);
+        const bound = oBound(variant.env);
         (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
-        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, oBound(variant.env), oBest / oBound(variant.env), tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
+        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, bound, oBest / bound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
         summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, oPeak / tPeak]);
-        tableRows.push({ subject, engine: variant.name, llamaFile: gguf.type, context: String(asked), ...(asked !== context ? { tokens: context } : {}), decodeRatio: oD / tD, bestDecodeRatio: oBest / tBest, ttftRatio: oT / tT, rssRatio: oPeak / tPeak, projectTps: oD, llamaTps: tD, boundFraction: oBest / oBound(variant.env), llamaBoundFraction: tBest / tBound, ...runOf });
+        tableRows.push({ subject, engine: variant.name, llamaFile: gguf.type, context: String(asked), ...(asked !== context ? { tokens: context } : {}), decodeRatio: oD / tD, bestDecodeRatio: oBest / tBest, ttftRatio: oT / tT, rssRatio: oPeak / tPeak, projectTps: oD, llamaTps: tD, boundFraction: oBest / bound, llamaBoundFraction: tBest / tBound, ...runOf });
         process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
       }
     } finally {

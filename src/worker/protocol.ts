@@ -10,10 +10,10 @@ import type { Fault, GenerationTiming, PromptCacheStats } from '../core/hooks.js
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 
-/** piscina workerData: which model this worker serves and how it runs it. */
 /** How chat models keep their KV cache (config.ts kvCacheDtype). */
 export type KvCacheDtype = 'auto' | 'float16';
 
+/** piscina workerData: which model this worker serves and how it runs it. */
 export interface WorkerInit {
   model: ModelInfo;
   /**

@@ -25,6 +25,7 @@ import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { openModelBuilderAttention } from '../../src/models/onnx/model-builder-attention.js';
 import { disposeModel, loadModel, type LoadedModel } from '../../src/worker/load.js';
+import type { KvCacheDtype } from '../../src/worker/protocol.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { PrefixCache } from '../../src/worker/decode/prefix-cache.js';
 import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/worker/decode/session.js';
@@ -56,7 +57,7 @@ beforeAll(() => {
   for (const info of scanModels({ modelsDir: tmp, defaultPoolSize: 1 }).models) infos[info.dtype] = info;
 });
 
-const load = (dtype: string, rewrites: boolean, kvCacheDtype: 'auto' | 'float16' = 'auto') => loadModel({
+const load = (dtype: string, rewrites: boolean, kvCacheDtype: KvCacheDtype = 'auto') => loadModel({
   model: infos[dtype]!, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites, inPlaceDecodeMinContext: 1,
   kvCacheDtype, logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0,
 });

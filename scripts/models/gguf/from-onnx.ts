@@ -81,20 +81,18 @@ function inlineBytes(t: TensorProto): ArrayBuffer | undefined {
   return raw?.byteLength ? (raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength) as ArrayBuffer) : undefined;
 }
 
-/** An initializer's bytes from its external data file (`location`, `offset`, `length`, the file beside the graph). */
-function externalBytes(dir: string, t: TensorProto): ArrayBuffer {
+/**
+ * An initializer's bytes from its external data file (`location`, `offset`, `length`, the file beside
+ * the graph), through `open`: one descriptor per data file.
+ */
+function externalBytes(t: TensorProto, open: (location: string) => number): ArrayBuffer {
   const entry = new Map((t.externalData ?? []).map((e) => [e.key ?? '', e.value ?? '']));
   const location = entry.get('location');
   const length = Number(entry.get('length'));
   if (!location || !Number.isSafeInteger(length)) throw new Error(`${t.name}: external data without location or length`);
   const out = new Uint8Array(length);
-  const fd = fs.openSync(path.join(dir, location), 'r');
-  try {
-    const read = fs.readSync(fd, out, 0, length, Number(entry.get('offset') ?? 0));
-    if (read !== length) throw new Error(`${t.name}: ${read} of ${length} bytes in ${location}`);
-  } finally {
-    fs.closeSync(fd);
-  }
+  const read = fs.readSync(open(location), out, 0, length, Number(entry.get('offset') ?? 0));
+  if (read !== length) throw new Error(`${t.name}: ${read} of ${length} bytes in ${location}`);
   return out.buffer;
 }
 
@@ -105,12 +103,22 @@ export function onnxToGguf(options: OnnxToGgufOptions): void {
   const T = onnx.TensorProto.DataType;
   const weights = new Map<string, Float32Array>();
   const packed = new Map<string, { data: Uint8Array; dims: number[] }>();
-  for (const t of model.graph?.initializer ?? []) {
-    const bytes = t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL ? externalBytes(path.dirname(onnxPath), t) : inlineBytes(t);
-    if (!bytes?.byteLength) continue;
-    if (t.dataType === T.FLOAT) weights.set(t.name!, new Float32Array(bytes));
-    else if (t.dataType === T.FLOAT16) weights.set(t.name!, Float32Array.from(new Uint16Array(bytes), fromHalf));
-    else if (t.dataType === T.UINT8 && t.name!.endsWith('.MatMulNBits.qweight')) packed.set(t.name!, { data: new Uint8Array(bytes), dims: (t.dims ?? []).map(Number) });
+  const dataFiles = new Map<string, number>();
+  const open = (location: string) => {
+    let fd = dataFiles.get(location);
+    if (fd === undefined) dataFiles.set(location, (fd = fs.openSync(path.join(path.dirname(onnxPath), location), 'r')));
+    return fd;
+  };
+  try {
+    for (const t of model.graph?.initializer ?? []) {
+      const bytes = t.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL ? externalBytes(t, open) : inlineBytes(t);
+      if (!bytes?.byteLength) continue;
+      if (t.dataType === T.FLOAT) weights.set(t.name!, new Float32Array(bytes));
+      else if (t.dataType === T.FLOAT16) weights.set(t.name!, Float32Array.from(new Uint16Array(bytes), fromHalf));
+      else if (t.dataType === T.UINT8 && t.name!.endsWith('.MatMulNBits.qweight')) packed.set(t.name!, { data: new Uint8Array(bytes), dims: (t.dims ?? []).map(Number) });
+    }
+  } finally {
+    for (const fd of dataFiles.values()) fs.closeSync(fd);
   }
   const get = (name: string) => {
     const w = weights.get(name);

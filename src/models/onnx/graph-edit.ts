@@ -148,18 +148,22 @@ export function halfKvCache(graph: Graph): boolean {
   if (kvElemType(graph) !== FLOAT) return false;
   const nodes = [...graph.node] as NodeProto[];
   const casts: NodeProto[] = [];
+  /** Each past input's float32 view, read by the nodes that read the input before. */
+  const views = new Map<string, string>();
   for (const input of graph.input) {
     const name = input.name ?? '';
     if (!/^past_key_values\.\d+\.(key|value)$/.test(name)) continue;
     input.type!.tensorType!.elemType = FLOAT16;
     const view = `${name}${FLOAT_VIEW}`;
-    for (const node of nodes) node.input = node.input.map((i) => (i === name ? view : i));
+    views.set(name, view);
     casts.push(onnx.NodeProto.create({ name: view, opType: 'Cast', input: [name], output: [view], attribute: [attribute('to', FLOAT)] }));
   }
+  for (const node of nodes) node.input = node.input.map((i) => views.get(i) ?? i);
+  const producer = producers(nodes);
   for (const output of graph.output) {
     if (!/^new_key_values\./.test(output.name ?? '')) continue;
     output.type!.tensorType!.elemType = FLOAT16;
-    const node = nodes.find((n) => n.output[0] === output.name)!;
+    const node = producer.get(output.name!)!;
     node.opType = 'Cast';
     node.attribute = [attribute('to', FLOAT16)];
   }

@@ -160,7 +160,8 @@ export function decodeStepGraph(model: ModelProto, shape: AttentionShape): Fused
   // A float16-stored cache's conversions go last, so the ordering puts each right before the layer
   // that reads it (the served graph has them first: ./graph-edit.ts halfKvCache). Measured at 2048
   // tokens of context (SmolLM2-135M shape, q4; separate runs): 25.7 tok/s with every conversion
-  // first, 30-33 so, 39 with the float32 cache (converting the cache is a copy of it per step).
+  // first, 30-33 with each before its layer, 39 with the float32 cache (converting the cache is a
+  // copy of it per step).
   const views = new Set(nodes.filter((n) => n.opType === 'Cast' && isFloatView(n.output[0] ?? '')));
   pruneGraph(graph, [...nodes.filter((n) => !replaced.has(n) && !views.has(n)), ...edit.nodes, ...views], edit.initializers);
   return { layers: gqa.length };
