@@ -1,7 +1,9 @@
 /**
- * Builds the bundled models into models/ when absent or out of date (runs on `npm install` and
- * at server start, as a child process: see src/models/build-bundled.ts). --quiet prints nothing when
- * every model is up to date. Deterministic: the same inputs give byte-identical files.
+ * Builds the bundled models into models/ when absent or out of date (runs on `npm install`, as
+ * postinstall, and as `npm run build:models`; never by the server, whose start-up check,
+ * src/models/bundled-check.ts, only says what is missing or stale by the versions in
+ * src/models/bundled-versions.ts). --quiet prints nothing when every model is up to date.
+ * Deterministic: the same inputs give byte-identical files.
  *
  *   tsx scripts/build-models.ts [--models-dir DIR] [--force] [--quiet]
  *   tsx scripts/build-models.ts --bench [--only ID,ID]   (benchmark subjects, into bench/models/)

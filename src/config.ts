@@ -9,6 +9,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { parseDuration } from './core/duration.js';
+import { bool, engineSettingsSchema } from './core/engine-settings.js';
 import { defaultHubCacheDir } from './models/hf-cache.js';
 import type { ModelSourcesOptions } from './models/sources.js';
 
@@ -27,7 +28,6 @@ const durationMap = z.preprocess((v) => {
     return [pair.slice(0, at).trim(), parseDuration(text) ?? text];
   }));
 }, z.record(z.string().min(1), z.number().int()));
-const bool = z.preprocess((v) => (typeof v === 'string' ? /^(1|true|yes|on)$/i.test(v) : v), z.boolean());
 const aliasMap = z.preprocess((v) => {
   if (Array.isArray(v)) v = v.join(',');
   if (typeof v !== 'string') return v;
@@ -35,132 +35,53 @@ const aliasMap = z.preprocess((v) => {
   return Object.fromEntries(v.split(',').filter(Boolean).map((pair) => pair.split('=').map((s) => s.trim())));
 }, z.record(z.string().min(1), z.string().min(1)));
 
+/**
+ * Every field has a default and a one-line meaning (`.describe`), which `--help` prints; the comments
+ * say the why and the trade-offs. The engine's fields come whole from src/core/engine-settings.ts.
+ */
 export const configSchema = z.object({
-  /** Interface to bind. Default loopback: nothing outside this machine can connect. */
-  host: z.string().min(1).default('127.0.0.1'),
-  port: z.coerce.number().int().min(0).max(65535).default(8080),
-  /** Where model folders live (bundled ones are built here). */
-  modelsDir: z.string().min(1).default('models'),
-  /**
-   * Also serve the ONNX models in the Hugging Face cache, in place, as `org/name` (what Python tools
-   * and `models pull --hf-cache` download). Off: models/ only.
-   */
-  hfCache: bool.default(true),
-  /**
-   * The Hugging Face cache folder. Default as the Hugging Face tools resolve it: HF_HUB_CACHE, else
-   * $HF_HOME/hub, else ~/.cache/huggingface/hub (see defaultHubCacheDir).
-   */
-  hfHubCache: z.string().min(1).optional(),
-  /** Accepted API keys. Empty: no authentication, and the server keeps to loopback unless allowUnauthenticated. */
-  apiKeys: csv.default([]),
-  /** Bind a non-loopback host without API keys. Anyone who can reach the port can use the models. */
-  allowUnauthenticated: bool.default(false),
-  /** Worker threads per model unless its manifest says otherwise; each holds a full copy of the weights. */
-  workersPerModel: z.coerce.number().int().min(1).max(64).default(1),
-  /** Generations a chat worker decodes together (continuous batching); 1 serves them one after another. */
-  generationBatchSize: z.coerce.number().int().min(1).max(256).default(8),
-  /** onnxruntime intra-op threads per worker; 0 lets onnxruntime use one per core. */
-  intraOpThreads: z.coerce.number().int().min(0).max(256).default(0),
-  /**
-   * Let idle onnxruntime threads busy-wait for work. Faster when a model has the machine to
-   * itself; with HTTP work and other models sharing few cores, spinning threads steal their CPU.
-   */
-  ortAllowSpinning: bool.default(true),
-  /**
-   * Rewrite each chat model's graph so the prompt's logits are computed for its last position only
-   * (written once beside the model's ONNX file as onnx/model.last-logits*.onnx). Off: the export as it is.
-   */
-  lastPositionLogits: bool.default(true),
-  /**
-   * Rewrite each chat model's attention (an optimum-style export's concatenate, repeat-KV, transpose,
-   * MatMul, Softmax, MatMul) into onnxruntime's GroupQueryAttention kernel, which reads the KV cache in
-   * place: decoding at long context no longer copies the cache several times per token (issue 18).
-   * Written beside the model's ONNX file (onnx/model.fused-attention*.onnx); a graph it does not
-   * recognise is served as exported, with the reason in the log. Off: the export's own attention.
-   */
-  fusedAttention: bool.default(true),
-  /**
-   * With fused attention (a float32 or float16 KV cache), decoding steps over at least this many tokens of
-   * context run through a second graph that reads the cache where it lies (plain matrix products)
-   * instead of GroupQueryAttention, which copies the whole cache on every step
-   * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
-   * length, holds its own copy of the prepacked weights. 0: never.
-   */
-  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(512),
-  /**
-   * How chat models keep their KV cache. `auto`: in the graph's own type. `float16`: a float32 cache
-   * (most exports, q4 and q8 included) is stored as float16, as llama.cpp's default F16 cache is: half
-   * the memory for the cache and for the prefix cache, and no cache-sized copy held through prefill
-   * passes; each layer converts its past to float32 as it reads it, which costs decoding time at long
-   * context, and the keys and values are rounded to float16 (on the tiny model-builder subject the
-   * logits of the first step that reads it moved by 3e-5 of their range).
-   * With fused attention only.
-   */
-  kvCacheDtype: z.enum(['auto', 'float16']).default('auto'),
-  /**
-   * Prompt tokens one prefill forward pass takes at most; a longer prompt is prefilled in chunks, so
-   * memory (attention scores, activations) stays bounded whatever its length. Smaller: less memory,
-   * a little more time per prompt.
-   */
-  prefillChunkTokens: z.coerce.number().int().min(16).max(1_000_000).default(512),
-  /**
-   * Bytes of KV each chat worker keeps for reuse by later prompts that start the same way (the
-   * prefix cache, src/worker/decode/prefix-cache.ts); 0 turns the cache off. A token's KV takes
-   * layers x 2 x kvHeads x headDim x 4 bytes: 24 KiB on Qwen2.5-0.5B (1 GiB holds ~43k tokens),
-   * 224 KiB on Qwen3-0.6B (~4.7k tokens); half that with a float16 cache (q4f16 exports, or
-   * KV_CACHE_DTYPE=float16). Size it for the conversations that should stay warm (say
-   * 4 agents x 8k tokens); it is held on top of the weights, per worker.
-   */
-  promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024),
-  /** Requests that may wait per model before new ones are refused as overloaded (529 / 429). */
-  maxQueue: z.coerce.number().int().min(0).max(100_000).default(64),
-  /** Deadline of one generation or embedding batch in ms (0: none); past it: 504 timeout_error and the worker is freed. */
-  requestTimeoutMs: z.coerce.number().int().min(0).default(300_000),
-  /** On SIGTERM/SIGINT: how long in-flight requests (streams included) may take to finish before the process exits. */
-  shutdownGraceMs: z.coerce.number().int().min(0).default(30_000),
-  /** Largest request body in bytes; larger gets 413. Embedding batches of 2048 inputs need a few MB. */
-  bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024),
-  /** Extra model names, e.g. a model id a client insists on: {"alias": "model-id"}. */
-  modelAliases: aliasMap.default({}),
-  /** Gather concurrent embedding requests into shared forward passes (off: one task per request). */
-  embedBatching: bool.default(true),
-  /** Padded tokens per embedding forward pass (rows x longest row); also caps one gathered task. */
-  embedBatchTokens: z.coerce.number().int().min(16).max(1_000_000).default(16_384),
-  /** How long an embedding request may wait for others while a worker is idle. */
-  embedBatchWaitMs: z.coerce.number().min(0).max(1000).default(0),
-  /** Cut embedding inputs longer than the model's context instead of answering 400 (usage then counts what was embedded). */
-  embedTruncate: bool.default(false),
-  /** A client must send its request headers within this time, or it is answered 408 and disconnected. */
-  headersTimeoutMs: z.coerce.number().int().min(100).default(10_000),
-  /** A client must send its whole request, body included, within this time (from its first byte), or it is answered 408 and disconnected. Must exceed headersTimeoutMs. */
-  bodyTimeoutMs: z.coerce.number().int().min(100).default(60_000),
-  /** An idle keep-alive connection is closed after this time. */
-  keepAliveTimeoutMs: z.coerce.number().int().min(100).default(72_000),
-  /** Open connections the server holds at once; one more is answered 503 and closed rather than queued. */
-  maxConnections: z.coerce.number().int().min(1).max(1_000_000).default(1024),
-  /** Bytes a streamed reply may have waiting for a client that does not read; past it the generation stops and the connection is dropped. */
-  streamBufferLimit: z.coerce.number().int().min(16 * 1024).default(4 * 1024 * 1024),
-  /** Interval of `ping` events on an open Messages stream (keeps proxies from timing it out). */
-  pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  /**
-   * Models loaded at start and kept loaded (`*`: all). Any other model is loaded on its first request
-   * (which waits for it) and unloaded after keepAlive without requests. (Ollama: OLLAMA_KEEP_ALIVE=-1
-   * for a model; LM Studio: a model loaded by hand rather than just-in-time.)
-   */
-  preload: csv.default([]),
-  /** Idle time after which a model is unloaded: 5m, 30s, 0 (right after each request), -1 (never). Ollama's OLLAMA_KEEP_ALIVE, LM Studio's idle TTL. */
-  keepAlive: duration.default(5 * 60_000),
-  /** Per-model keep-alive: id=5m,id2=-1. */
-  modelKeepAlive: durationMap.default({}),
-  /** Most models loaded at once (0: no limit); loading another unloads the least recently used idle one. Ollama's OLLAMA_MAX_LOADED_MODELS. */
-  maxLoadedModels: z.coerce.number().int().min(0).default(0),
-  /** How long a request waits for its model to load before it is answered 503/529 (0: no bound). */
-  modelLoadTimeoutMs: z.coerce.number().int().min(0).default(120_000),
-  /** How often the models folder is read again for added, removed or replaced models (0: only at start). */
-  modelsRescanMs: z.coerce.number().int().min(0).default(2_000),
-  /** Build missing bundled models at start (they are also built on npm install). */
-  buildBundledModels: bool.default(true),
+  /** Loopback by default: nothing outside this machine can connect. */
+  host: z.string().min(1).default('127.0.0.1').describe('Interface to listen on (a non-loopback host needs API keys or --allow-unauthenticated)'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080).describe('TCP port to listen on (0: any free port)'),
+  modelsDir: z.string().min(1).default('models').describe('Folder of model folders (npm install and npm run build:models build the bundled ones; the server only checks them)'),
+  /** What Python tools and `models pull --hf-cache` download; served in place, as `org/name`. */
+  hfCache: bool.default(true).describe('Also serve the ONNX models in the Hugging Face cache, in place, as org/name'),
+  /** As the Hugging Face tools resolve it (see defaultHubCacheDir). */
+  hfHubCache: z.string().min(1).optional().describe('The Hugging Face cache folder (default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)'),
+  apiKeys: csv.default([]).describe('Accepted API keys (Bearer or x-api-key); none: no authentication, and loopback only unless --allow-unauthenticated'),
+  /** Anyone who can reach the port can use the models. */
+  allowUnauthenticated: bool.default(false).describe('Listen on a non-loopback host without API keys'),
+  /** Each worker holds a full copy of the weights. */
+  workersPerModel: z.coerce.number().int().min(1).max(64).default(1).describe("Worker threads per model unless its manifest says otherwise"),
+  ...engineSettingsSchema.shape,
+  maxQueue: z.coerce.number().int().min(0).max(100_000).default(64).describe('Requests that may wait per model before new ones are refused as overloaded (529 / 429)'),
+  requestTimeoutMs: z.coerce.number().int().min(0).default(300_000).describe('Deadline of one generation or embedding batch in ms, then 504 and the worker is freed (0: none)'),
+  shutdownGraceMs: z.coerce.number().int().min(0).default(30_000).describe('On SIGTERM/SIGINT, how long in-flight requests may take to finish before the process exits'),
+  /** Embedding batches of 2048 inputs need a few MB. */
+  bodyLimit: z.coerce.number().int().min(1024).default(8 * 1024 * 1024).describe('Largest request body in bytes; larger gets 413'),
+  /** An alias with `*` is a pattern (`claude-haiku-*`). */
+  modelAliases: aliasMap.default({}).describe('Extra model names, NAME=MODEL (e.g. a model id a client insists on)'),
+  embedBatching: bool.default(true).describe('Gather concurrent embedding requests into shared forward passes'),
+  embedBatchTokens: z.coerce.number().int().min(16).max(1_000_000).default(16_384).describe('Padded tokens per embedding forward pass (rows x longest row); also caps one gathered task'),
+  embedBatchWaitMs: z.coerce.number().min(0).max(1000).default(0).describe('How long an embedding request may wait for others while a worker is idle'),
+  /** Usage then counts what was embedded. */
+  embedTruncate: bool.default(false).describe("Cut embedding inputs longer than the model's context instead of answering 400"),
+  headersTimeoutMs: z.coerce.number().int().min(100).default(10_000).describe('A client must send its request headers within this time, or gets 408 and is disconnected'),
+  bodyTimeoutMs: z.coerce.number().int().min(100).default(60_000).describe('A client must send its whole request within this time from its first byte (must exceed headers-timeout-ms)'),
+  keepAliveTimeoutMs: z.coerce.number().int().min(100).default(72_000).describe('An idle keep-alive connection is closed after this time'),
+  maxConnections: z.coerce.number().int().min(1).max(1_000_000).default(1024).describe('Open connections held at once; one more gets 503 and is closed'),
+  streamBufferLimit: z.coerce.number().int().min(16 * 1024).default(4 * 1024 * 1024).describe('Bytes a stream may have waiting for a client that does not read, then the generation stops'),
+  pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('Interval of ping events on an open Messages stream (keeps proxies from timing it out)'),
+  logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level of the JSON log on stdout'),
+  /** (Ollama: OLLAMA_KEEP_ALIVE=-1 for a model; LM Studio: a model loaded by hand rather than just-in-time.) */
+  preload: csv.default([]).describe('Models loaded at start and kept loaded (* : all); others load on their first request'),
+  /** Ollama's OLLAMA_KEEP_ALIVE, LM Studio's idle TTL. */
+  keepAlive: duration.default(5 * 60_000).describe('Idle time after which a model is unloaded: 5m, 30s, 0 (after each request), -1 (never)'),
+  modelKeepAlive: durationMap.default({}).describe('Per-model keep-alive, ID=DURATION'),
+  /** Ollama's OLLAMA_MAX_LOADED_MODELS. */
+  maxLoadedModels: z.coerce.number().int().min(0).default(0).describe('Most models loaded at once; loading another unloads the least recently used idle one (0: no limit)'),
+  modelLoadTimeoutMs: z.coerce.number().int().min(0).default(120_000).describe('How long a request waits for its model to load before it is answered 503/529 (0: no bound)'),
+  modelsRescanMs: z.coerce.number().int().min(0).default(2_000).describe('How often the models folder is read again for added, removed or replaced models (0: only at start)'),
 }).refine((c) => c.bodyTimeoutMs > c.headersTimeoutMs, { message: 'bodyTimeoutMs must be larger than headersTimeoutMs (it counts from the first byte, headers included)', path: ['bodyTimeoutMs'] });
 
 export type Config = Readonly<z.infer<typeof configSchema>>;
@@ -180,7 +101,6 @@ const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true } | 
   modelAliases: { flag: 'alias', multiple: true },
   preload: { flag: 'preload', multiple: true },
   modelKeepAlive: { flag: 'model-keep-alive', multiple: true },
-  buildBundledModels: null,
 };
 const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate']);
 
@@ -201,20 +121,85 @@ const FLAGS = {
   ),
 };
 
-export const USAGE = `Usage: npm start -- [--host H] [--port P] [--models-dir DIR] [--api-key KEY ...]
-  [--allow-unauthenticated] [--workers-per-model N] [--generation-batch-size N] [--intra-op-threads N]
-  [--ort-allow-spinning true|false] [--last-position-logits true|false] [--fused-attention true|false] [--in-place-decode-min-context N] [--prefill-chunk-tokens N] [--prompt-cache-bytes BYTES] [--max-queue N]
-  [--body-limit BYTES] [--request-timeout-ms MS] [--shutdown-grace-ms MS] [--alias NAME=MODEL ...] [--ping-interval-ms MS]
-  [--headers-timeout-ms MS] [--body-timeout-ms MS] [--keep-alive-timeout-ms MS] [--max-connections N] [--stream-buffer-limit BYTES]
-  [--hf-cache true|false] [--hf-hub-cache DIR] [--embed-batching on|off] [--embed-batch-tokens N] [--embed-batch-wait-ms MS] [--embed-truncate] [--log-level LEVEL] [--config FILE.json]
-  [--preload ID|* ...] [--keep-alive 5m|0|-1] [--model-keep-alive ID=DURATION ...] [--max-loaded-models N] [--model-load-timeout-ms MS] [--models-rescan-ms MS]
-Environment: ${FIELDS.map(envName).join(', ')}, HF_HOME, CONFIG_FILE.`;
+/** What a flag takes, for the help text: the values of an enum, a boolean's word, or a kind of value. */
+function valueHint(field: Field, schema: z.ZodType): string {
+  if (BOOLEAN_FLAGS.has(field)) return '';
+  const inner = unwrap(schema);
+  if (inner instanceof z.ZodEnum) return ` ${(inner.options as string[]).join('|')}`;
+  if (inner instanceof z.ZodBoolean) return ' true|false';
+  if (VALUE_HINTS[field]) return ` ${VALUE_HINTS[field]}`;
+  if (/Ms$/.test(field)) return ' MS';
+  if (/Bytes$|Limit$/.test(field)) return ' BYTES';
+  if (inner instanceof z.ZodNumber) return ' N';
+  return ' VALUE';
+}
+
+/** What a flag whose value is a string means by it. */
+const VALUE_HINTS: Partial<Record<Field, string>> = {
+  host: 'HOST', modelsDir: 'DIR', hfHubCache: 'DIR', apiKeys: 'KEY', modelAliases: 'NAME=MODEL', preload: 'ID|*',
+  keepAlive: '5m|30s|0|-1', modelKeepAlive: 'ID=DURATION',
+};
+
+/** The schema under a field's default, optional and preprocess wrappers. */
+function unwrap(schema: z.ZodType): z.ZodType {
+  const def = (schema as unknown as { def: { type: string; innerType?: z.ZodType; out?: z.ZodType } }).def;
+  if (def.innerType) return unwrap(def.innerType);
+  if (def.type === 'pipe' && def.out) return unwrap(def.out);
+  return schema;
+}
+
+/** A field's default as a person writes it on the command line. */
+function defaultText(field: Field): string {
+  const value = DEFAULTS[field];
+  if (value === undefined) return '';
+  if (Array.isArray(value)) return value.length ? value.join(',') : '(none)';
+  if (typeof value === 'object' && value !== null) return Object.keys(value).length ? JSON.stringify(value) : '(none)';
+  if (field === 'keepAlive') return `${(value as number) / 60_000}m`;
+  return String(value);
+}
+
+const DEFAULTS = configSchema.parse({}) as Record<Field, unknown>;
+
+/**
+ * The `--help` text, from the schema: every flag with what it takes, its default and its meaning,
+ * then its environment variable. Fields with no flag are listed by their environment variable only.
+ */
+export function usage(): string {
+  const lines = ['Usage: npm start -- [flags]    (or: node dist/src/main.js [flags])', '', 'Flags (each also an environment variable, shown after it; flags win over the environment, which wins over --config FILE.json):'];
+  for (const field of FIELDS) {
+    const shape = configSchema.shape[field] as z.ZodType;
+    const flag = flagOf(field);
+    const name = flag ? `--${flag.name}${valueHint(field, shape)}${flag.multiple ? ' ...' : ''}` : `(${envName(field)} only)`;
+    const fallback = defaultText(field);
+    lines.push(`  ${name}`, `      ${shape.description ?? ''}${fallback ? ` [default: ${fallback}]` : ''}  (${envName(field)})`);
+  }
+  lines.push('  --config FILE.json', '      A JSON file of settings by field name (camelCase)  (CONFIG_FILE)', '  --help', '      This text');
+  return lines.join('\n');
+}
+
+/**
+ * node:util parseArgs refuses a value that starts with a dash (`--keep-alive -1`) as ambiguous; a
+ * flag that takes a value is given the next argument as its value whatever it starts with.
+ */
+function joinNegativeValues(argv: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    const option = arg.startsWith('--') && !arg.includes('=') ? (FLAGS as Record<string, { type: string }>)[arg.slice(2)] : undefined;
+    if (option?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
 
 export class ConfigError extends Error {}
 
 /** Parses configuration from argv, an environment object and an optional config file. */
 export function loadConfig(argv: string[], environment: Record<string, string | undefined>): Config & { help: boolean } {
-  const { values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }) as {
+  const { values } = parseArgs({ args: joinNegativeValues(argv), options: FLAGS, strict: true, allowPositionals: false }) as {
     values: Record<string, string | boolean | string[] | undefined>;
   };
   const file = (values.config as string | undefined) ?? environment.CONFIG_FILE;

@@ -1,14 +1,16 @@
 /**
- * Process entry: parse configuration -> build bundled models if absent -> scan models/ -> start a
+ * Process entry: parse configuration -> say which bundled models are missing or stale (built at
+ * install and by `npm run build:models`, never here) -> scan models/ -> start a
  * worker pool per model -> buildApp -> listen. SIGTERM/SIGINT close the server, then the pools.
  */
 import path from 'node:path';
 import { pino } from 'pino';
 import { buildApp, closeApp } from './app.js';
-import { ConfigError, isLoopback, loadConfig, modelSources, USAGE } from './config.js';
+import { ConfigError, isLoopback, loadConfig, modelSources, usage } from './config.js';
+import { engineSettingsOf } from './core/engine-settings.js';
 import { LocalInferenceService } from './inference/service.js';
 import { createMetrics } from './metrics.js';
-import { buildBundledModels } from './models/build-bundled.js';
+import { checkBundledModels } from './models/bundled-check.js';
 import { scanModelSources } from './models/sources.js';
 
 async function main(): Promise<void> {
@@ -17,16 +19,16 @@ async function main(): Promise<void> {
     config = loadConfig(process.argv.slice(2), process.env);
   } catch (error) {
     const message = error instanceof ConfigError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? (error as Error).message : String(error);
-    process.stderr.write(`${message}\n${USAGE}\n`);
+    process.stderr.write(`${message}\nRun with --help for every flag, its default and its meaning.\n`);
     process.exit(2);
   }
   if (config.help) {
-    process.stdout.write(`${USAGE}\n`);
+    process.stdout.write(`${usage()}\n`);
     return;
   }
   const say = (line: string) => process.stderr.write(`${line}\n`);
   const modelsDir = path.resolve(config.modelsDir);
-  if (config.buildBundledModels) buildBundledModels(modelsDir);
+  for (const line of checkBundledModels(modelsDir)) say(line);
 
   const sources = modelSources(config);
   const scan = scanModelSources(sources);
@@ -55,15 +57,7 @@ async function main(): Promise<void> {
     logger,
     models: scan.models,
     aliases: config.modelAliases,
-    intraOpThreads: config.intraOpThreads,
-    generationBatchSize: config.generationBatchSize,
-    allowSpinning: config.ortAllowSpinning,
-    lastPositionLogits: config.lastPositionLogits,
-    fusedAttention: config.fusedAttention,
-    inPlaceDecodeMinContext: config.inPlaceDecodeMinContext,
-    kvCacheDtype: config.kvCacheDtype,
-    prefillChunkTokens: config.prefillChunkTokens,
-    promptCacheBytes: config.promptCacheBytes,
+    engine: engineSettingsOf(config),
     maxQueue: config.maxQueue,
     requestTimeoutMs: config.requestTimeoutMs,
     embedBatching: { enabled: config.embedBatching, maxBatchTokens: config.embedBatchTokens, maxWaitMs: config.embedBatchWaitMs, truncate: config.embedTruncate },

@@ -327,7 +327,7 @@ for (const subject of SUBJECTS) {
     // One after another: the first writes the last-position graph, the others reuse it.
     for (const chunk of CHUNKS) {
       const server = await startServerProcess(['--models-dir', dir], {
-        BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', PREFILL_CHUNK_TOKENS: String(chunk),
+        REQUEST_TIMEOUT_MS: '0', PREFILL_CHUNK_TOKENS: String(chunk),
       });
       await warmUp(server, subject);
       const limit = Math.floor(kib(statusOf(server.pid), 'VmSize') * 1024 + budget);

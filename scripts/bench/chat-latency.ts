@@ -9,6 +9,7 @@ import path from 'node:path';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/worker/local-models.js';
 import { buildApp, closeApp } from '../../src/app.js';
+import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
 import { ensureBundledModels } from '../models/bundled/index.js';
 import { scanModels } from '../../src/models/registry.js';
@@ -29,7 +30,9 @@ const PROMPTS = {
 // --- server over HTTP ---
 const { models } = scanModels({ modelsDir, defaultPoolSize: 1 });
 const service = await LocalInferenceService.start({
-  models: models.filter((m) => m.id === MODEL), intraOpThreads: Number(values['intra-op-threads']), allowSpinning: true, maxQueue: 16, requestTimeoutMs: 0,
+  models: models.filter((m) => m.id === MODEL), maxQueue: 16, requestTimeoutMs: 0,
+  // As this benchmark has always run: one generation at a time, no prefix cache, no step graph.
+  engine: { ...ENGINE_DEFAULTS, intraOpThreads: Number(values['intra-op-threads']), promptCacheBytes: 0, generationBatchSize: 1, inPlaceDecodeMinContext: 0 },
   embedBatching: { enabled: false, maxBatchTokens: 1, maxWaitMs: 0, truncate: false },
 });
 const app = await buildApp({ config: { apiKeys: [], bodyLimit: 1 << 22, pingIntervalMs: 60_000 }, inference: service });

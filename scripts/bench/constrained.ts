@@ -12,6 +12,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { scanModels } from '../../src/models/registry.js';
 import type { ChatRequest } from '../../src/core/types.js';
+import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { loadModel, type LoadedModel } from '../../src/worker/load.js';
 import { generate } from '../../src/worker/generate.js';
 import { TaskControl } from '../../src/worker/protocol.js';
@@ -77,7 +78,7 @@ for (const dir of values.models!.split(',').map((d) => path.resolve(d))) {
   }
   const info = scanModels({ modelsDir: path.dirname(dir), defaultPoolSize: 1 }).models.find((m) => m.dir === dir);
   if (!info || info.task !== 'chat') continue;
-  const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 0, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'bench', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  const loaded = await loadModel(info, { ...ENGINE_DEFAULTS, intraOpThreads: 0, ortAllowSpinning: false });
   const vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 
   // Compile: the tokenizer description (once per model and worker), a schema's first compile, then cached.

@@ -132,7 +132,7 @@ async function loadInProcess(model: string, words: number, batch: number): Promi
   return { perSecond: (latencies.length * batch) / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), samples: latencies.length * batch };
 }
 
-const serverEnv = { BUILD_BUNDLED_MODELS: 'false', INTRA_OP_THREADS: values['intra-op-threads']!, ORT_ALLOW_SPINNING: values['ort-allow-spinning']!, ...(values['batch-wait-ms'] ? { EMBED_BATCH_WAIT_MS: values['batch-wait-ms'] } : {}) };
+const serverEnv = { INTRA_OP_THREADS: values['intra-op-threads']!, ORT_ALLOW_SPINNING: values['ort-allow-spinning']!, ...(values['batch-wait-ms'] ? { EMBED_BATCH_WAIT_MS: values['batch-wait-ms'] } : {}) };
 type Mode = 'batching' | 'unbatched' | 'inProcess';
 const results: Array<{ subject: string; length: string; concurrency: number } & Record<Mode, Figures>> = [];
 const servers = {

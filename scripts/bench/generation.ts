@@ -84,7 +84,7 @@ for (const subject of SUBJECTS) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-gen-'));
   fs.symlinkSync(path.join(benchModels, subject), path.join(dir, subject));
   const server: ServerProcess & { pid?: number } = await startServerProcess(['--models-dir', dir], {
-    BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: values.workers!, INTRA_OP_THREADS: values['intra-op-threads']!,
+    REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: values.workers!, INTRA_OP_THREADS: values['intra-op-threads']!,
     LAST_POSITION_LOGITS: values['last-position-logits']!,
   });
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 });

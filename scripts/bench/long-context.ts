@@ -207,7 +207,7 @@ for (const subject of SUBJECTS) {
   let flashAttention = false;
 
   const startServer = (env: Record<string, string>) => startServerProcess(['--models-dir', dir], {
-    BUILD_BUNDLED_MODELS: 'false', REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
+    REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
     PROMPT_CACHE_BYTES: '0', ...env,
   }, { compiled: !values.tsx });
   const startLlama = async (contextSize: number, sequences: number) => {

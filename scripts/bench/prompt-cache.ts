@@ -13,6 +13,7 @@
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { buildApp, closeApp } from '../../src/app.js';
+import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
 import { scanModels } from '../../src/models/registry.js';
 import { ensureBundledModels } from '../models/bundled/index.js';
@@ -73,7 +74,8 @@ if (!info) throw new Error(`no model ${MODEL} in ${modelsDir}`);
 
 async function startServer(promptCacheBytes: number) {
   const service = await LocalInferenceService.start({
-    models: [{ ...info!, poolSize: 1 }], intraOpThreads: Number(values['intra-op-threads']), allowSpinning: false, maxQueue: 16, requestTimeoutMs: 0, promptCacheBytes,
+    models: [{ ...info!, poolSize: 1 }], maxQueue: 16, requestTimeoutMs: 0,
+    engine: { ...ENGINE_DEFAULTS, intraOpThreads: Number(values['intra-op-threads']), ortAllowSpinning: false, promptCacheBytes, generationBatchSize: 1, inPlaceDecodeMinContext: 0 },
     embedBatching: { enabled: false, maxBatchTokens: 1, maxWaitMs: 0, truncate: false },
   });
   const app = await buildApp({ config: { apiKeys: [], bodyLimit: 1 << 24, pingIntervalMs: 60_000 }, inference: service });

@@ -85,10 +85,10 @@ export function startChildServer(options: ChildServerOptions = {}): Promise<Chil
 
 /**
  * The configuration settings the server accepts: the environment variables its usage text lists
- * (src/config.ts USAGE, what `--help` prints). Lets a check skip, with a reason, when a setting it
+ * (src/config.ts usage(), what `--help` prints). Lets a check skip, with a reason, when a setting it
  * needs does not exist yet.
  */
 export async function serverSettings(): Promise<Set<string>> {
-  const { USAGE } = await import('../../src/config.js');
-  return new Set(USAGE.match(/\b[A-Z][A-Z0-9_]{2,}\b/g) ?? []);
+  const { usage } = await import('../../src/config.js');
+  return new Set(usage().match(/\b[A-Z][A-Z0-9_]{2,}\b/g) ?? []);
 }

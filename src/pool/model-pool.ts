@@ -15,33 +15,20 @@ import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { CoreError, isCoreError, overloaded } from '../core/errors.js';
 import { notify, type Fault, type GenerationEvent, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
+import type { EngineSettings } from '../core/engine-settings.js';
 import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
-import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type KvCacheDtype, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
-  intraOpThreads: number;
-  allowSpinning: boolean;
-  /** Chat models compute logits for the last position only (default on). */
-  lastPositionLogits?: boolean;
-  /** Chat models' attention as GroupQueryAttention (default on). */
-  fusedAttention?: boolean;
-  /** Context length from which decoding steps read a float32 KV cache in place (0 or absent: never). */
-  inPlaceDecodeMinContext?: number;
-  /** `float16`: chat models store a float32 KV cache as float16 (default `auto`: as the graph has it). */
-  kvCacheDtype?: KvCacheDtype;
-  /** Prompt tokens per prefill forward pass (chunked prefill). */
-  prefillChunkTokens?: number;
-  /** Bytes of KV each chat worker keeps for later prompts with the same prefix (0: no prefix cache; default 0). */
-  promptCacheBytes?: number;
+  /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
+  engine: EngineSettings;
   /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
   maxQueue: number;
   /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
   requestTimeoutMs: number;
-  /** Generations one chat worker decodes together in one batch (continuous batching). */
-  generationBatchSize?: number;
 }
 
 /** What a pool is built with besides its options: where it logs, who watches it. */
@@ -124,19 +111,12 @@ export class ModelPool {
     const workerData: WorkerInit = {
       model,
       role,
-      intraOpThreads: options.intraOpThreads,
-      allowSpinning: options.allowSpinning,
-      lastPositionLogits: options.lastPositionLogits ?? true,
-      fusedAttention: options.fusedAttention ?? true,
-      inPlaceDecodeMinContext: options.inPlaceDecodeMinContext ?? 0,
-      kvCacheDtype: options.kvCacheDtype ?? 'auto',
-      prefillChunkTokens: options.prefillChunkTokens ?? 512,
-      promptCacheBytes: options.promptCacheBytes ?? 0,
+      engine: options.engine,
       logChannel: context.logChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
-    this.perWorker = role === 'model' && model.task === 'chat' ? Math.max(1, options.generationBatchSize ?? 1) : 1;
+    this.perWorker = role === 'model' && model.task === 'chat' ? options.engine.generationBatchSize : 1;
     this.piscina = new Piscina({
       filename: pathToFileURL(filename).href,
       workerData,
@@ -209,7 +189,7 @@ export class ModelPool {
     const shared = control.buffer as SharedArrayBuffer;
     // With prefix caches, the worker most likely to hold this prompt's start (./affinity.ts); the key
     // rides under piscina's queue-options symbol, which never reaches the worker.
-    const routed = <T extends object>(task: T): T => (this.options.promptCacheBytes ? Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions }) : task);
+    const routed = <T extends object>(task: T): T => (this.options.engine.promptCacheBytes > 0 ? Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions }) : task);
     if (!onEvent) return (await this.run(routed({ type: 'generate', request, control: shared, fault, script }), undefined, watchdog)).result;
     const { port1, port2 } = new MessageChannel();
     // Port messages and piscina's reply travel on different channels: wait for the worker's

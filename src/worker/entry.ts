@@ -16,7 +16,7 @@ import { renderPrompt } from './prompt.js';
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
 // Collected right after the load, before the first task: see collect-garbage.ts.
-const loading: Promise<LoadedTokenizer | LoadedModel> = (init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init, log)).then((loaded) => {
+const loading: Promise<LoadedTokenizer | LoadedModel> = (init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init.model, init.engine, log)).then((loaded) => {
   collectGarbage();
   return loaded;
 });

@@ -54,8 +54,9 @@ function batchDecoderFor(loaded: LoadedModel): Decoding | null {
     const shape = supportsBatchDecoding(loaded) ? cacheShape(loaded) : undefined;
     // A dynamically quantized graph: reuse only whole, aligned prefill chunks (exact warm = cold).
     const passDependent = loaded.dynamicQuantization;
-    const cache = shape && loaded.promptCacheBytes > 0 ? new PrefixCache(shape, loaded.promptCacheBytes, passDependent ? loaded.prefillChunkTokens : 1) : undefined;
-    decoders.set(loaded, shape ? { decoder: new BatchDecoder(loaded, { prefillChunkTokens: loaded.prefillChunkTokens, passDependent, ...(cache ? { kvStore: cache } : {}) }), ...(cache ? { cache } : {}) } : null);
+    const { promptCacheBytes, prefillChunkTokens } = loaded.engine;
+    const cache = shape && promptCacheBytes > 0 ? new PrefixCache(shape, promptCacheBytes, passDependent ? prefillChunkTokens : 1) : undefined;
+    decoders.set(loaded, shape ? { decoder: new BatchDecoder(loaded, { prefillChunkTokens, passDependent, ...(cache ? { kvStore: cache } : {}) }), ...(cache ? { cache } : {}) } : null);
   }
   return decoders.get(loaded)!;
 }

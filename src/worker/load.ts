@@ -11,14 +11,14 @@ import {
   type PreTrainedTokenizer,
   type PreTrainedModel,
 } from '@huggingface/transformers';
-import type { WorkerInit } from './protocol.js';
+import type { EngineSettings } from '../core/engine-settings.js';
 import type { ModelInfo } from '../models/registry.js';
 import { prepareGraph } from '../models/onnx/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
 import { dropTokenizerSource } from './tokenize/drop-source.js';
 import { batchDecoding, sessionOf } from './decode/session.js';
 import { StepSession } from './decode/step-session.js';
-import { workerLog, type WorkerLog } from './log.js';
+import type { WorkerLog } from './log.js';
 
 export interface LoadedTokenizer {
   info: ModelInfo;
@@ -36,10 +36,8 @@ export interface LoadedModel extends LoadedTokenizer {
   inputNames: string[];
   /** What the load did beyond the plain model (for the server log). */
   notes: string[];
-  /** Prompt tokens per prefill forward pass. */
-  prefillChunkTokens: number;
-  /** Byte budget of the prefix cache (0: none). */
-  promptCacheBytes: number;
+  /** The engine's settings it was loaded with (the decoder reads its own from here). */
+  engine: EngineSettings;
   /**
    * The graph quantizes activations at run time (DynamicQuantizeLinear: one scale per tensor, over
    * whatever tokens the forward pass holds), so a token's KV depends on which tokens shared its pass.
@@ -89,9 +87,8 @@ function graphHasOp(file: string, op: string): boolean {
   }
 }
 
-/** `log`: where the load's warnings go (default: the worker's log channel named in `init`). */
-export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(init.logChannel, init.model.id)): Promise<LoadedModel> {
-  const { model: info } = init;
+/** `log`: where the load's warnings go (default: nowhere). */
+export async function loadModel(info: ModelInfo, engine: EngineSettings, log: WorkerLog = () => {}): Promise<LoadedModel> {
   const { tokenizer } = await loadTokenizer(info); // also points transformers.js at the folder
   const name = path.basename(info.dir);
   const notes: string[] = [];
@@ -99,7 +96,7 @@ export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(ini
   // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
-  const prepared = prepareGraph(info, { lastLogits: chat && init.lastPositionLogits, fusedAttention: chat && init.fusedAttention, halfKvCache: init.kvCacheDtype === 'float16' });
+  const prepared = prepareGraph(info, { lastLogits: chat && engine.lastPositionLogits, fusedAttention: chat && engine.fusedAttention, halfKvCache: engine.kvCacheDtype === 'float16' });
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
   notes.push(...prepared.notes);
@@ -109,9 +106,9 @@ export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(ini
     device: 'cpu' as const,
     use_external_data_format: info.externalDataChunks === 0 ? false : info.externalDataChunks,
     session_options: {
-      ...(init.intraOpThreads > 0 ? { intraOpNumThreads: init.intraOpThreads, interOpNumThreads: 1 } : {}),
+      ...(engine.intraOpThreads > 0 ? { intraOpNumThreads: engine.intraOpThreads, interOpNumThreads: 1 } : {}),
       // onnxruntime_session_options_config_keys.h: session.intra_op.allow_spinning
-      extra: { session: { intra_op: { allow_spinning: init.allowSpinning ? '1' : '0' } } },
+      extra: { session: { intra_op: { allow_spinning: engine.ortAllowSpinning ? '1' : '0' } } },
       // No memory pattern for chat models: their passes change shape every step (the attention mask
       // grows by a column), and with the pattern on onnxruntime's arena grew by ~540 MiB over the
       // first decoding steps after an 8168-token prompt and kept it. Measured on the SmolLM2-135M-shape
@@ -141,14 +138,13 @@ export async function loadModel(init: WorkerInit, log: WorkerLog = workerLog(ini
     },
     hiddenSize: typeof config.hidden_size === 'number' ? config.hidden_size : null,
     notes,
-    prefillChunkTokens: init.prefillChunkTokens,
-    promptCacheBytes: init.promptCacheBytes,
+    engine,
     dynamicQuantization: info.task === 'chat' && graphHasOp(path.join(info.dir, info.onnxFile), 'DynamicQuantizeLinear'),
     inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
   };
   const session = sessionOf(loaded);
-  if (prepared.decodeStepFile && session && (init.inPlaceDecodeMinContext ?? 0) > 0) {
-    loaded.decodeSteps = new StepSession(prepared.decodeStepFile, session, { ...options.session_options, executionProviders: ['cpu'] }, init.inPlaceDecodeMinContext!, (error) => {
+  if (prepared.decodeStepFile && session && engine.inPlaceDecodeMinContext > 0) {
+    loaded.decodeSteps = new StepSession(prepared.decodeStepFile, session, { ...options.session_options, executionProviders: ['cpu'] }, engine.inPlaceDecodeMinContext, (error) => {
       log('warn', 'the decoding-step graph did not load; decoding steps keep GroupQueryAttention', error);
     });
   }

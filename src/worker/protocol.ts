@@ -5,13 +5,11 @@
  * WorkerInit. Errors cross as plain CoreErrorData and are rebuilt as CoreError on the main thread.
  */
 import type { MessagePort } from 'node:worker_threads';
+import type { EngineSettings } from '../core/engine-settings.js';
 import type { CoreErrorData } from '../core/errors.js';
 import type { Fault, GenerationTiming, PromptCacheStats } from '../core/hooks.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
-
-/** How chat models keep their KV cache (config.ts kvCacheDtype). */
-export type KvCacheDtype = 'auto' | 'float16';
 
 /** piscina workerData: which model this worker serves and how it runs it. */
 export interface WorkerInit {
@@ -21,22 +19,8 @@ export interface WorkerInit {
    * and serves `count`, so token counting never queues behind long generations.
    */
   role: 'model' | 'tokenizer';
-  /** onnxruntime intra-op threads per session (0 = onnxruntime's default, one per core). */
-  intraOpThreads: number;
-  /** Let idle onnxruntime threads busy-wait for the next op (faster alone, steals CPU from others). */
-  allowSpinning: boolean;
-  /** Rewrite a chat model's graph to compute logits for the last position only (src/models/onnx/last-logits.ts). */
-  lastPositionLogits: boolean;
-  /** Rewrite a chat model's attention into GroupQueryAttention (src/models/onnx/fused-attention.ts). */
-  fusedAttention: boolean;
-  /** Context length from which decoding steps run through the in-place step graph (src/worker/decode/step-session.ts); 0 or absent: never. */
-  inPlaceDecodeMinContext?: number;
-  /** `float16`: a float32 KV cache is stored as float16 (src/models/onnx/graph-edit.ts halfKvCache); absent: `auto`. */
-  kvCacheDtype?: KvCacheDtype;
-  /** Prompt tokens per prefill forward pass (chunked prefill, src/worker/decode/scheduler.ts). */
-  prefillChunkTokens: number;
-  /** Byte budget of the worker's prefix cache (src/worker/decode/prefix-cache.ts); 0: none. */
-  promptCacheBytes: number;
+  /** The engine's settings, as configured (src/core/engine-settings.ts). */
+  engine: EngineSettings;
   /** BroadcastChannel the worker posts its log records on (see WorkerLogRecord). */
   logChannel: string;
 }

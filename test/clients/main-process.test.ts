@@ -2,9 +2,12 @@
  * The real entry point as a user starts it: a child process running src/main.ts.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { BUNDLED_MODEL_VERSIONS } from '../../src/models/bundled-versions.js';
+import { EMBED_MODEL, MODELS_DIR, ROOT } from '../helpers/paths.js';
 
 const STARTUP_TIMEOUT_MS = 60_000;
 let child: ChildProcess | undefined;
@@ -59,6 +62,8 @@ describe('src/main.ts', () => {
     const { stderr, url } = await start(['--host', '0.0.0.0']);
     expect(stderr()).toMatch(/no API keys configured: binding to 127\.0\.0\.1 instead of 0\.0\.0\.0/);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // models/ is up to date (global setup builds it): the bundled-model check says nothing.
+    expect(stderr()).not.toMatch(/bundled model/);
     const res = await fetch(`${url}/v1/models`);
     expect(res.status).toBe(200);
     const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
@@ -117,7 +122,31 @@ describe('src/main.ts', () => {
     await expect(fetch(`${url}/health`)).rejects.toThrow();
   });
 
+  it('builds nothing: says which bundled model is stale or missing and what to run, and serves what is there', async () => {
+    // A models folder with the embedder stamped by an older builder (its files linked, not copied) and no chat model.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'main-process-models-'));
+    try {
+      const stale = path.join(dir, EMBED_MODEL);
+      fs.mkdirSync(stale);
+      for (const name of fs.readdirSync(path.join(MODELS_DIR, EMBED_MODEL))) {
+        if (name !== 'manifest.json') fs.symlinkSync(path.join(MODELS_DIR, EMBED_MODEL, name), path.join(stale, name));
+      }
+      const manifest = JSON.parse(fs.readFileSync(path.join(MODELS_DIR, EMBED_MODEL, 'manifest.json'), 'utf8')) as Record<string, unknown>;
+      const oldVersion = BUNDLED_MODEL_VERSIONS[EMBED_MODEL] - 1;
+      fs.writeFileSync(path.join(stale, 'manifest.json'), JSON.stringify({ ...manifest, bundled: { version: oldVersion } }));
+      const { stderr, url } = await start(['--models-dir', dir]);
+      const command = `npm run build:models -- --models-dir ${dir}`;
+      expect(stderr()).toContain(`[models] bundled model ${EMBED_MODEL} in ${dir} is stale (built by builder version ${oldVersion}, this checkout builds version ${BUNDLED_MODEL_VERSIONS[EMBED_MODEL]}): run \`${command}\``);
+      expect(stderr()).toContain(`[models] bundled model tiny-qwen3-random is missing from ${dir}: run \`${command}\``);
+      const models = (await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+      expect(models.data.map((m) => m.id)).toEqual([EMBED_MODEL]);
+      expect(fs.readdirSync(dir)).toEqual([EMBED_MODEL]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses bad configuration with a usage message and exit code 2', async () => {
-    await expect(start(['--port', 'eighty'])).rejects.toThrow(/exited with 2[\s\S]*port[\s\S]*Usage/);
+    await expect(start(['--port', 'eighty'])).rejects.toThrow(/exited with 2[\s\S]*port[\s\S]*--help/);
   });
 });

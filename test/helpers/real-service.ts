@@ -6,6 +6,7 @@ import type { Logger } from '../../src/core/log.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
+import { TEST_ENGINE, testEngine } from './engine.js';
 import { MODELS_DIR } from './paths.js';
 
 /** Starts real worker pools on the bundled models (or on `modelsDir`). */
@@ -42,15 +43,12 @@ export async function startRealService(
   const service = await LocalInferenceService.start({
     models: chosen,
     aliases: options.aliases,
-    intraOpThreads: 1,
-    allowSpinning: true,
+    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes }),
     maxQueue: options.maxQueue ?? 256,
-    generationBatchSize: options.generationBatchSize ?? 8,
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },
     embedBatching: { ...TEST_BATCHING, ...options.batching },
     logger: options.logger,
-    ...(options.promptCacheBytes !== undefined ? { promptCacheBytes: options.promptCacheBytes } : {}),
     ...(options.lifecycle ? { lifecycle: options.lifecycle } : {}),
   });
   return Object.assign(service, { counters });

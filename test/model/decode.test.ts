@@ -11,6 +11,7 @@ import { extractRow } from '../../src/worker/decode/kv-batch.js';
 import type { KvPrefix, KvStore } from '../../src/worker/decode/kv-store.js';
 import { cacheShape, type CacheShape, type KvArray } from '../../src/worker/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { testEngine } from '../helpers/engine.js';
 
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 const OUT_OF_VOCABULARY = 10_000_000;
@@ -21,7 +22,7 @@ let vocab: number;
 
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  loaded = await loadModel(info, testEngine({ ortAllowSpinning: false }));
   shape = cacheShape(loaded)!;
   vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 });

@@ -21,6 +21,7 @@ import { disposeModel, loadModel } from '../../src/worker/load.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { cacheShape, kvMode } from '../../src/worker/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { testEngine } from '../helpers/engine.js';
 
 const { onnx } = onnxProto;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'fused-attention-'));
@@ -35,7 +36,7 @@ describe('the bundled model, loaded with and without the rewrite', () => {
     const tokens: Record<string, number[][]> = {};
     const configurations = [['export', false, 0, 'auto'], ['fused', true, 0, 'auto'], ['step graph', true, 1, 'auto'], ['float16 cache', true, 1, 'float16']] as const;
     for (const [name, fusedAttention, inPlaceDecodeMinContext, kvCacheDtype] of configurations) {
-      const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention, inPlaceDecodeMinContext, kvCacheDtype, logChannel: 'unused', prefillChunkTokens: 64, promptCacheBytes: 0 });
+      const loaded = await loadModel(info, testEngine({ fusedAttention, inPlaceDecodeMinContext, kvCacheDtype, prefillChunkTokens: 64, ortAllowSpinning: false }));
       expect(cacheShape(loaded)?.dtype).toBe(kvCacheDtype === 'float16' ? 'float16' : 'float32');
       if (kvCacheDtype === 'float16') expect(loaded.notes).toContain('the KV cache stored as float16 (converted to float32 where each layer reads it)');
       if (fusedAttention) expect(loaded.notes).toContain('attention of 2 layers as GroupQueryAttention');

@@ -11,12 +11,13 @@ import { matcherFor, type Matcher } from '../../src/worker/grammar/xgrammar.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
 import { CoreError } from '../../src/core/errors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { testEngine } from '../helpers/engine.js';
 
 let loaded: LoadedModel;
 let vocab: number;
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  loaded = await loadModel(info, testEngine({ ortAllowSpinning: false }));
   vocab = (loaded.model.config as unknown as { vocab_size: number }).vocab_size;
 });
 

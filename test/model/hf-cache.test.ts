@@ -120,7 +120,7 @@ describe('the real entry point', () => {
       const { HF_HUB_CACHE: _ignored, ...inherited } = process.env;
       const proc = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', emptyModels, '--port', '0', '--log-level', 'warn'], {
         cwd: ROOT,
-        env: { ...inherited, BUILD_BUNDLED_MODELS: 'false', HF_HOME: path.join(root, 'home'), ...env },
+        env: { ...inherited, HF_HOME: path.join(root, 'home'), ...env },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       child = proc;
@@ -144,6 +144,9 @@ describe('the real entry point', () => {
     expect(on.url, on.stderr).toBeDefined();
     expect(on.stderr).toContain(`${CACHED_CHAT} (chat, loads on first request)`);
     expect(on.stderr).toContain(`${CACHED_EMBED} (embedding, loads on first request)`);
+    // The server builds nothing: it says the bundled models are not there and serves what is.
+    expect(on.stderr).toMatch(/bundled model tiny-qwen3-random is missing from .*: run `npm run build:models -- --models-dir /);
+    expect(fs.readdirSync(emptyModels)).toEqual([]);
     const res = await fetch(`${on.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -25,11 +25,12 @@ import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { openModelBuilderAttention } from '../../src/models/onnx/model-builder-attention.js';
 import { disposeModel, loadModel, type LoadedModel } from '../../src/worker/load.js';
-import type { KvCacheDtype } from '../../src/worker/protocol.js';
+import type { KvCacheDtype } from '../../src/core/engine-settings.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { PrefixCache } from '../../src/worker/decode/prefix-cache.js';
 import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/worker/decode/session.js';
 import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { testEngine } from '../helpers/engine.js';
 
 const { onnx } = onnxProto;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'model-builder-'));
@@ -57,10 +58,9 @@ beforeAll(() => {
   for (const info of scanModels({ modelsDir: tmp, defaultPoolSize: 1 }).models) infos[info.dtype] = info;
 });
 
-const load = (dtype: string, rewrites: boolean, kvCacheDtype: KvCacheDtype = 'auto') => loadModel({
-  model: infos[dtype]!, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites, inPlaceDecodeMinContext: 1,
-  kvCacheDtype, logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0,
-});
+const load = (dtype: string, rewrites: boolean, kvCacheDtype: KvCacheDtype = 'auto') => loadModel(infos[dtype]!, testEngine({
+  ortAllowSpinning: false, lastPositionLogits: rewrites, fusedAttention: rewrites, inPlaceDecodeMinContext: 1, kvCacheDtype, prefillChunkTokens: CHUNK,
+}));
 
 /** transformers.js generate, greedy, on one prompt: the fallback's tokens. */
 async function generateTokens(loaded: LoadedModel, prompt: number[]): Promise<number[]> {
@@ -209,7 +209,7 @@ describe('a model-builder graph the rewrite does not recognise', () => {
     for (const f of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'manifest.json']) fs.copyFileSync(path.join(infos.q4!.dir, f), path.join(dir, f));
     fs.writeFileSync(path.join(dir, 'onnx', 'model_q4.onnx'), onnx.ModelProto.encode(decoded).finish());
     const info = scanModels({ modelsDir: path.dirname(dir), defaultPoolSize: 1 }).models[0]!;
-    const loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0 });
+    const loaded = await loadModel(info, testEngine({ prefillChunkTokens: CHUNK, ortAllowSpinning: false }));
     expect(loaded.notes).toContain('attention as exported (layer 1: GroupQueryAttention without do_rotary (rotary outside the attention))');
     expect(supportsBatchDecoding(loaded)).toBe(false);
     expect(loaded.notes.join('\n')).toMatch(/one request at a time through transformers\.js generate.*position_ids/);

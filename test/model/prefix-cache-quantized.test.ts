@@ -15,6 +15,7 @@ import { loadModel, type LoadedModel } from '../../src/worker/load.js';
 import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
 import { PrefixCache } from '../../src/worker/decode/prefix-cache.js';
 import { cacheShape } from '../../src/worker/decode/session.js';
+import { testEngine } from '../helpers/engine.js';
 
 const CHUNK = 16;
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
@@ -29,7 +30,7 @@ beforeAll(async () => {
     shape, seed: 5, dtype: 'q8', quantize: 'q8',
   });
   const info = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models[0]!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: true, logChannel: 'unused', prefillChunkTokens: CHUNK, promptCacheBytes: 0 });
+  loaded = await loadModel(info, testEngine({ prefillChunkTokens: CHUNK, ortAllowSpinning: false }));
 }, 120_000);
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 

@@ -14,6 +14,7 @@ import { loadModel, type LoadedModel } from '../../src/worker/load.js';
 import { generate } from '../../src/worker/generate.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
+import { testEngine } from '../helpers/engine.js';
 
 vi.mock('../../src/worker/decode/session.js', async (original) => ({ ...(await original<typeof import('../../src/worker/decode/session.js')>()), supportsBatchDecoding: () => false }));
 
@@ -22,7 +23,7 @@ let service: RealService;
 
 beforeAll(async () => {
   const info = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === CHAT_MODEL)!;
-  loaded = await loadModel({ model: info, role: 'model', intraOpThreads: 1, allowSpinning: false, lastPositionLogits: true, fusedAttention: false, logChannel: 'unused', prefillChunkTokens: 512, promptCacheBytes: 0 });
+  loaded = await loadModel(info, testEngine({ fusedAttention: false, ortAllowSpinning: false }));
   service = await startRealService({ only: [CHAT_MODEL] });
 });
 afterAll(() => service?.close());

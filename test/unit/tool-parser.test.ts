@@ -10,7 +10,7 @@ import { callJsonFragments, createToolCallParser } from '../../src/worker/tools/
 import type { ToolEvent, ToolFormat, ToolSpec } from '../../src/worker/tools/types.js';
 import { ROOT } from '../helpers/paths.js';
 // A small seeded generator (mulberry32), so a failing chunking can be replayed.
-import { seededRandom } from '../../scripts/bench/former-sampler.js';
+import { seededRandom } from '../helpers/former-sampler.js';
 
 const TOOLS: ToolSpec[] = [
   {

@@ -11,10 +11,14 @@ import { buildMiniLmShape } from './minilm-shape.js';
 import { buildBenchLm, buildBenchLmQwen3Tokenizer, buildModelBuilderBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../../../src/models/manifest.js';
+import { BUNDLED_MODEL_VERSIONS, readBundledVersion, type BundledStamp } from '../../../src/models/bundled-versions.js';
 
 export interface BundledModel {
   manifest: ModelManifest & { id: string };
-  /** Bump when the builder's output changes, so existing folders are rebuilt. */
+  /**
+   * Bump when the builder's output changes, so existing folders are rebuilt. The bundled models'
+   * versions live in src/models/bundled-versions.ts, where the server's start-up check reads them.
+   */
   version: number;
   build: (ctx: BuildContext) => void;
 }
@@ -22,14 +26,12 @@ export interface BundledModel {
 export const BUNDLED_MODELS: BundledModel[] = [
   {
     manifest: { id: 'glove-sif-100d', task: 'embedding', dtype: 'fp32', pooling: 'mean', normalize: true },
-    // 2: single letters and numbers have rows; [UNK] has a fixed placeholder row instead of zeros.
-    version: 2,
+    version: BUNDLED_MODEL_VERSIONS['glove-sif-100d'],
     build: buildGloveEmbedder,
   },
   {
     manifest: { id: 'tiny-qwen3-random', task: 'chat', dtype: 'fp32' },
-    // 3: 32,768 positions (was 4096).
-    version: 3,
+    version: BUNDLED_MODEL_VERSIONS['tiny-qwen3-random'],
     build: buildTinyChatModel,
   },
 ];
@@ -93,7 +95,7 @@ export function ensureBundledModels(options: EnsureOptions): string[] {
   for (const model of options.models ?? BUNDLED_MODELS) {
     const id = model.manifest.id;
     const dir = path.join(options.modelsDir, id);
-    if (!options.force && bundledVersion(dir) === model.version) continue;
+    if (!options.force && readBundledVersion(dir) === model.version) continue;
     const tmp = path.join(options.modelsDir, `.building-${id}`);
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.mkdirSync(tmp, { recursive: true });
@@ -101,20 +103,12 @@ export function ensureBundledModels(options: EnsureOptions): string[] {
     let step = 0;
     log(`[models] building ${id} (bundled model, version ${model.version})`);
     model.build({ dir: tmp, progress: (m) => log(`[models] ${id} ${++step}. ${m}`) });
-    writeJson(path.join(tmp, 'manifest.json'), { ...model.manifest, bundled: { version: model.version } });
+    const bundled: BundledStamp = { version: model.version };
+    writeJson(path.join(tmp, 'manifest.json'), { ...model.manifest, bundled });
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
     log(`[models] built ${id} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     built.push(id);
   }
   return built;
-}
-
-function bundledVersion(dir: string): number | undefined {
-  try {
-    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { bundled?: { version?: number } };
-    return manifest.bundled?.version;
-  } catch {
-    return undefined;
-  }
 }

@@ -1,0 +1,85 @@
+/**
+ * The engine's settings: how a worker loads and runs its model. Declared once here, each with its
+ * one default and its one line of meaning (what `--help` prints); the configuration schema
+ * (src/config.ts) takes these fields as they are, `main` picks them out of the parsed config with
+ * `engineSettingsOf` and passes the object whole to the service, the pools, the workers and the
+ * decoder. Adding a setting means adding it here and reading it where it acts, nothing else.
+ *
+ * It sits in core/ (below every layer) so that the worker and the pool read the same type the
+ * configuration parses, without importing the entry layer.
+ */
+import { z } from 'zod';
+
+/** A boolean from a flag, an environment variable or a file: 1/true/yes/on (any case) is true. */
+export const bool = z.preprocess((v) => (typeof v === 'string' ? /^(1|true|yes|on)$/i.test(v) : v), z.boolean());
+
+export const engineSettingsSchema = z.object({
+  /** Continuous batching: every generation of a worker advances in one forward pass per step. */
+  generationBatchSize: z.coerce.number().int().min(1).max(256).default(8)
+    .describe('Generations a chat worker decodes together (continuous batching); 1 serves them one after another'),
+  intraOpThreads: z.coerce.number().int().min(0).max(256).default(0)
+    .describe('onnxruntime intra-op threads per worker; 0: one per core'),
+  /**
+   * Faster when a model has the machine to itself; with HTTP work and other models sharing few
+   * cores, spinning threads steal their CPU.
+   */
+  ortAllowSpinning: bool.default(true)
+    .describe('Let idle onnxruntime threads busy-wait for the next operator'),
+  /** Written once beside the model's ONNX file as onnx/model.last-logits*.onnx (src/models/onnx/last-logits.ts). */
+  lastPositionLogits: bool.default(true)
+    .describe("Rewrite each chat model's graph to compute the prompt's logits at its last position only"),
+  /**
+   * An optimum-style export's concatenate, repeat-KV, transpose, MatMul, Softmax, MatMul becomes
+   * GroupQueryAttention, which reads the KV cache in place: decoding at long context no longer copies
+   * the cache several times per token (issue 18). Written beside the model's ONNX file
+   * (onnx/model.fused-attention*.onnx); a graph it does not recognise is served as exported, with the
+   * reason in the log.
+   */
+  fusedAttention: bool.default(true)
+    .describe("Rewrite each chat model's attention into onnxruntime's GroupQueryAttention kernel"),
+  /**
+   * With fused attention (a float32 or float16 KV cache), steps over at least this many tokens of
+   * context run through a second graph that reads the cache where it lies (plain matrix products)
+   * instead of GroupQueryAttention, which copies the whole cache on every step
+   * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
+   * length, holds its own copy of the prepacked weights (docs/benchmarks.md: for a model whose
+   * weights are large next to its cache, such as Qwen2.5-0.5B fp32, it never pays).
+   */
+  inPlaceDecodeMinContext: z.coerce.number().int().min(0).default(512)
+    .describe('Context length from which decoding steps read the KV cache in place (a second graph); 0: never'),
+  /**
+   * `float16` stores a float32 cache (most exports, q4 and q8 included) as float16, as llama.cpp's
+   * default F16 cache is: half the memory for the cache and for the prefix cache. Each layer converts
+   * it back to float32 where it reads it, which costs decoding time at long context, and the keys and
+   * values are rounded to float16 (on the tiny model-builder subject the logits of the first step
+   * that reads it moved by 3e-5 of their range). With fused attention only.
+   */
+  kvCacheDtype: z.enum(['auto', 'float16']).default('auto')
+    .describe("How chat models keep their KV cache: auto (the graph's own type) or float16"),
+  /** Memory (attention scores, activations) stays bounded whatever the prompt's length; smaller: a little more time per prompt. */
+  prefillChunkTokens: z.coerce.number().int().min(16).max(1_000_000).default(512)
+    .describe('Prompt tokens one prefill forward pass takes at most (longer prompts are prefilled in chunks)'),
+  /**
+   * A token's KV takes layers x 2 x kvHeads x headDim x 4 bytes: 24 KiB on Qwen2.5-0.5B (1 GiB holds
+   * ~43k tokens), 224 KiB on Qwen3-0.6B (~4.7k tokens); half that with a float16 cache. Size it for
+   * the conversations that should stay warm (say 4 agents x 8k tokens); it is held on top of the
+   * weights, per worker.
+   */
+  promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024)
+    .describe('Bytes of KV each chat worker keeps for later prompts that start the same way (the prefix cache); 0: off'),
+});
+
+export type EngineSettings = Readonly<z.infer<typeof engineSettingsSchema>>;
+
+/** How chat models keep their KV cache (engineSettingsSchema.kvCacheDtype). */
+export type KvCacheDtype = EngineSettings['kvCacheDtype'];
+
+/** The settings the server ships with: every field at its default. */
+export const ENGINE_DEFAULTS: EngineSettings = Object.freeze(engineSettingsSchema.parse({}));
+
+const ENGINE_FIELDS = Object.keys(engineSettingsSchema.shape) as Array<keyof EngineSettings>;
+
+/** The engine's settings out of a parsed configuration (which holds every one of them). */
+export function engineSettingsOf(config: EngineSettings): EngineSettings {
+  return Object.freeze(Object.fromEntries(ENGINE_FIELDS.map((field) => [field, config[field]])) as unknown as EngineSettings);
+}

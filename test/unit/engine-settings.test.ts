@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { engineSettingsOf, engineSettingsSchema, ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
+import { TEST_ENGINE, TEST_ENGINE_OVERRIDES } from '../helpers/engine.js';
+
+describe('engine settings', () => {
+  it('the server ships the schema defaults: what main passes down with no flags is ENGINE_DEFAULTS', () => {
+    expect(engineSettingsOf(loadConfig([], {}))).toEqual(ENGINE_DEFAULTS);
+  });
+
+  it('the tests run the shipped settings, except the overrides they name', () => {
+    const differing = Object.keys(ENGINE_DEFAULTS).filter((k) => TEST_ENGINE[k as keyof typeof TEST_ENGINE] !== ENGINE_DEFAULTS[k as keyof typeof ENGINE_DEFAULTS]);
+    expect(differing).toEqual(Object.keys(TEST_ENGINE_OVERRIDES));
+    // The two defaults the copies used to disagree on (issue 27): one value, the config's.
+    expect(TEST_ENGINE.promptCacheBytes).toBe(1024 * 1024 * 1024);
+    expect(TEST_ENGINE.inPlaceDecodeMinContext).toBe(512);
+  });
+
+  it('every engine field is a config field, set by its flag and its environment variable', () => {
+    const fields = Object.keys(engineSettingsSchema.shape);
+    const config = loadConfig(['--prefill-chunk-tokens', '64'], { PROMPT_CACHE_BYTES: '0', KV_CACHE_DTYPE: 'float16' });
+    expect(engineSettingsOf(config)).toMatchObject({ prefillChunkTokens: 64, promptCacheBytes: 0, kvCacheDtype: 'float16' });
+    expect(Object.keys(engineSettingsOf(config)).sort()).toEqual([...fields].sort());
+  });
+});
