@@ -7,11 +7,13 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { configSchema, type Config } from './config.js';
 import { clip } from './core/errors.js';
 import type { InferenceService } from './core/types.js';
+import { anthropicClaim, anthropicPaths } from './http/anthropic/errors.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
+import { openAiErrors, openAiPaths } from './http/openai/errors.js';
 import { openAiPlugin } from './http/openai/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
 import { answerExpectation, capConnections, clientErrorHandler, lingerOnClose, refuseTunnel } from './http/shared/connection.js';
-import { dialectOf } from './http/shared/dialect.js';
+import { dialectChooser } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
@@ -59,6 +61,8 @@ const DEFAULTS = configSchema.parse({});
 
 export async function buildApp({ config: given, inference, logger, metrics = createMetrics() }: AppDeps): Promise<FastifyInstance> {
   const config = { ...DEFAULTS, ...given };
+  // Routes every dialect shares answer in the envelope of the dialect that claims the request; OpenAI's otherwise.
+  const dialectOf = dialectChooser([anthropicClaim], openAiErrors);
   const app = Fastify({
     ...(logger ? { loggerInstance: logger } : { logger: false }),
     bodyLimit: config.bodyLimit,
@@ -84,7 +88,8 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     frameworkErrors: (error, request, reply) => sendError(dialectOf(request), error, request, reply),
     clientErrorHandler,
   });
-  app.server.on('checkExpectation', answerExpectation);
+  // An unmet Expect is answered before routing, in the envelope of the dialect its path names.
+  app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths]));
   app.server.on('connect', refuseTunnel);
   capConnections(app.server, config.maxConnections);
   lingerOnClose(app.server);
@@ -133,7 +138,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
 
   await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
   await app.register(openAiPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
-  await app.register(modelsPlugin, { inference, checkKey });
+  await app.register(modelsPlugin, { inference, checkKey, dialectOf });
 
   app.setNotFoundHandler((request, reply) =>
     sendError(

@@ -1,6 +1,6 @@
 /**
  * What grammar-constrained decoding costs: decode tokens/s with an output schema against the same
- * generation unconstrained, at batch 1 and batch 8, interleaved in one run (the worker's generate()
+ * generation unconstrained, at batch 1 and batch 8, interleaved in one run (the worker's chat task, src/worker/chat-task.ts
  * in-process on the real loading code); and the grammar's compile time, first and cached. The
  * bundled chat model has a 151,936-token vocabulary and a tiny graph: the mask's cost per token is
  * set by the vocabulary, so this is the worst case for the ratio (a real model's step is longer).
@@ -13,11 +13,12 @@ import { parseArgs } from 'node:util';
 import { scanModels } from '../../src/models/registry.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
-import { loadModel, type LoadedModel } from '../../src/worker/load.js';
-import { generate } from '../../src/worker/generate.js';
+import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
+import { runChatTask } from '../../src/worker/chat-task.js';
+import { onnxEngine } from '../../src/engines/onnx/runner.js';
 import { TaskControl } from '../../src/worker/protocol.js';
-import { matcherFor } from '../../src/worker/grammar/xgrammar.js';
-import { planConstraint } from '../../src/worker/grammar/constraint.js';
+import { matcherFor } from '../../src/chat/grammar/xgrammar.js';
+import { planConstraint } from '../../src/chat/grammar/constraint.js';
 import { ensureBundledModels } from '../models/bundled/index.js';
 import { median, writeResults, type Table } from './report.js';
 
@@ -52,7 +53,7 @@ function request(loaded: LoadedModel, constrained: boolean, i: number, mode: Mod
 }
 
 async function one(loaded: LoadedModel, constrained: boolean, i: number, mode: Mode) {
-  const outcome = await generate(loaded, request(loaded, constrained, i, mode), { cancel: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
+  const outcome = await runChatTask(loaded, request(loaded, constrained, i, mode), { engine: onnxEngine(loaded), control: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
   return { tokens: outcome.result.outputTokens, firstMs: outcome.timing.firstTokenMs ?? 0, totalMs: outcome.timing.totalMs };
 }
 

@@ -10,7 +10,7 @@
  *   of the way through (its time alone, measured first in the round), and the same stream, started
  *   with the long prompt.
  * Ratios against "alone" from the same round. Before chunked prefill was interleaved with decoding
- * (src/worker/decode/scheduler.ts), the short request waited for the whole prefill and the stream
+ * (src/engines/onnx/decode/scheduler.ts), the short request waited for the whole prefill and the stream
  * stopped for it. Results: bench/results/interleave.md.
  */
 import http from 'node:http';

@@ -1,9 +1,9 @@
 /**
  * Where a decoding step's time goes, per operator type, at a given context length (issue 18: "let
- * the profile choose"). Loads a chat model's graph as the server prepares it (src/models/onnx/
+ * the profile choose"). Loads a chat model's graph as the server prepares it (src/engines/onnx/graph/
  * prepare-graph.ts: fused or model-builder attention, last-position logits, weights in place) in an
  * onnxruntime-node session with profiling on, and beside it its decoding-step graph, which reads the
- * cache in place (src/models/onnx/in-place-decode.ts; prefilled by the first); prefills `--context` tokens in chunks
+ * cache in place (src/engines/onnx/graph/in-place-decode.ts; prefilled by the first); prefills `--context` tokens in chunks
  * the way the batch decoder does (append mode: the cache lives in JavaScript with room to grow),
  * then runs `--steps` one-token steps, alternating between the variants, and sums onnxruntime's
  * per-node times over those steps only.
@@ -19,11 +19,11 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import * as ort from 'onnxruntime-node';
 import { describeModel } from '../../src/models/registry.js';
-import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
+import { prepareGraph } from '../../src/engines/onnx/graph/prepare-graph.js';
 import { DTYPE_SUFFIX } from '../../src/models/manifest.js';
 import { writeResults, type Table } from './report.js';
-import { KvBatch } from '../../src/worker/decode/kv-batch.js';
-import { halfToFloat, type CacheShape, type OrtTensor } from '../../src/worker/decode/session.js';
+import { KvBatch } from '../../src/engines/onnx/decode/kv-batch.js';
+import { halfToFloat, type CacheShape, type OrtTensor } from '../../src/engines/onnx/tensors.js';
 
 const { values } = parseArgs({
   options: {
@@ -44,7 +44,7 @@ const STEPS = Number(values.steps);
 const CHUNK = Number(values.chunk);
 
 const info = describeModel(path.resolve(values.model), 1);
-// The graph as the server prepares it, and its decoding-step graph (src/models/onnx/in-place-decode.ts),
+// The graph as the server prepares it, and its decoding-step graph (src/engines/onnx/graph/in-place-decode.ts),
 // whose session takes the steps only: the served graph prefills its cache.
 const prepared = prepareGraph(info, { lastLogits: true, fusedAttention: true });
 console.log(prepared.notes.join('\n'));

@@ -14,7 +14,7 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** The environment package.json's start script sets (glibc's malloc: see README, Memory). */
+/** The environment package.json's start script sets (glibc's malloc: see docs/configuration.md, Memory). */
 const START_ENV = { MALLOC_MMAP_THRESHOLD_: '4194304' };
 
 /**

@@ -11,9 +11,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureBundledModels } from '../models/bundled/index.js';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer } from '../../src/worker/load.js';
-import { renderPrompt } from '../../src/worker/prompt.js';
-import { PromptEncoder } from '../../src/worker/tokenize/prompt-encoder.js';
+import { loadTokenizer } from '../../src/engines/onnx/load.js';
+import { renderPrompt } from '../../src/chat/prompt.js';
+import { PromptEncoder } from '../../src/tokenize/prompt-encoder.js';
 import { median, writeResults } from './report.js';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' } } });

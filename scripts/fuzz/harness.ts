@@ -32,7 +32,7 @@ const EXAMPLES_PER_CLASS = 3;
  * A case's own timeout (FuzzCase.timeoutMs) marks an answer as slow; only past this is the server
  * taken to have hung (a timeout violation). A request that reaches the model can legitimately wait
  * behind another case's long work on a loaded machine: a worker prefills a prompt whole before it
- * admits the next request (src/worker/decode/scheduler.ts), and the fuzzer's 1,000-tool prompts are
+ * admits the next request (src/engines/onnx/decode/scheduler.ts), and the fuzzer's 1,000-tool prompts are
  * ~29,000 tokens, 10 s to prefill alone on two cores and several times that under load. Slow answers
  * are counted per endpoint ("slow"); what matters here is that every request is answered.
  */

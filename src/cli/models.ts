@@ -18,20 +18,25 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { DTYPES, MODEL_ID_PATTERN, type Dtype } from '../models/manifest.js';
 import { defaultHubCacheDir, repoFolderName } from '../models/hf-cache.js';
+import { modelFileBytes } from '../models/signature.js';
 import { scanModelSources } from '../models/sources.js';
 import { formatBytes, listFiles } from '../models/hub/checksums.js';
 import { pack, unpack } from '../models/hub/pack.js';
 import { pull } from '../models/hub/pull.js';
 import { ps } from './ps.js';
+import { table } from './table.js';
 
 const USAGE = `Usage:
   models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID | --hf-cache] [--hub-url URL]
       --hf-cache: into the Hugging Face cache (shared with Python tools; served as owner/name)
   models list                      models/ and the Hugging Face cache
+      WEIGHTS: bytes of the ONNX graph and its external data files (what a load reads; the
+      same figure as models ps and /metrics' model_loaded_bytes); FOLDER: every file of the model
+      (tokenizer and config too: what pack carries)
   models rm <id>
   models pack <id...> -o FILE.tar
   models unpack FILE.tar [--force]
-  models ps [--url URL] [--all]   what a running server has loaded (API_KEYS' first key is sent)
+  models ps [--url URL] [--all]    what a running server has loaded (API_KEYS' first key is sent)
 Flags for every command: --models-dir DIR (default: models, or MODELS_DIR),
   --hf-hub-cache DIR (default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)
 Environment: HF_ENDPOINT (hub or mirror, default https://huggingface.co; --hub-url overrides),
@@ -98,7 +103,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
   const [command, ...args] = positionals;
   if (values.help || !command) {
     process.stdout.write(`${USAGE}\n`);
-    return command ? 0 : 2;
+    return values.help ? 0 : 2;
   }
   const modelsDir = path.resolve(values['models-dir'] ?? env.MODELS_DIR ?? 'models');
   const hfCacheDir = path.resolve(values['hf-hub-cache'] ?? defaultHubCacheDir(env, os.homedir()));
@@ -123,11 +128,11 @@ export async function run(argv: string[], env: Record<string, string | undefined
     }
     case 'list': {
       const { models, skipped } = scanModelSources({ modelsDir, hfCacheDir, defaultPoolSize: 1 });
-      const rows = models.map((m) => [m.id, m.task, m.dtype, formatBytes(folderSize(m.dir)), String(m.contextLength)]);
-      const header = ['ID', 'TASK', 'DTYPE', 'SIZE', 'CONTEXT'];
-      const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-      for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => c.padEnd(widths[i]!)).join('  ')}\n`);
+      // WEIGHTS is the server's own measure (GET /v1/models file_bytes, which `models ps` shows).
+      const rows = models.map((m) => [m.id, m.task, m.dtype, String(m.contextLength), formatBytes(modelFileBytes(m)), formatBytes(folderSize(m.dir))]);
+      process.stdout.write(table(['ID', 'TASK', 'DTYPE', 'CONTEXT', 'WEIGHTS', 'FOLDER'], rows));
       for (const s of skipped) process.stdout.write(`skipped ${s.folder}: ${s.reason}\n`);
+      if (models.length === 0 && skipped.length === 0) log(`no models in ${modelsDir} or ${hfCacheDir}`);
       return 0;
     }
     case 'rm': {
@@ -138,9 +143,9 @@ export async function run(argv: string[], env: Record<string, string | undefined
           // Shared with Python tools: their cache, their tool to prune it.
           throw new UsageError(`${id} is in the Hugging Face cache (${path.join(hfCacheDir, repoFolderName(id))}), which other tools share; remove it with \`huggingface-cli delete-cache\` or delete that folder`);
         }
-        if (!MODEL_ID_PATTERN.test(id) || !fs.existsSync(dir)) throw new UsageError(`no model folder models/${id}`);
+        if (!MODEL_ID_PATTERN.test(id) || !fs.existsSync(dir)) throw new UsageError(`no model folder ${dir}`);
         fs.rmSync(dir, { recursive: true, force: true });
-        log(`removed models/${id}`);
+        log(`removed ${dir}`);
       }
       return 0;
     }

@@ -1,8 +1,11 @@
 /**
  * `models ps`: what a running server has loaded (as `ollama ps`), read from its GET /v1/models
- * (the lifecycle extension fields): state, file size times workers, how long idle, when it unloads.
+ * (the lifecycle extension fields): state, weights, how long loaded and idle, when it unloads.
+ * WEIGHTS is the server's `file_bytes`: the bytes of the ONNX graph and its external data files on
+ * disk (what a load reads), the figure `models list` shows under the same header.
  */
 import { formatBytes } from '../models/hub/checksums.js';
+import { table } from './table.js';
 
 interface ListedModel {
   id: string;
@@ -18,8 +21,16 @@ interface ListedModel {
 const ago = (iso: string | null | undefined, now: number) => (iso ? `${Math.max(0, Math.round((now - Date.parse(iso)) / 1000))} s` : '-');
 
 export async function ps(url: string, apiKey: string | undefined, all: boolean): Promise<string> {
-  const res = await fetch(`${url.replace(/\/+$/, '')}/v1/models`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
-  if (!res.ok) throw new Error(`GET ${url}/v1/models: ${res.status} ${(await res.text()).slice(0, 200)}`);
+  const endpoint = `${url.replace(/\/+$/, '')}/v1/models`;
+  let res: Response;
+  try {
+    res = await fetch(endpoint, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {} });
+  } catch (error) {
+    // fetch says only "fetch failed"; the reason (ECONNREFUSED, ENOTFOUND…) is its cause.
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new Error(`no server answers at ${url} (${cause?.code ?? cause?.message ?? (error as Error).message}): start one with \`npm start\`, or name it with --url`);
+  }
+  if (!res.ok) throw new Error(`GET ${endpoint}: ${res.status} ${(await res.text()).slice(0, 200)}`);
   const { data } = (await res.json()) as { data: ListedModel[] };
   const now = Date.now();
   const rows = data
@@ -28,7 +39,5 @@ export async function ps(url: string, apiKey: string | undefined, all: boolean):
       m.id, m.task ?? '', m.state ?? '', m.file_bytes ? formatBytes(m.file_bytes) : '-', ago(m.loaded_at, now), ago(m.last_used_at, now),
       m.pinned ? 'pinned' : m.expires_at ? `in ${Math.max(0, Math.round((Date.parse(m.expires_at) - now) / 1000))} s` : m.state === 'loaded' ? 'busy or never' : '-',
     ]);
-  const header = ['ID', 'TASK', 'STATE', 'FILES', 'LOADED FOR', 'IDLE FOR', 'UNLOADS'];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((row) => row.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return table(['ID', 'TASK', 'STATE', 'WEIGHTS', 'LOADED FOR', 'IDLE FOR', 'UNLOADS'], rows);
 }

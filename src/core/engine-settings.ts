@@ -25,7 +25,7 @@ export const engineSettingsSchema = z.object({
    */
   ortAllowSpinning: bool.default(true)
     .describe('Let idle onnxruntime threads busy-wait for the next operator'),
-  /** Written once beside the model's ONNX file as onnx/model.last-logits*.onnx (src/models/onnx/last-logits.ts). */
+  /** Written once beside the model's ONNX file as onnx/model.last-logits*.onnx (src/engines/onnx/graph/last-logits.ts). */
   lastPositionLogits: bool.default(true)
     .describe("Rewrite each chat model's graph to compute the prompt's logits at its last position only"),
   /**
@@ -41,7 +41,7 @@ export const engineSettingsSchema = z.object({
    * With fused attention (a float32 or float16 KV cache), steps over at least this many tokens of
    * context run through a second graph that reads the cache where it lies (plain matrix products)
    * instead of GroupQueryAttention, which copies the whole cache on every step
-   * (src/models/onnx/in-place-decode.ts). Its session, loaded the first time a step reaches this
+   * (src/engines/onnx/graph/in-place-decode.ts). Its session, loaded the first time a step reaches this
    * length, holds its own copy of the prepacked weights (docs/benchmarks.md: for a model whose
    * weights are large next to its cache, such as Qwen2.5-0.5B fp32, it never pays).
    */

@@ -4,7 +4,7 @@
  * The HTTP dialects decide status, error type and wording from the code and the details
  * (src/http/anthropic/errors.ts, src/http/openai/errors.ts), each with a test that maps every code.
  */
-import type { ModelTask } from '../models/registry.js';
+import type { ModelTask } from './model.js';
 
 export const CORE_ERROR_CODES = [
   /** No model by that name or alias. */

@@ -14,7 +14,7 @@ export interface GenerationTiming {
   peakBatch: number;
 }
 
-/** A worker's prefix cache (src/worker/decode/prefix-cache.ts), counted since the worker loaded. */
+/** A worker's prefix cache (src/engines/onnx/decode/prefix-cache.ts), counted since the worker loaded. */
 export interface PromptCacheStats {
   /** Lookups that found a prefix of at least one token. */
   hits: number;
@@ -80,6 +80,22 @@ export interface InferenceHooks {
    * grammar would, so a client's whole turn is deterministic whatever the weights.
    */
   script?: (request: ChatRequest) => string | undefined;
+}
+
+/**
+ * What the test hooks ask of one generation (InferenceHooks.fault and .script), carried to the worker
+ * as one field of its task and applied by one wrapper at the worker's entry (src/worker/test-hooks.ts).
+ */
+export interface GenerationTestHooks {
+  fault?: Fault;
+  script?: string;
+}
+
+/** The test hooks for this request, or undefined (always, outside tests). */
+export function testHooksFor(hooks: InferenceHooks, request: ChatRequest): GenerationTestHooks | undefined {
+  const fault = hooks.fault?.(request);
+  const script = hooks.script?.(request);
+  return fault === undefined && script === undefined ? undefined : { ...(fault !== undefined ? { fault } : {}), ...(script !== undefined ? { script } : {}) };
 }
 
 /** Calls `event` on every observer that has it. */

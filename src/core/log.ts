@@ -11,3 +11,6 @@ export interface Logger {
 
 const nothing = () => {};
 export const silentLogger: Logger = { error: nothing, warn: nothing, info: nothing, debug: nothing };
+
+/** One line to a log (a worker's lines travel to the server's logger: src/worker/log.ts). */
+export type LogFn = (level: 'error' | 'warn' | 'info' | 'debug', msg: string, error?: unknown) => void;

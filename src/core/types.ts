@@ -2,7 +2,8 @@
  * The core vocabulary: internal request and result types. The HTTP dialects convert wire JSON into
  * these and render these back; the inference core and the workers never see a wire shape.
  */
-import type { ModelInfo } from '../models/registry.js';
+import type { CoreErrorData } from './errors.js';
+import type { ModelDescription } from './model.js';
 
 /** A call of a tool, made by the model (an answer's part, or an assistant turn of the history). */
 export interface ToolCall {
@@ -174,7 +175,7 @@ export interface ChatCallOptions extends CallOptions {
 
 export interface ModelStatus {
   id: string;
-  task: ModelInfo['task'];
+  task: ModelDescription['task'];
   /** Every worker has the model loaded. */
   ready: boolean;
   /** Requests waiting for a worker. */
@@ -199,11 +200,20 @@ export interface ModelStatus {
 /** What the HTTP layer needs from the inference core; tests substitute a fake. */
 export interface InferenceService {
   status(): { models: ModelStatus[] };
-  listModels(): ModelInfo[];
+  listModels(): ModelDescription[];
   /** Looks a model up by id or alias. */
-  findModel(name: string): ModelInfo | undefined;
+  findModel(name: string): ModelDescription | undefined;
   chat(request: ChatRequest, options?: ChatCallOptions): Promise<ChatResult>;
   countTokens(prompt: ChatPrompt, options?: CallOptions): Promise<number>;
   embed(request: EmbedRequest, options?: CallOptions): Promise<EmbedResult>;
   close(): Promise<void>;
 }
+
+/** One request's inputs within a gathered embedding batch. */
+export interface EmbedBatchItem {
+  inputs: EmbedInput[];
+  dimensions?: number;
+}
+
+/** Each request of a batch succeeds or fails on its own. */
+export type EmbedItemResult = { ok: true; vectors: Float32Array[]; promptTokens: number } | { ok: false; error: CoreErrorData };

@@ -11,6 +11,7 @@
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
+import { describedAs, type ModelDescription } from '../core/model.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
@@ -162,12 +163,13 @@ export class LocalInferenceService implements InferenceService {
     };
   }
 
-  listModels(): ModelInfo[] {
-    return [...this.catalog.values()].map((e) => e.info);
+  listModels(): ModelDescription[] {
+    return [...this.catalog.values()].map((e) => describedAs(e.info));
   }
 
-  findModel(name: string): ModelInfo | undefined {
-    return this.catalog.named(name)?.info;
+  findModel(name: string): ModelDescription | undefined {
+    const entry = this.catalog.named(name);
+    return entry && describedAs(entry.info);
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {

@@ -5,14 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import type { ModelDescription, ModelTask } from '../core/model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
 
-export type ModelTask = 'chat' | 'embedding';
+export type { ModelTask };
 
-/** Everything the server and a worker need to know about one model. Plain data: crosses threads. */
-export interface ModelInfo {
-  id: string;
-  task: ModelTask;
+/**
+ * A scanned model folder: the core's description (src/core/model.ts) and what a worker needs to load
+ * it. Plain data: crosses threads.
+ */
+export interface ModelInfo extends ModelDescription {
   /** Absolute path of the model folder. */
   dir: string;
   dtype: Dtype;
@@ -20,11 +22,6 @@ export interface ModelInfo {
   onnxFile: string;
   /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */
   externalDataChunks: number;
-  contextLength: number;
-  /** Most output tokens one request may ask for; at most the context length. */
-  maxOutputTokens: number;
-  /** Chat models: the chat template has a thinking switch (`enable_thinking`, as Qwen3's). */
-  thinking: boolean;
   poolSize: number;
   pooling: 'mean' | 'cls';
   normalize: boolean;
@@ -32,10 +29,6 @@ export interface ModelInfo {
   matryoshka: boolean;
   /** Put before every string input (embedding models trained with instruction prefixes). */
   prefix: string;
-  aliases: string[];
-  displayName: string;
-  /** Unix seconds: when the folder was last changed. */
-  created: number;
 }
 
 export interface SkippedFolder {

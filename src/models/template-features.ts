@@ -10,7 +10,7 @@
  * that never renders a `tools` variable cannot describe tools to the model, so it gets `generic`
  * whatever markers it contains.
  */
-/** The wire formats a model writes its tool calls in (parsers: src/worker/tools/parser.ts). */
+/** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
 export const TOOL_FORMATS = ['hermes', 'qwen3-xml', 'llama3-json', 'generic'] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 

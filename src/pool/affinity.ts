@@ -1,6 +1,6 @@
 /**
  * Prefix affinity: a chat request goes to the worker most likely to hold its prompt's prefix in its
- * prefix cache (src/worker/decode/prefix-cache.ts), and to the least busy worker when that one is
+ * prefix cache (src/engines/onnx/decode/prefix-cache.ts), and to the least busy worker when that one is
  * saturated.
  *
  * The key is the start of the prompt as the request states it, not its token ids (those exist only

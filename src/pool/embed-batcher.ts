@@ -10,7 +10,7 @@
  */
 import { CoreError, overloaded } from '../core/errors.js';
 import type { EmbedResult } from '../core/types.js';
-import type { EmbedBatchItem } from '../worker/protocol.js';
+import type { EmbedBatchItem } from '../core/types.js';
 import type { ModelPool } from './model-pool.js';
 
 export interface EmbedBatchingOptions {

@@ -14,13 +14,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { CoreError, isCoreError, overloaded } from '../core/errors.js';
-import { notify, type Fault, type GenerationEvent, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
+import { notify, testHooksFor, type GenerationEvent, type GenerationTestHooks, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
 import type { EngineSettings } from '../core/engine-settings.js';
 import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
-import { TaskControl, type EmbedBatchItem, type EmbedItemResult, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import type { EmbedBatchItem, EmbedItemResult } from '../core/types.js';
+import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
   /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
@@ -53,8 +54,7 @@ const newControl = () => new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)
 interface GenerateAttempt {
   request: ChatRequest;
   control: Int32Array;
-  fault: Fault | undefined;
-  script: string | undefined;
+  test: GenerationTestHooks | undefined;
   onEvent: ((event: ChatEvent) => void) | undefined;
   onReply: (reply: ReplyOf<'generate'>) => void;
 }
@@ -161,13 +161,12 @@ export class ModelPool {
     // A run again repeats the prompt's `start` event: the caller sees it once.
     let started = false;
     const onEvent = options.onEvent && ((event: ChatEvent) => (event.type === 'start' && started ? undefined : ((started = true), options.onEvent!(event))));
-    const fault = this.context.hooks.fault?.(request);
-    const script = this.context.hooks.script?.(request);
+    const test = testHooksFor(this.context.hooks, request);
     notify(this.context.hooks, 'generationStarted', this.model.id);
     try {
       for (let attempt = 0; ; attempt++) {
         try {
-          return await this.generateOnce({ request, control, fault, script, onEvent, onReply });
+          return await this.generateOnce({ request, control, test, onEvent, onReply });
         } catch (error) {
           const lostBeforeStart = isCoreError(error) && error.code === 'worker_failed' && Atomics.load(control, TaskControl.STARTED) === 0;
           if (!lostBeforeStart || attempt >= MAX_RERUNS) throw error;
@@ -184,13 +183,14 @@ export class ModelPool {
   }
 
   private async generateOnce(attempt: GenerateAttempt): Promise<ChatResult> {
-    const { request, control, fault, script, onEvent, onReply } = attempt;
+    const { request, control, test, onEvent, onReply } = attempt;
+    const hooks = test ? { test } : {};
     const watchdog: Watchdog<'generate'> = { cancel: () => Atomics.store(control, TaskControl.CANCEL, 1), control, onReply };
     const shared = control.buffer as SharedArrayBuffer;
     // With prefix caches, the worker most likely to hold this prompt's start (./affinity.ts); the key
     // rides under piscina's queue-options symbol, which never reaches the worker.
     const routed = <T extends object>(task: T): T => (this.options.engine.promptCacheBytes > 0 ? Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions }) : task);
-    if (!onEvent) return (await this.run(routed({ type: 'generate', request, control: shared, fault, script }), undefined, watchdog)).result;
+    if (!onEvent) return (await this.run(routed({ type: 'generate', request, control: shared, ...hooks }), undefined, watchdog)).result;
     const { port1, port2 } = new MessageChannel();
     // Port messages and piscina's reply travel on different channels: wait for the worker's
     // explicit end marker so no event is delivered after the result.
@@ -198,7 +198,7 @@ export class ModelPool {
     const drained = new Promise<void>((resolve) => (ended = resolve));
     port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
     try {
-      const reply = await this.run(routed({ type: 'generate', request, control: shared, port: port2, fault, script }), [port2], watchdog);
+      const reply = await this.run(routed({ type: 'generate', request, control: shared, port: port2, ...hooks }), [port2], watchdog);
       await drained;
       return reply.result;
     } finally {

@@ -5,13 +5,15 @@
 import v8 from 'node:v8';
 import { threadId, workerData } from 'node:worker_threads';
 import { CoreError, toCoreError } from '../core/errors.js';
-import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
-import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from './load.js';
-import { generate } from './generate.js';
-import { embedBatch } from './embed.js';
+import { markBusy, TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
+import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from '../engines/onnx/load.js';
+import { runChatTask } from './chat-task.js';
+import { withTestHooks } from './test-hooks.js';
+import { onnxEngine } from '../engines/onnx/runner.js';
+import { embedBatch } from '../engines/onnx/embed.js';
 import { workerLog } from './log.js';
 import { collectGarbage } from './collect-garbage.js';
-import { renderPrompt } from './prompt.js';
+import { renderPrompt } from '../chat/prompt.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
@@ -50,7 +52,10 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async generate(task) {
     try {
-      const outcome = await generate(await loadedModel(), task.request, { cancel: new Int32Array(task.control), port: task.port, fault: task.fault, script: task.script, log });
+      const model = await loadedModel();
+      const control = new Int32Array(task.control);
+      const engine = task.test ? withTestHooks(onnxEngine(model), model, task.test, control) : onnxEngine(model);
+      const outcome = await runChatTask(model, task.request, { engine, control, ...(task.port ? { port: task.port } : {}), log });
       task.port?.postMessage({ type: 'end' } satisfies PortMessage);
       return { ...outcome, threadId, heapUsedBytes: heapUsed() };
     } finally {
@@ -59,9 +64,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async embed(task) {
     // The whole batch is this task's own work (one embedding task per worker at a time).
-    const control = new Int32Array(task.control);
-    Atomics.store(control, TaskControl.STARTED, 1);
-    Atomics.store(control, TaskControl.BUSY, 1);
+    markBusy(new Int32Array(task.control), true);
     const results = await embedBatch(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
     return { results, threadId, heapUsedBytes: heapUsed() };

@@ -3,9 +3,10 @@
  * main thread writes them to the server's pino logger with the model id (src/pool/worker-logs.ts).
  */
 import { BroadcastChannel, threadId } from 'node:worker_threads';
-import type { LogLevel, WorkerLogRecord } from './protocol.js';
+import type { LogFn } from '../core/log.js';
+import type { WorkerLogRecord } from './protocol.js';
 
-export type WorkerLog = (level: LogLevel, msg: string, error?: unknown) => void;
+export type WorkerLog = LogFn;
 
 export function workerLog(channelName: string, model: string): WorkerLog {
   const channel = new BroadcastChannel(channelName);

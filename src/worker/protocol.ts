@@ -7,8 +7,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import type { EngineSettings } from '../core/engine-settings.js';
 import type { CoreErrorData } from '../core/errors.js';
-import type { Fault, GenerationTiming, PromptCacheStats } from '../core/hooks.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedInput } from '../core/types.js';
+import type { GenerationTestHooks, GenerationTiming, PromptCacheStats } from '../core/hooks.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 
 /** piscina workerData: which model this worker serves and how it runs it. */
@@ -35,13 +35,14 @@ export interface WorkerInit {
  */
 export const TaskControl = { CANCEL: 0, THREAD: 1, STARTED: 2, BUSY: 3, BYTES: 16 } as const;
 
-export interface EmbedBatchItem {
-  inputs: EmbedInput[];
-  dimensions?: number;
-}
+/** The task's own work has begun (a worker lost after this must not run it again). */
+const markStarted = (control: Int32Array) => Atomics.store(control, TaskControl.STARTED, 1);
 
-/** Each request of a batch succeeds or fails on its own. */
-export type EmbedItemResult = { ok: true; vectors: Float32Array[]; promptTokens: number } | { ok: false; error: CoreErrorData };
+/** A forward pass the task takes part in starts (true) or ends (false); the first also marks it started. */
+export function markBusy(control: Int32Array, on: boolean): void {
+  markStarted(control);
+  Atomics.store(control, TaskControl.BUSY, on ? 1 : 0);
+}
 
 /** Every task type with what it carries and what its reply carries. */
 export interface TaskMap {
@@ -53,10 +54,8 @@ export interface TaskMap {
       control: SharedArrayBuffer;
       /** Present when the caller wants ChatEvents as they happen; closed by the worker when the task ends. */
       port?: MessagePort;
-      /** Tests only (InferenceHooks.fault): what the worker does once the prompt is accepted. */
-      fault?: Fault;
-      /** Tests only (InferenceHooks.script): the text the model is made to write. */
-      script?: string;
+      /** Tests only: a fault to commit, a text to make the model write (src/worker/test-hooks.ts). */
+      test?: GenerationTestHooks;
     };
     reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming; promptCache?: PromptCacheStats; heapUsedBytes: number };
   };

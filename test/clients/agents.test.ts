@@ -19,7 +19,7 @@ import {
 } from '../helpers/clients.js';
 import { CHAT_MODEL, ROOT } from '../helpers/paths.js';
 import type { ChatRequest } from '../../src/core/types.js';
-import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { promptTokens, startRealServer, type RealServer } from '../helpers/real-server.js';
 import { modelVariant } from '../helpers/model-variant.js';
 
 const KEY = 'test-key';
@@ -83,7 +83,7 @@ describe('plain requests (work today)', () => {
     expect(message.content.map((b) => b.type)).toEqual(['text']);
     expect(message.usage.output_tokens).toBe(8);
     const count = await sdkClient(target).messages.countTokens({ model: CHAT_MODEL, system: 'You are terse.', messages: [{ role: 'user', content: 'Say hello.' }] });
-    expect(message.usage.input_tokens).toBe(count.input_tokens);
+    expect(promptTokens(message.usage)).toBe(count.input_tokens);
   });
 
   it('LangChain ChatAnthropic.invoke with maxTokens 8: an AIMessage with the text and usage', async () => {
@@ -127,7 +127,7 @@ describe('agents: system-role messages, tools, thinking, default max_tokens, Cla
     expect(leading.input_tokens).toBeGreaterThan(without.input_tokens);
     expect(trailing.input_tokens).toBeGreaterThan(without.input_tokens);
     const message = await sdkCreate(target, { ...base, max_tokens: 4, messages: [user, { role: 'system', content: 'Answer in one sentence.' }] });
-    expect(message.usage.input_tokens).toBe(trailing.input_tokens);
+    expect(promptTokens(message.usage)).toBe(trailing.input_tokens);
     expect(message.usage.output_tokens).toBeGreaterThan(0);
   });
 
@@ -154,7 +154,7 @@ describe('agents: system-role messages, tools, thinking, default max_tokens, Cla
     const promptOnly = await replayMessages(target, second!, { max_tokens: 4, messages: body.messages.slice(0, 1) });
     expect(full.error).toBeUndefined();
     expect(promptOnly.error).toBeUndefined();
-    const inputTokens = (r: typeof full) => (r.events[0]!.data.message as { usage: { input_tokens: number } }).usage.input_tokens;
+    const inputTokens = (r: typeof full) => promptTokens((r.events[0]!.data.message as { usage: { input_tokens: number } }).usage);
     expect(inputTokens(full)).toBeGreaterThan(inputTokens(promptOnly));
   });
 
@@ -213,7 +213,7 @@ describe('agents: system-role messages, tools, thinking, default max_tokens, Cla
     expect(['end_turn', 'max_tokens', 'tool_use']).toContain(message.stop_reason);
     const { max_tokens: _, ...countable } = params;
     const count = await sdkClient(target).messages.countTokens(countable);
-    expect(message.usage.input_tokens).toBe(count.input_tokens);
+    expect(promptTokens(message.usage)).toBe(count.input_tokens);
   });
 
   it('LangChain invoke with its default maxTokens is accepted (streams)', async () => {

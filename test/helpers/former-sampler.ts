@@ -1,10 +1,11 @@
 /**
- * The sampler as it was before src/worker/decode/top-tokens.ts, as it was: top k by insertion for
+ * The sampler as it was before src/engines/top-tokens.ts, as it was: top k by insertion for
  * k <= 256, else every token sorted (a stable sort by descending logit); the nucleus cut along them;
  * an inverse-CDF draw. The judge of the new selection in test/unit/sampler.test.ts and the baseline
  * of scripts/bench/sampler.ts. A mask is applied first by dropping the disallowed tokens.
  */
-import type { LogitsMask, SamplingPlan } from '../../src/worker/decode/sampler.js';
+import type { LogitsMask } from '../../src/engines/sequence.js';
+import type { SamplingPlan } from '../../src/engines/onnx/decode/sampler.js';
 
 export const allowed = (mask: LogitsMask | undefined, id: number) => !mask || ((mask[id >>> 5] ?? 0) >>> (id & 31)) & 1;
 
@@ -67,4 +68,4 @@ export function formerSample(logits: Float32Array, plan: SamplingPlan, mask?: Lo
   return order[cut - 1]!;
 }
 
-export { seededRandom } from '../../src/worker/decode/sampler.js';
+export { seededRandom } from '../../src/engines/onnx/decode/sampler.js';

@@ -37,3 +37,11 @@ export async function startRealServer(
     },
   };
 }
+
+/**
+ * The prompt's tokens from an Anthropic usage block: the server runs with its prefix cache on (as it
+ * ships), so a prompt seen before is counted partly as cache reads (input + creation + read).
+ */
+export function promptTokens(usage: { input_tokens: number; cache_read_input_tokens?: number | null; cache_creation_input_tokens?: number | null }): number {
+  return usage.input_tokens + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0);
+}

@@ -103,11 +103,31 @@ describe('malformed HTTP gets the neutral envelope and Connection: close', () =>
     expect(reply.body).toBe('');
   });
 
-  it('an Expect other than 100-continue: 417 with a body that says why', async () => {
-    const reply = await raw(['POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nExpect: 42-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}']);
+});
+
+describe('an Expect other than 100-continue: 417 with a body that says why, in the envelope of the dialect the path names', () => {
+  const why = expect.stringMatching(/Expect: 42-continue cannot be met/);
+  const ANTHROPIC = { type: 'error', error: { type: 'invalid_request_error', message: why }, request_id: expect.stringMatching(/^req_/) };
+  const OPENAI = { error: { message: why, type: 'invalid_request_error', param: null, code: 'expectation_failed' } };
+  const NEUTRAL_417 = { type: 'error', error: { type: 'invalid_request_error', message: why, param: null, code: 'expectation_failed' }, request_id: expect.stringMatching(/^req_/) };
+  it.each([
+    ['/v1/messages', ANTHROPIC],
+    ['/v1/messages/count_tokens?beta=true', ANTHROPIC],
+    ['/v1/chat/completions', OPENAI],
+    ['/v1/embeddings', OPENAI],
+    ['/v1/engines/some-model/embeddings', OPENAI],
+    ['/v1/models', NEUTRAL_417],
+    ['/v1/messagesx', NEUTRAL_417],
+    ['/nowhere', NEUTRAL_417],
+  ])('POST %s', async (path, envelope) => {
+    const reply = await raw([`POST ${path} HTTP/1.1\r\nHost: x\r\nExpect: 42-continue\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`]);
     expect(reply.status).toBe(417);
     expect(reply.headers.connection).toBe('close');
-    expect(JSON.parse(reply.body)).toMatchObject({ ...NEUTRAL, error: { ...NEUTRAL.error, message: expect.stringMatching(/42-continue/) } });
+    expect(reply.headers['content-type']).toMatch(/^application\/json/);
+    const body = JSON.parse(reply.body) as { request_id?: string };
+    expect(body).toStrictEqual(envelope);
+    expect(reply.headers['request-id']).toMatch(/^req_/);
+    if (body.request_id !== undefined) expect(body.request_id).toBe(reply.headers['request-id']);
   });
 });
 

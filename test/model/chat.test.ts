@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoModelForCausalLM, AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 
-import type { ChatRequest } from '../../src/core/types.js';
+import type { ChatRequest, ChatResult } from '../../src/core/types.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { TEST_ENGINE } from '../helpers/engine.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
@@ -139,13 +139,13 @@ describe('chat on the bundled model (real workers)', () => {
   it('batched decoding: concurrent requests of different lengths each get exactly their solo output', async () => {
     const requests = ['Hi', 'Tell me about rivers and the sea, please.', 'One two three four five six seven eight nine ten eleven twelve.', 'Why?', 'Name a colour.']
       .map((content, i) => request({ system: undefined, messages: [{ role: 'user', content }], maxTokens: 3 + 5 * i, stopStrings: i === 2 ? ['zzz-never'] : [] }));
-    const solo = [];
+    const solo: ChatResult[] = [];
     for (const r of requests) solo.push(await service.chat(r));
     expect(service.counters.of(CHAT_MODEL).peakBatch).toBe(1);
     const together = await Promise.all(requests.map((r) => service.chat(r)));
     // The prefix cache is on (as shipped): each prompt now reads the prefix its solo run left, and
     // still decodes exactly as it did cold.
-    const uncached = (r: (typeof solo)[number]) => ({ ...r, cachedInputTokens: 0 });
+    const uncached = (r: ChatResult) => ({ ...r, cachedInputTokens: 0 });
     expect(together.map(uncached)).toEqual(solo.map(uncached));
     for (const r of together) expect(r.cachedInputTokens).toBeGreaterThan(0);
     expect(service.counters.of(CHAT_MODEL).peakBatch).toBeGreaterThan(1); // they really shared decoding steps

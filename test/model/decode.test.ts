@@ -1,15 +1,16 @@
 /**
- * The batch decoder (src/worker/decode/scheduler.ts) driven in-process on the bundled model: the KV
+ * The batch decoder (src/engines/onnx/decode/scheduler.ts) driven in-process on the bundled model: the KV
  * store seam (a prompt prefilled after a cached prefix decodes exactly as a cold one), the logits
  * mask seam, and failures that stay with their sequence.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
-import { loadModel, type LoadedModel } from '../../src/worker/load.js';
-import { BatchDecoder, type SequenceSpec } from '../../src/worker/decode/scheduler.js';
-import { extractRow } from '../../src/worker/decode/kv-batch.js';
-import type { KvPrefix, KvStore } from '../../src/worker/decode/kv-store.js';
-import { cacheShape, type CacheShape, type KvArray } from '../../src/worker/decode/session.js';
+import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
+import { BatchDecoder, type DecoderSpec } from '../../src/engines/onnx/decode/scheduler.js';
+import { extractRow } from '../../src/engines/onnx/decode/kv-batch.js';
+import type { KvPrefix, KvStore } from '../../src/engines/onnx/decode/kv-store.js';
+import { cacheShape } from '../../src/engines/onnx/decode/session.js';
+import { type CacheShape, type KvArray } from '../../src/engines/onnx/tensors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
 
@@ -30,7 +31,7 @@ beforeAll(async () => {
 const promptOf = (text: string) => loaded.tokenizer.encode(text, { add_special_tokens: false });
 
 /** Runs one greedy sequence; its tokens once it has ended. */
-async function generate(decoder: BatchDecoder, promptIds: number[], maxTokens: number, extra: Partial<SequenceSpec> = {}): Promise<number[]> {
+async function generate(decoder: BatchDecoder, promptIds: number[], maxTokens: number, extra: Partial<DecoderSpec> = {}): Promise<number[]> {
   const tokens: number[] = [];
   await decoder.run({ promptIds, maxTokens, sampling: GREEDY, onToken: (id) => (tokens.push(id), false), cancelled: () => false, ...extra });
   return tokens;

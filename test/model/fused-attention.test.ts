@@ -1,5 +1,5 @@
 /**
- * The fused-attention rewrite (src/models/onnx/fused-attention.ts): the bundled model loaded with it
+ * The fused-attention rewrite (src/engines/onnx/graph/fused-attention.ts): the bundled model loaded with it
  * by the real loading code decodes the same greedy tokens as its export (batched, left-padded,
  * chunked prefill); on graphs of the bench subjects' head layout (9 heads over 3 KV heads) the same
  * logits and KV cache as the export, fp32 and 8-bit; a graph it does not recognise is served as
@@ -14,12 +14,12 @@ import onnxProto from 'onnx-proto';
 import { buildCausalLm, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
 import { scanModels } from '../../src/models/registry.js';
 import type { ModelInfo } from '../../src/models/registry.js';
-import { fuseAttention } from '../../src/models/onnx/fused-attention.js';
-import { prepareGraph } from '../../src/models/onnx/prepare-graph.js';
+import { fuseAttention } from '../../src/engines/onnx/graph/fused-attention.js';
+import { prepareGraph } from '../../src/engines/onnx/graph/prepare-graph.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
-import { disposeModel, loadModel } from '../../src/worker/load.js';
-import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
-import { cacheShape, kvMode } from '../../src/worker/decode/session.js';
+import { disposeModel, loadModel } from '../../src/engines/onnx/load.js';
+import { BatchDecoder } from '../../src/engines/onnx/decode/scheduler.js';
+import { cacheShape, kvMode } from '../../src/engines/onnx/decode/session.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
 

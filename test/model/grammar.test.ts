@@ -1,13 +1,13 @@
 /**
- * The grammar layer (src/worker/grammar) on the bundled model's real tokenizer and vocabulary: what
+ * The grammar layer (src/chat/grammar) on the bundled model's real tokenizer and vocabulary: what
  * the masks allow at the points that matter, token by token, without sampling (so nothing here
  * depends on the random weights).
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
-import { loadModel, type LoadedModel } from '../../src/worker/load.js';
-import { planConstraint } from '../../src/worker/grammar/constraint.js';
-import { matcherFor, type Matcher } from '../../src/worker/grammar/xgrammar.js';
+import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
+import { planConstraint } from '../../src/chat/grammar/constraint.js';
+import { matcherFor, type Matcher } from '../../src/chat/grammar/xgrammar.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
 import { CoreError } from '../../src/core/errors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';

@@ -96,8 +96,8 @@ describe('a Hugging Face cache served in place', () => {
   });
 
   it('keeps the derived graph beside the blob it derives from, linked from the snapshot', () => {
-    // Named after the rewrites (last-position logits, fused attention): src/models/onnx/prepare-graph.ts.
-    // With it, its decoding-step graph (src/models/onnx/in-place-decode.ts), kept the same way.
+    // Named after the rewrites (last-position logits, fused attention): src/engines/onnx/graph/prepare-graph.ts.
+    // With it, its decoding-step graph (src/engines/onnx/graph/in-place-decode.ts), kept the same way.
     const derived = fs.readdirSync(path.join(chatRepo.snapshotDir, 'onnx')).filter((f) => f.startsWith('model.') && f.endsWith('.onnx') && f !== 'model.onnx').sort();
     expect(derived).toEqual(['model.fused-attention.last-logits.decode-step.onnx', 'model.fused-attention.last-logits.onnx']);
     for (const name of derived) {

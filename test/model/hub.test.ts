@@ -184,9 +184,9 @@ describe('models pull --hf-cache (the Hugging Face cache layout)', () => {
     }
     // Loaded through its last-position graph, which lives beside the export's blob: onnxruntime
     // took the linked external weights (it refuses a graph whose weights leave its real folder).
-    // (Named after its rewrites: src/models/onnx/prepare-graph.ts.)
+    // (Named after its rewrites: src/engines/onnx/graph/prepare-graph.ts.)
     const onnxDir = path.join(root, 'hf-cache', repoFolderName(REPO), 'snapshots', hub.commit, 'onnx');
-    // With it, its decoding-step graph (src/models/onnx/in-place-decode.ts), kept the same way.
+    // With it, its decoding-step graph (src/engines/onnx/graph/in-place-decode.ts), kept the same way.
     const names = fs.readdirSync(onnxDir).filter((f) => /^model\..*_quantized\.onnx$/.test(f)).sort();
     expect(names).toEqual(['model.fused-attention.last-logits.decode-step_quantized.onnx', 'model.fused-attention.last-logits_quantized.onnx']);
     for (const name of names) {
@@ -245,8 +245,8 @@ describe('the models command (npm bin)', () => {
     expect(pulled.status, pulled.stderr).toBe(0);
     expect(pulled.stderr).toMatch(/onnx\/model_quantized\.onnx_data\s+[\d.]+ MB \/ [\d.]+ MB\s+100%/);
     const listed = await cli(['list', '--models-dir', dir]);
-    expect(listed.stdout).toMatch(/^ID\s+TASK\s+DTYPE\s+SIZE\s+CONTEXT\n/);
-    expect(listed.stdout).toMatch(/cli-llama\s+chat\s+q8\s+[\d.]+ MB\s+2048/);
+    expect(listed.stdout).toMatch(/^ID\s+TASK\s+DTYPE\s+CONTEXT\s+WEIGHTS\s+FOLDER\n/);
+    expect(listed.stdout).toMatch(/cli-llama\s+chat\s+q8\s+2048\s+[\d.]+ [kM]B\s+[\d.]+ [kM]B\n/);
     expect((await cli(['rm', 'cli-llama', '--models-dir', dir])).status).toBe(0);
     expect(fs.readdirSync(dir)).toEqual([]);
     const home = modelsDir('cli-home');
@@ -254,7 +254,7 @@ describe('the models command (npm bin)', () => {
     expect(cached.status, cached.stderr).toBe(0);
     expect(fs.existsSync(path.join(home, 'hub', repoFolderName(REPO), 'refs', 'main'))).toBe(true);
     const both = await cli(['list', '--models-dir', dir], { HF_HOME: home, HF_HUB_CACHE: '' });
-    expect(both.stdout).toMatch(new RegExp(`${REPO}\\s+chat\\s+q8\\s+[\\d.]+ MB\\s+2048`));
+    expect(both.stdout).toMatch(new RegExp(`${REPO}\\s+chat\\s+q8\\s+2048\\s+[\\d.]+ [kM]B\\s+[\\d.]+ [kM]B\\n`));
     const rmCached = await cli(['rm', REPO, '--models-dir', dir], { HF_HOME: home, HF_HUB_CACHE: '' });
     expect(rmCached.status).toBe(2);
     expect(rmCached.stderr).toMatch(/is in the Hugging Face cache .*huggingface-cli delete-cache/);

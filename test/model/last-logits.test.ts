@@ -1,5 +1,5 @@
 /**
- * The last-position rewrite of a causal LM graph (src/models/onnx/last-logits.ts), run on
+ * The last-position rewrite of a causal LM graph (src/engines/onnx/graph/last-logits.ts), run on
  * onnxruntime-node next to the graph it came from: the same last row of logits and the same KV cache,
  * for fp32 weights inline or in external data files, and for 8-bit dynamic quantization; graphs it
  * cannot prove safe are left alone with the reason; the file is written once and rebuilt when the
@@ -13,7 +13,8 @@ import ort from 'onnxruntime-node';
 import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
 import { GraphBuilder } from '../../scripts/models/onnx/graph-builder.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
-import { lastPositionLogits, prepareLastLogits } from '../../src/models/onnx/last-logits.js';
+import { lastPositionLogits } from '../../src/engines/onnx/graph/last-logits.js';
+import { prepareLastLogits } from '../../src/engines/onnx/graph/prepare-graph.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 const shape: CausalLmShape = {

@@ -1,7 +1,7 @@
 /**
  * onnxruntime-genai model-builder exports (GroupQueryAttention with rotary inside, MatMulNBits
  * 4-bit, no position_ids; scripts/models/onnx/model-builder-lm.ts) served by the batch decoder
- * through their rewrite (src/models/onnx/model-builder-attention.ts): on a tiny subject built by the
+ * through their rewrite (src/engines/onnx/graph/model-builder-attention.ts): on a tiny subject built by the
  * project's builder, q4 (float32 KV) and q4f16 (float16 activations, KV and logits), the greedy tokens
  * of the batch decoder equal transformers.js generate's on the export as it is (today's fallback),
  * alone and three at once with prompts of different lengths (one prefilled in chunks); the prompt
@@ -23,12 +23,12 @@ import { onnxToGguf } from '../../scripts/models/gguf/from-onnx.js';
 import type { Token } from 'node-llama-cpp';
 import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
-import { openModelBuilderAttention } from '../../src/models/onnx/model-builder-attention.js';
-import { disposeModel, loadModel, type LoadedModel } from '../../src/worker/load.js';
+import { openModelBuilderAttention } from '../../src/engines/onnx/graph/model-builder-attention.js';
+import { disposeModel, loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import type { KvCacheDtype } from '../../src/core/engine-settings.js';
-import { BatchDecoder } from '../../src/worker/decode/scheduler.js';
-import { PrefixCache } from '../../src/worker/decode/prefix-cache.js';
-import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/worker/decode/session.js';
+import { BatchDecoder } from '../../src/engines/onnx/decode/scheduler.js';
+import { PrefixCache } from '../../src/engines/onnx/decode/prefix-cache.js';
+import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/engines/onnx/decode/session.js';
 import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
 
@@ -95,7 +95,7 @@ describe.each(['q4', 'q4f16'])('the tiny model-builder subject, %s', (dtype) => 
     expect(supportsBatchDecoding(loaded)).toBe(true);
     expect(kvMode(loaded)).toBe('append');
     expect(cacheShape(loaded)?.dtype).toBe(dtype === 'q4f16' ? 'float16' : 'float32');
-    // Both get the decoding-step graph that reads the cache in place (src/models/onnx/in-place-decode.ts; a float16 one through float32), taken here from the first step.
+    // Both get the decoding-step graph that reads the cache in place (src/engines/onnx/graph/in-place-decode.ts; a float16 one through float32), taken here from the first step.
     expect(loaded.notes).toContain(`decoding steps at long context through a graph that reads the KV cache in place (${shape.numLayers} layers)`);
     await loaded.decodeSteps!.load();
     expect(loaded.decodeSteps!.loaded).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * The prompt encoder's budget (src/worker/tokenize/prompt-encoder.ts) on the bundled model's real
+ * The prompt encoder's budget (src/tokenize/prompt-encoder.ts) on the bundled model's real
  * Qwen3 tokenizer: a text over the budget is refused with a lower bound of its true length, a text
  * within it gets exactly the ids of an unbudgeted encode; and a long run of one character that
  * cannot fit is refused from its bytes alone, before it is pre-tokenized or merged, whatever the
@@ -9,14 +9,14 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer, type LoadedTokenizer } from '../../src/worker/load.js';
-import { PromptEncoder } from '../../src/worker/tokenize/prompt-encoder.js';
-import * as longWordBpe from '../../src/worker/tokenize/long-word-bpe.js';
+import { loadTokenizer, type LoadedTokenizer } from '../../src/engines/onnx/load.js';
+import { PromptEncoder } from '../../src/tokenize/prompt-encoder.js';
+import * as longWordBpe from '../../src/tokenize/long-word-bpe.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 // Counts the long-word merges (same behaviour, a spy around it).
-vi.mock('../../src/worker/tokenize/long-word-bpe.js', async (importOriginal) => {
-  const original = await importOriginal<typeof import('../../src/worker/tokenize/long-word-bpe.js')>();
+vi.mock('../../src/tokenize/long-word-bpe.js', async (importOriginal) => {
+  const original = await importOriginal<typeof import('../../src/tokenize/long-word-bpe.js')>();
   return { ...original, bpeWord: vi.fn(original.bpeWord) };
 });
 

@@ -1,5 +1,5 @@
 /**
- * The transformers.js generate path (src/worker/generate.ts), taken by exports the batch decoder
+ * The transformers.js generate path (src/engines/onnx/runner.ts), taken by exports the batch decoder
  * cannot drive, gives what the batch decoder gives: the same greedy tokens, penalties, thinking's
  * forced tags and budget (logits masks), and log probabilities. Here the bundled model is forced onto
  * that path in this process (supportsBatchDecoding mocked to false; its export's own attention, as
@@ -10,13 +10,14 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ChatRequest, ChatResult } from '../../src/core/types.js';
 import { scanModels } from '../../src/models/registry.js';
 import { TaskControl } from '../../src/worker/protocol.js';
-import { loadModel, type LoadedModel } from '../../src/worker/load.js';
-import { generate } from '../../src/worker/generate.js';
+import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
+import { runChatTask } from '../../src/worker/chat-task.js';
+import { onnxEngine } from '../../src/engines/onnx/runner.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
 import { testEngine } from '../helpers/engine.js';
 
-vi.mock('../../src/worker/decode/session.js', async (original) => ({ ...(await original<typeof import('../../src/worker/decode/session.js')>()), supportsBatchDecoding: () => false }));
+vi.mock('../../src/engines/onnx/decode/session.js', async (original) => ({ ...(await original<typeof import('../../src/engines/onnx/decode/session.js')>()), supportsBatchDecoding: () => false }));
 
 let loaded: LoadedModel;
 let service: RealService;
@@ -33,7 +34,7 @@ const request = (overrides: Partial<ChatRequest> = {}): ChatRequest => ({
 });
 
 async function fallback(req: ChatRequest): Promise<ChatResult> {
-  return (await generate(loaded, req, { cancel: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) })).result;
+  return (await runChatTask(loaded, req, { engine: onnxEngine(loaded), control: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) })).result;
 }
 
 const ids = (result: ChatResult) => result.logprobs!.map((l) => l.token);
@@ -60,12 +61,12 @@ describe('transformers.js generate serves what the batch decoder serves', () => 
 
   it('a repetition penalty from generation_config applies unless the request sets one', async () => {
     const withDefault = { ...loaded, generationDefaults: { ...loaded.generationDefaults, repetitionPenalty: 1e4 } };
-    const result = await generate(withDefault, request({ maxTokens: 24 }), { cancel: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
+    const result = await runChatTask(withDefault, request({ maxTokens: 24 }), { engine: onnxEngine(withDefault), control: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
     // Every prompt and generated token is divided down (or multiplied away): no token repeats.
     expect(ids(result.result).length).toBeGreaterThan(1);
     expect(ids(result.result)).toHaveLength(result.result.outputTokens - (result.result.finish === 'eos' ? 1 : 0));
     expect(new Set(ids(result.result)).size).toBe(ids(result.result).length);
-    const overridden = await generate(withDefault, request({ sampling: { temperature: 0, repetitionPenalty: 1 } }), { cancel: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
+    const overridden = await runChatTask(withDefault, request({ sampling: { temperature: 0, repetitionPenalty: 1 } }), { engine: onnxEngine(withDefault), control: new Int32Array(new SharedArrayBuffer(TaskControl.BYTES)) });
     expect(ids(overridden.result)).toEqual(ids(await fallback(request())));
   });
 });

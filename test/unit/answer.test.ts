@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ChatEvent } from '../../src/core/types.js';
-import { AnswerBuilder } from '../../src/worker/answer.js';
-import { createToolCallParser } from '../../src/worker/tools/parser.js';
+import { AnswerBuilder } from '../../src/chat/answer.js';
+import { createToolCallParser } from '../../src/chat/tools/parser.js';
 
 const TOOLS = [{ name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } } } }];
 

@@ -1,12 +1,12 @@
 /**
- * The budget rule's JSON completion (src/worker/grammar/json-completion.ts): cut a valid instance,
+ * The budget rule's JSON completion (src/chat/grammar/json-completion.ts): cut a valid instance,
  * in the grammar's compact form, after every character; the completion it proposes must make it
  * valid again (checked by ajv), and be '' exactly when the value is complete.
  */
 import { describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
-import { JsonCompletion } from '../../src/worker/grammar/json-completion.js';
-import { relaxSchema, unsupportedFeatures } from '../../src/worker/grammar/schema-subset.js';
+import { JsonCompletion } from '../../src/chat/grammar/json-completion.js';
+import { relaxSchema, unsupportedFeatures } from '../../src/chat/grammar/schema-subset.js';
 
 const ajv = new Ajv({ strict: false });
 

@@ -1,5 +1,5 @@
 /**
- * The string rules of the JSON-schema grammars write valid JSON (src/worker/grammar/json-strings.ts):
+ * The string rules of the JSON-schema grammars write valid JSON (src/chat/grammar/json-strings.ts):
  * through the real XGrammar (its own string-acceptance check, no model), every string the grammar
  * accepts parses as JSON and is valid against the schema. Candidates are drawn from an alphabet
  * with the characters JSON must escape (`"`, `\`, a tab, a newline) and the schemas' own characters.
@@ -8,8 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Ajv } from 'ajv';
-import { jsonSafeStrings } from '../../src/worker/grammar/json-strings.js';
-import { schemaGrammar, xgrammar } from '../../src/worker/grammar/xgrammar.js';
+import { jsonSafeStrings } from '../../src/chat/grammar/json-strings.js';
+import { schemaGrammar, xgrammar } from '../../src/chat/grammar/xgrammar.js';
 
 interface Testing {
   Grammar: { fromEBNF(ebnf: string, root?: string): Promise<unknown> };

@@ -1,11 +1,11 @@
 /**
- * The batch KV layout (src/worker/decode/kv-batch.ts) on small synthetic tensors: rows left-padded to
+ * The batch KV layout (src/engines/onnx/decode/kv-batch.ts) on small synthetic tensors: rows left-padded to
  * a common length, the step mask hiding the padding, padding trimmed when rows leave, and one row's
  * KV read back without padding. Every value names its sequence, tensor, head, position and element.
  */
 import { describe, expect, it } from 'vitest';
-import { KvBatch, extractRow } from '../../src/worker/decode/kv-batch.js';
-import type { CacheShape } from '../../src/worker/decode/session.js';
+import { KvBatch, extractRow } from '../../src/engines/onnx/decode/kv-batch.js';
+import type { CacheShape } from '../../src/engines/onnx/tensors.js';
 
 const shape: CacheShape = { layers: 2, kvHeads: 2, headDim: 3 };
 const TENSORS = 2 * shape.layers;

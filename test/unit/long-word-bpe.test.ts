@@ -6,8 +6,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { dropTokenizerSource, mergesOf } from '../../src/worker/tokenize/drop-source.js';
-import { bpeWord, buildMergeTable, type MergeTable } from '../../src/worker/tokenize/long-word-bpe.js';
+import { dropTokenizerSource, mergesOf } from '../../src/tokenize/drop-source.js';
+import { bpeWord, buildMergeTable, type MergeTable } from '../../src/tokenize/long-word-bpe.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 interface LibraryBpe {

@@ -1,12 +1,12 @@
 /**
- * The prefix cache (src/worker/decode/prefix-cache.ts) on small synthetic KV: the longest common
+ * The prefix cache (src/engines/onnx/decode/prefix-cache.ts) on small synthetic KV: the longest common
  * token prefix, at most all but the prompt's last token, with the KV of exactly those positions; an
  * extended sequence replacing its entry; the byte budget and least-recently-used eviction; the stats.
  * Every KV value names its position, so a wrong slice shows.
  */
 import { describe, expect, it } from 'vitest';
-import { PrefixCache, kvBytesPerToken } from '../../src/worker/decode/prefix-cache.js';
-import type { CacheShape } from '../../src/worker/decode/session.js';
+import { PrefixCache, kvBytesPerToken } from '../../src/engines/onnx/decode/prefix-cache.js';
+import type { CacheShape } from '../../src/engines/onnx/tensors.js';
 
 const shape: CacheShape = { layers: 2, kvHeads: 2, headDim: 3 };
 const TENSORS = 2 * shape.layers;

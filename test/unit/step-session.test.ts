@@ -1,13 +1,13 @@
 /**
- * The decoding-step session (src/worker/decode/step-session.ts): not loaded until a step reaches the
+ * The decoding-step session (src/engines/onnx/decode/step-session.ts): not loaded until a step reaches the
  * context length it is for; the step that starts the load goes on without it; once loaded, steps at
  * that length take it and shorter ones do not; a failed load is reported once and steps keep the
  * model's own session. The session class here is a stand-in (what is created, with what); the real
  * session is exercised in test/model/fused-attention.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { StepSession } from '../../src/worker/decode/step-session.js';
-import type { OrtSession } from '../../src/worker/decode/session.js';
+import { StepSession } from '../../src/engines/onnx/decode/step-session.js';
+import type { OrtSession } from '../../src/engines/onnx/tensors.js';
 
 function sessionClass(fail?: Error) {
   const created: Array<{ file: string; options: Record<string, unknown> }> = [];

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { TextStream } from '../../src/worker/text-stream.js';
+import { TextStream } from '../../src/chat/text-stream.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 // A byte-level vocabulary like GPT-2/Qwen: each token is a run of UTF-8 bytes; decoding a list of

@@ -6,9 +6,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { templateFeatures } from '../../src/models/template-features.js';
-import { genericToolCallText, genericToolPrompt, genericToolResultText } from '../../src/worker/tools/generic.js';
-import { createToolCallParser } from '../../src/worker/tools/parser.js';
-import type { ToolSpec } from '../../src/worker/tools/types.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText } from '../../src/chat/tools/generic.js';
+import { createToolCallParser } from '../../src/chat/tools/parser.js';
+import type { ToolSpec } from '../../src/chat/tools/types.js';
 import { ROOT } from '../helpers/paths.js';
 
 function packageTemplate(pkg: 'qwen3' | 'llama3' | 'gemma3'): string {

@@ -6,8 +6,8 @@
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AutoTokenizer, env } from '@huggingface/transformers';
-import { callJsonFragments, createToolCallParser } from '../../src/worker/tools/parser.js';
-import type { ToolEvent, ToolFormat, ToolSpec } from '../../src/worker/tools/types.js';
+import { callJsonFragments, createToolCallParser } from '../../src/chat/tools/parser.js';
+import type { ToolEvent, ToolFormat, ToolSpec } from '../../src/chat/tools/types.js';
 import { ROOT } from '../helpers/paths.js';
 // A small seeded generator (mulberry32), so a failing chunking can be replayed.
 import { seededRandom } from '../helpers/former-sampler.js';

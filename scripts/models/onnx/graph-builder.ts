@@ -6,7 +6,7 @@
  * them by domain (the model-builder form: ./model-builder-lm.ts).
  */
 import onnxProto from 'onnx-proto';
-import { pointToExternalData } from '../../../src/models/onnx/external-data.js';
+import { pointToExternalData } from '../../../src/engines/onnx/graph/external-data.js';
 
 const { onnx } = onnxProto;
 

@@ -3,6 +3,8 @@
  * envelope `{"type":"error","error":{"type","message"},"request_id"}`. test/unit/error-tables.test.ts
  * proves it complete against the status table of shared/API.md.
  */
+import type { PathDialect } from '../shared/connection.js';
+import type { DialectClaim } from '../shared/dialect.js';
 import type { ErrorCode, ErrorDialect, KnownError } from '../shared/errors.js';
 
 interface Row {
@@ -60,11 +62,31 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   overloaded: { status: 529, type: 'overloaded_error' },
 };
 
+const envelope = (type: string, message: string, requestId: string) => ({ type: 'error', error: { type, message }, request_id: requestId });
+
 export const anthropicErrors: ErrorDialect = {
   name: 'anthropic',
   render(error, requestId) {
     const row = ANTHROPIC_ERRORS[error.code];
     const message = row.message?.(error) ?? error.message;
-    return { status: row.status, body: { type: 'error', error: { type: row.type, message }, request_id: requestId } };
+    return { status: row.status, body: envelope(row.type, message, requestId) };
   },
+};
+
+/**
+ * Requests to a shared route (models, not found) that are an Anthropic client's: a Messages path, or
+ * the headers only its clients send.
+ */
+export const anthropicClaim: DialectClaim = {
+  errors: anthropicErrors,
+  claims: (request) => {
+    const h = request.headers;
+    return request.url.startsWith('/v1/messages') || Boolean(h['anthropic-version'] || h['vendor-version'] || h['x-api-key']);
+  },
+};
+
+/** The envelope of answers given before routing (shared/connection.ts) on this dialect's paths (./plugin.ts). */
+export const anthropicPaths: PathDialect = {
+  prefixes: ['/v1/messages'],
+  envelope: ({ type, message }, requestId) => envelope(type, message, requestId),
 };

@@ -6,7 +6,7 @@
  * knows but this server cannot honour (MCP servers, structured output, server tools, images) pass
  * the schema and are refused with a specific message by the converter. Hints that cannot change the
  * text of a reply here (cache_control, service_tier, speed, inference_geo, diagnostics,
- * context_management, output_config.effort) are accepted and have no effect; README.md lists them.
+ * context_management, output_config.effort) are accepted and have no effect; docs/clients.md lists them.
  */
 import { z } from 'zod';
 

@@ -5,7 +5,7 @@
  * `arguments` parsed), a `tool` message one tool result; a final assistant message without tool calls
  * is a prefill that the answer continues (as llama-server does). What the server cannot do is refused
  * with a 400 naming the field, never ignored: images and audio, penalties, logit bias, n > 1.
- * Log probabilities are the model's raw distribution (src/worker/decode/logprobs.ts).
+ * Log probabilities are the model's raw distribution (src/engines/logprobs.ts).
  */
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';

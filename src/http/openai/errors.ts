@@ -3,6 +3,7 @@
  * wording, and the envelope `{"error":{"message","type","param","code"}}`.
  * test/unit/error-tables.test.ts proves it complete.
  */
+import type { PathDialect } from '../shared/connection.js';
 import type { ErrorCode, ErrorDialect, KnownError } from '../shared/errors.js';
 
 interface Row {
@@ -96,12 +97,20 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   timeout: { ...server(504), code: 'request_timeout' },
 };
 
+const envelope = (message: string, type: string, param: string | null, code: string) => ({ error: { message, type, param, code } });
+
 export const openAiErrors: ErrorDialect = {
   name: 'openai',
   render(error, _requestId) {
     const row = OPENAI_ERRORS[error.code];
     const message = row.message?.(error) ?? error.message;
     const param = error.param ?? (typeof row.param === 'function' ? row.param(error) : row.param) ?? null;
-    return { status: row.status, body: { error: { message, type: row.type, param, code: row.code ?? error.code } } };
+    return { status: row.status, body: envelope(message, row.type, param, row.code ?? error.code) };
   },
+};
+
+/** The envelope of answers given before routing (shared/connection.ts) on this dialect's paths (./plugin.ts). */
+export const openAiPaths: PathDialect = {
+  prefixes: ['/v1/chat/completions', '/v1/embeddings', '/v1/engines/'],
+  envelope: ({ message, type, code }) => envelope(message, type, null, code),
 };

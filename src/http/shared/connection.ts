@@ -1,11 +1,13 @@
 /**
- * What the server answers below the routes, where no dialect can be known: malformed HTTP, a slow
- * client, an `Expect` it cannot meet, one connection too many. Each gets one documented neutral
+ * What the server answers below the routes: malformed HTTP, a slow client, an `Expect` it cannot
+ * meet, one connection too many. Where no dialect can be known each gets one documented neutral
  * envelope that both SDKs parse —
  *   {"type":"error","error":{"type":T,"message":M,"param":null,"code":C},"request_id":R}
- * (Anthropic reads error.type/message, OpenAI error.message/type/code) — and `Connection: close`,
- * since the socket is dropped after it: drained first when the client may still be sending
- * (closeLingering), destroyed at once when it is too slow.
+ * (Anthropic reads error.type/message, OpenAI error.message/type/code). An unmet `Expect` comes
+ * with its request's path, and on a path a dialect owns it is answered in that dialect's envelope
+ * (PathDialect: each dialect says which paths and how; this module names none). Each answer comes
+ * with `Connection: close`, since the socket is dropped after it: drained first when the client may
+ * still be sending (closeLingering), destroyed at once when it is too slow.
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -21,7 +23,11 @@ interface NeutralError {
 
 export function neutralError(type: string, message: string, code: string): NeutralError {
   const requestId = newId();
-  return { requestId, body: JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId }) };
+  return { requestId, body: neutralBody({ type, message, code }, requestId) };
+}
+
+function neutralBody({ type, message, code }: PreRoutingError, requestId: string): string {
+  return JSON.stringify({ type: 'error', error: { type, message, param: null, code }, request_id: requestId });
 }
 
 /** A complete HTTP/1.1 response as raw bytes, for a socket with no request object; the body's request id is also its header. */
@@ -134,11 +140,45 @@ export function lingerOnClose(server: Server): void {
   });
 }
 
-/** Node answers an `Expect` other than 100-continue with an empty 417; this one says why. */
-export function answerExpectation(request: IncomingMessage, response: ServerResponse): void {
-  const { requestId, body } = neutralError('invalid_request_error', `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`, 'expectation_failed');
-  response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'request-id': requestId });
-  response.end(body);
+/** An error as the answers given before routing describe it: its type, wording and code. */
+export interface PreRoutingError {
+  type: string;
+  message: string;
+  code: string;
+}
+
+/** A dialect's envelope for an answer given before routing, on the paths its routes live under. */
+export interface PathDialect {
+  /** Path prefixes, whole segments (`/v1/messages` owns `/v1/messages/count_tokens`, not `/v1/messagesx`). */
+  prefixes: readonly string[];
+  /** The error's body in the dialect's envelope. */
+  envelope(error: PreRoutingError, requestId: string): object;
+}
+
+/** The dialect whose prefixes `url` (a request's target, query and all) lies under; undefined: none. */
+function dialectOfPath(dialects: readonly PathDialect[], url: string): PathDialect | undefined {
+  const path = url.split('?')[0]!;
+  return dialects.find((d) => d.prefixes.some((prefix) => path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`)));
+}
+
+/**
+ * Node answers an `Expect` other than 100-continue with an empty 417; this listener (for the
+ * server's 'checkExpectation') says why, in the envelope of the dialect whose path was asked for,
+ * the neutral one elsewhere.
+ */
+export function answerExpectation(dialects: readonly PathDialect[] = []): (request: IncomingMessage, response: ServerResponse) => void {
+  return (request, response) => {
+    const error: PreRoutingError = {
+      type: 'invalid_request_error',
+      message: `Expect: ${String(request.headers.expect).slice(0, 64)} cannot be met; only 100-continue is supported.`,
+      code: 'expectation_failed',
+    };
+    const dialect = dialectOfPath(dialects, request.url ?? '/');
+    const requestId = newId();
+    const body = dialect ? JSON.stringify(dialect.envelope(error, requestId)) : neutralBody(error, requestId);
+    response.writeHead(417, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), connection: 'close', 'request-id': requestId });
+    response.end(body);
+  };
 }
 
 /** CONNECT is not served: answered 400 in the neutral envelope and closed (without a listener Node drops it unanswered). */

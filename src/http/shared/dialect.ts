@@ -1,14 +1,20 @@
 /**
- * Which dialect's envelope a route shared by both (models, not-found) answers in: a request to a
- * Messages path, or one that carries Anthropic headers, is an Anthropic client.
+ * Which dialect's envelope a route every dialect shares (models, not found, framework errors)
+ * answers in. Each dialect states its own claim (src/http/<dialect>/errors.ts); app.ts lists them
+ * and names the fallback. This module names no dialect.
  */
 import type { FastifyRequest } from 'fastify';
-import { anthropicErrors } from '../anthropic/errors.js';
-import { openAiErrors } from '../openai/errors.js';
 import type { ErrorDialect } from './errors.js';
 
-export function dialectOf(request: FastifyRequest): ErrorDialect {
-  const h = request.headers;
-  if (request.url.startsWith('/v1/messages')) return anthropicErrors;
-  return h['anthropic-version'] || h['vendor-version'] || h['x-api-key'] ? anthropicErrors : openAiErrors;
+/** A dialect's claim on a request to a shared route: its paths, or headers only its clients send. */
+export interface DialectClaim {
+  errors: ErrorDialect;
+  claims(request: FastifyRequest): boolean;
+}
+
+export type DialectOf = (request: FastifyRequest) => ErrorDialect;
+
+/** The dialect of the first claim that takes the request, else the fallback. */
+export function dialectChooser(claims: readonly DialectClaim[], fallback: ErrorDialect): DialectOf {
+  return (request) => claims.find((claim) => claim.claims(request))?.errors ?? fallback;
 }

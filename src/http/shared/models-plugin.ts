@@ -6,14 +6,16 @@ import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { modelNotFound } from '../../core/errors.js';
 import type { InferenceService, ModelStatus } from '../../core/types.js';
-import type { ModelInfo } from '../../models/registry.js';
+import type { ModelDescription } from '../../core/model.js';
 import { requireKey, type KeyChecker } from './auth.js';
-import { dialectOf } from './dialect.js';
+import type { DialectOf } from './dialect.js';
 import { invalidRequest, sendError } from './errors.js';
 
 export interface ModelsPluginOptions {
   inference: InferenceService;
   checkKey: KeyChecker;
+  /** The envelope a request's errors are answered in (these routes serve every dialect). */
+  dialectOf: DialectOf;
 }
 
 const listQuery = z.object({
@@ -31,7 +33,7 @@ const support = (supported: boolean) => (supported ? yes : no);
  * limit, and what it can do (thinking only where its chat template has a switch; structured outputs
  * by grammar on chat models; no images, PDFs, server tools, batches or context management here).
  */
-function capabilities(model: ModelInfo) {
+function capabilities(model: ModelDescription) {
   const chat = model.task === 'chat';
   return {
     batch: no,
@@ -70,7 +72,7 @@ function lifecycle(status: ModelStatus | undefined) {
   };
 }
 
-export function renderModel(model: ModelInfo, status?: ModelStatus) {
+export function renderModel(model: ModelDescription, status?: ModelStatus) {
   return {
     id: model.id,
     object: 'model' as const,
@@ -93,7 +95,7 @@ export function renderModel(model: ModelInfo, status?: ModelStatus) {
   };
 }
 
-export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app, { inference, checkKey }) => {
+export const modelsPlugin: FastifyPluginAsync<ModelsPluginOptions> = async (app, { inference, checkKey, dialectOf }) => {
   app.setErrorHandler((error, request, reply) => sendError(dialectOf(request), error, request, reply));
   app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: true, missing: 'An API key is required.', invalid: 'Incorrect API key provided.' }));
 

@@ -29,7 +29,7 @@ export async function pack(options: PackOptions): Promise<Record<string, FileSum
   for (const id of options.ids) {
     if (!MODEL_ID_PATTERN.test(id)) throw new ArchiveError(`"${id}" is not a model id`);
     const dir = path.join(options.modelsDir, id);
-    if (!fs.existsSync(dir)) throw new ArchiveError(`no model folder models/${id}`);
+    if (!fs.existsSync(dir)) throw new ArchiveError(`no model folder ${dir}`);
     options.log?.(`checksumming ${id}`);
     sums[id] = await checksumFolder(dir);
   }
@@ -76,7 +76,7 @@ export async function unpack(options: UnpackOptions): Promise<string[]> {
       const problems = await verifyFolder(path.join(work, id), sums[id]!);
       if (problems.length) throw new ArchiveError(`${id} in ${options.archive} is corrupted or was altered:\n  ${problems.join('\n  ')}`);
       if (fs.existsSync(path.join(options.modelsDir, id)) && !options.force) {
-        throw new ArchiveError(`models/${id} already exists; remove it first or unpack with --force`);
+        throw new ArchiveError(`${path.join(options.modelsDir, id)} already exists; remove it first or unpack with --force`);
       }
     }
     for (const id of ids) {

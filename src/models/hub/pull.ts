@@ -74,7 +74,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
   const id = toCache ? options.repo : (options.id ?? options.repo.split('/').at(-1)!);
   if (!toCache && !MODEL_ID_PATTERN.test(id)) throw new PullError(`"${id}" is not a usable model id; choose one with --id`);
   const target = path.join(options.modelsDir, id);
-  if (!toCache && fs.existsSync(target)) throw new PullError(`models/${id} already exists; remove it first (models rm ${id}) or pull with --id`);
+  if (!toCache && fs.existsSync(target)) throw new PullError(`${target} already exists; remove it first (models rm ${id}) or pull with --id`);
 
   // @huggingface/hub refuses other tokens with a TypeError; say it in the user's words.
   if (options.token && !options.token.startsWith('hf_')) throw new PullError('HF_TOKEN must be a Hugging Face access token (hf_...)');
@@ -141,7 +141,7 @@ export async function pull(options: PullOptions): Promise<PullResult> {
     return { id, dir, commit, files };
   }
   fs.renameSync(dir, target);
-  log(`done: models/${id}`);
+  log(`done: ${target}`);
   return { id, dir: target, commit, files };
 }
 

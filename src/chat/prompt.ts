@@ -1,0 +1,151 @@
+/**
+ * Renders a chat prompt through the model's own chat template and tokenizer, so token counts are the
+ * tokens the model really sees. Message text is tokenized as text: special tokens come only from the
+ * template (see tokenize/prompt-encoder.ts). Runs in a worker thread.
+ */
+import { CoreError } from '../core/errors.js';
+import type { ChatMessage, ChatPrompt } from '../core/types.js';
+import { templateFeatures, type TemplateFeatures } from '../models/template-features.js';
+import type { ChatTokenizer } from './model.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
+import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
+
+export interface RenderedPrompt {
+  text: string;
+  ids: number[];
+}
+
+/**
+ * The prompt's text and token ids. Throws prompt_too_long when the prompt leaves no room for a
+ * single output token in the model's context; tokenization stops as soon as that is certain, so this
+ * takes bounded time whatever the prompt's length and content.
+ */
+export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): RenderedPrompt {
+  const encoder = PromptEncoder.for(loaded.tokenizer);
+  const features = featuresOf(loaded);
+  const tools = prompt.tools && prompt.tools.length > 0 && prompt.toolChoice?.mode !== 'none' ? prompt.tools : undefined;
+  const generic = tools !== undefined && features.toolFormat === 'generic';
+  const conversation: TemplateMessage[] = [];
+  const system = [prompt.system ?? '', generic ? genericToolPrompt(tools) : ''].filter((part) => part !== '').join('\n\n');
+  if (system !== '') conversation.push({ role: 'system', content: system });
+  const last = prompt.messages.at(-1);
+  // A final assistant message is a prefill: the reply continues it, so it is appended after the
+  // generation prompt rather than rendered as a finished turn.
+  let prefill = last?.role === 'assistant' && !last.toolCalls?.length ? last.content : '';
+  const turns = prefill ? prompt.messages.slice(0, -1) : prompt.messages;
+  conversation.push(...turns.map((m) => templateMessage(m, generic)));
+  // The common case, no special-token text in any message, renders and encodes the text as it is.
+  const literals = hideSpecialTokens([...conversation.map((m) => m.content), prefill], encoder.specialTokens);
+  if (literals) {
+    const hide = literals.hide;
+    for (const message of conversation) message.content = hide(message.content);
+    prefill = hide(prefill);
+  }
+  const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
+  if (tools && !generic) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
+  // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
+  if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
+  let text: string;
+  try {
+    text = loaded.tokenizer.apply_chat_template(conversation as never, options) as unknown as string;
+  } catch (error) {
+    // Templates raise for conversations they do not accept (e.g. roles that do not alternate).
+    const reason = (error as Error).message;
+    throw new CoreError('template_rejected', `The model's chat template rejected the conversation: ${reason}`, { reason });
+  }
+  text += prefill;
+  const context = loaded.info.contextLength;
+  // At most context - 1 prompt tokens: one position must be left for output.
+  const encoded = encoder.encode(text, { literals: literals?.placeholders, budget: context - 1 });
+  if ('tooLong' in encoded) {
+    const { tokens, exact } = encoded.tooLong;
+    throw new CoreError('prompt_too_long', `The prompt is ${exact ? '' : 'at least '}${tokens} tokens; the context window of ${context} leaves no room for output.`, {
+      limit: context,
+      promptTokens: tokens,
+      ...(exact ? {} : { promptTokensAtLeast: true }),
+    });
+  }
+  return { text: literals ? literals.show(text) : text, ids: encoded.ids };
+}
+
+interface HiddenSpecials {
+  placeholders: Literals;
+  /** Replaces each special-token string by its placeholder. */
+  hide(text: string): string;
+  /** Puts the special-token strings back. */
+  show(text: string): string;
+}
+
+/**
+ * Placeholders for the special-token strings the texts contain, or null when they contain none:
+ * one private-use code point each (templates do not alter them: not whitespace, no case), chosen
+ * among those no text uses, so that a placeholder always means the special-token text.
+ */
+function hideSpecialTokens(texts: string[], specialTokens: readonly string[]): HiddenSpecials | null {
+  const found = specialTokens.filter((token) => texts.some((text) => text.includes(token)));
+  if (found.length === 0) return null;
+  const placeholders = new Map<string, string>();
+  const byToken = new Map<string, string>();
+  let codePoint = 0xf0000; // Supplementary Private Use Area-A
+  for (const token of found) {
+    while (texts.some((text) => text.includes(String.fromCodePoint(codePoint)))) codePoint++;
+    const placeholder = String.fromCodePoint(codePoint++);
+    placeholders.set(placeholder, token);
+    byToken.set(token, placeholder);
+  }
+  // Longest first: at one position the longest special token wins, as in the tokenizer's own splitter.
+  const pattern = new RegExp([...found].sort((a, b) => b.length - a.length).map(escapeRegExp).join('|'), 'g');
+  const back = new RegExp([...placeholders.keys()].join('|'), 'gu');
+  return {
+    placeholders,
+    hide: (text) => text.replace(pattern, (token) => byToken.get(token)!),
+    show: (text) => text.replace(back, (placeholder) => placeholders.get(placeholder)!),
+  };
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** A message as chat templates take it (the Hugging Face convention). */
+interface TemplateMessage {
+  role: string;
+  content: string;
+  tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
+  reasoning_content?: string;
+  tool_call_id?: string;
+  name?: string;
+}
+
+/**
+ * One message for the template. Native tool formats get the template's own fields (tool_calls on
+ * the assistant turn, a `tool` role per result); the generic format writes calls and results as
+ * text in its own form (tools/generic.ts), since such a template knows neither.
+ */
+function templateMessage(message: ChatMessage, generic: boolean): TemplateMessage {
+  if (message.role === 'user') return { role: 'user', content: message.content };
+  if (message.role === 'tool') {
+    const content = message.isError ? `Error: ${message.content}` : message.content;
+    return generic ? { role: 'user', content: genericToolResultText(content) } : { role: 'tool', content, tool_call_id: message.callId, name: message.name };
+  }
+  const calls = message.toolCalls ?? [];
+  if (generic) return { role: 'assistant', content: [message.content, ...calls.map(genericToolCallText)].filter((t) => t !== '').join('\n') };
+  return {
+    role: 'assistant',
+    // Qwen3's template needs a string, never null, beside tool calls.
+    content: message.content,
+    ...(calls.length ? { tool_calls: calls.map((c) => ({ type: 'function' as const, id: c.id, function: { name: c.name, arguments: c.input } })) } : {}),
+    ...(message.reasoning ? { reasoning_content: message.reasoning } : {}),
+  };
+}
+
+const features = new WeakMap<ChatTokenizer, TemplateFeatures>();
+
+/** What the model's chat template can do (tool format, thinking switch), read once per tokenizer. */
+export function featuresOf(loaded: ChatTokenizer): TemplateFeatures {
+  let found = features.get(loaded);
+  if (!found) {
+    const template = (loaded.tokenizer as unknown as { chat_template?: unknown }).chat_template;
+    found = templateFeatures(typeof template === 'string' ? template : '');
+    features.set(loaded, found);
+  }
+  return found;
+}

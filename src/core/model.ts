@@ -1,0 +1,25 @@
+/**
+ * The core's description of a model: what the server says of it and what a request is checked
+ * against (its names, task and limits). Where its files are and how they load is the model
+ * scanner's record (src/models/registry.ts ModelInfo), which extends this one and never reaches HTTP.
+ */
+export type ModelTask = 'chat' | 'embedding';
+
+export interface ModelDescription {
+  id: string;
+  task: ModelTask;
+  contextLength: number;
+  /** Most output tokens one request may ask for; at most the context length. */
+  maxOutputTokens: number;
+  /** Chat models: the chat template has a thinking switch (`enable_thinking`, as Qwen3's). */
+  thinking: boolean;
+  aliases: string[];
+  displayName: string;
+  /** Unix seconds: when the model's files were last changed. */
+  created: number;
+}
+
+/** The description alone, out of a richer record (a scanned model folder). */
+export function describedAs({ id, task, contextLength, maxOutputTokens, thinking, aliases, displayName, created }: ModelDescription): ModelDescription {
+  return { id, task, contextLength, maxOutputTokens, thinking, aliases, displayName, created };
+}

@@ -1,0 +1,290 @@
+/**
+ * Batched decoding in a worker: every generation running in this worker advances by one token in
+ * the same forward pass (continuous batching). A new request is prefilled on its own (after the KV
+ * store's cached prefix, when it has one: looked up at admission, or before by the caller through
+ * `lookup` and handed in with the spec), then joins the batch (./kv-batch.ts); a finished, stopped
+ * or cancelled one leaves it at once, and a finished one hands its KV to the store.
+ *
+ * Prefill is chunked and interleaved (the mixed schedule of vLLM's chunked prefill and llama-server's
+ * slots): each turn of the loop runs one prefill chunk, of the prompts being prefilled taken in turn
+ * (round robin), then one decoding step of the batch. So a running generation slows by one chunk's
+ * time per token while a long prompt is prefilled, instead of stopping for the whole prompt, and a
+ * short prompt that arrives behind a long one waits a few chunks, not the long one's whole prefill.
+ *
+ * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
+ * (lookup, forward pass, sampling, its onToken) or in its sampling / onToken during a step fails that
+ * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
+ * shared cache is then unusable), not the ones being prefilled.
+ *
+ * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
+ * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
+ * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
+ */
+import type { LoadedModel } from '../loaded-model.js';
+import { KvBatch } from './kv-batch.js';
+import type { StepSession } from './step-session.js';
+import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
+import type { LogitsMask, SequenceSpec } from '../../sequence.js';
+import { sample, type SamplingPlan } from './sampler.js';
+import { cacheShape, kvMode, sessionOf } from './session.js';
+import { i64, lastLogits, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from '../tensors.js';
+
+/**
+ * A sequence as the decoder runs it: the engine-neutral spec (../../sequence.ts) with its sampling
+ * plan built (../runner.ts) and, when the caller looked it up first, its cached prefix.
+ */
+export interface DecoderSpec extends Omit<SequenceSpec, 'sampling'> {
+  sampling: SamplingPlan;
+  /**
+   * The cached prefix the caller already looked up with `lookup` (to report it before the prefill),
+   * null when it found none; undefined: the decoder looks it up at admission.
+   */
+  prefix?: KvPrefix | null;
+}
+
+export interface BatchDecoderOptions {
+  /** Where prompts find cached prefixes and finished sequences leave their KV (default: none). */
+  kvStore?: KvStore;
+  /** Prompt tokens one prefill forward pass takes at most (default: the whole prompt at once). */
+  prefillChunkTokens?: number;
+  /**
+   * A token's KV depends on the other tokens of its forward pass (dynamic activation quantization):
+   * only KV computed in whole, aligned prefill chunks is stored as reusable, so a warm prompt decodes
+   * exactly as a cold one.
+   */
+  passDependent?: boolean;
+}
+
+/** A prompt part way through its prefill: its own one-row cache and how many prompt tokens it holds. */
+interface Prefill {
+  row: KvBatch;
+  done: number;
+}
+
+interface Sequence {
+  spec: DecoderSpec;
+  /** Set from its first prefill chunk until it joins the batch. */
+  prefill?: Prefill;
+  /** Prompt and generated tokens; all but the last are in the cache. */
+  tokens: number[];
+  generated: number;
+  /** Largest batch this sequence was decoded in. */
+  peakBatch: number;
+  /** Settles the caller's promise; only the first call counts. */
+  settle: (error?: unknown) => void;
+}
+
+export class BatchDecoder {
+  private readonly session: OrtSession;
+  /** Long-context decoding steps' session, when the model has one (./step-session.ts). */
+  private readonly steps?: StepSession;
+  private readonly shape: CacheShape;
+  private readonly kvStore: KvStore;
+  private readonly chunk: number;
+  private readonly passDependent: boolean;
+  /** Sequences not yet in the batch, prefilled a chunk at a time in turn (round robin). */
+  private readonly pending: Sequence[] = [];
+  /** Row r of the batch cache is active[r]. */
+  private active: Sequence[] = [];
+  private readonly batch: KvBatch;
+  private running = false;
+
+  constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
+    this.session = sessionOf(loaded)!;
+    this.steps = loaded.decodeSteps;
+    this.shape = cacheShape(loaded)!;
+    this.kvStore = options.kvStore ?? noKvStore;
+    this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
+    this.passDependent = options.passDependent ?? false;
+    this.batch = new KvBatch(this.shape, kvMode(loaded));
+  }
+
+  /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
+  run(spec: DecoderSpec): Promise<number> {
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const seq: Sequence = {
+        spec, tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
+        settle: (error?: unknown) => {
+          if (settled) return;
+          settled = true;
+          if (error === undefined) resolve(seq.peakBatch);
+          else reject(error);
+        },
+      };
+      this.pending.push(seq);
+      if (!this.running) void this.loop();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending.length > 0 || this.active.length > 0) {
+        const next = this.pending.shift();
+        if (next && !(await this.prefillChunk(next))) this.pending.push(next);
+        if (this.active.length > 0) await this.stepOrFail();
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async stepOrFail(): Promise<void> {
+    try {
+      await this.step();
+    } catch (error) {
+      // The batched forward pass threw (per-row errors are caught in step): the shared cache is not
+      // trustworthy, so the batch ends; pending sequences start afresh.
+      for (const seq of this.active) seq.settle(error);
+      this.active = [];
+      this.batch.clear();
+    }
+  }
+
+  /**
+   * Runs the next prefill chunk of a sequence not yet in the batch (its first one looks up the cached
+   * prefix); after its last chunk, takes its first token and joins it to the batch. True when the
+   * sequence is done with prefill (joined, finished, cancelled or failed: a throw fails it alone);
+   * false when it has chunks left.
+   */
+  private async prefillChunk(seq: Sequence): Promise<boolean> {
+    if (seq.spec.cancelled()) return (seq.settle(), true);
+    try {
+      const prompt = seq.spec.promptIds;
+      const n = prompt.length;
+      if (!seq.prefill) {
+        const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
+        seq.prefill = { row: KvBatch.prefill(this.shape, this.batch.mode, n, prefix), done: prefix?.length ?? 0 };
+      }
+      const { row, done } = seq.prefill;
+      // At most `chunk` new tokens per pass, each attending to the KV of the ones before, so
+      // activations stay bounded whatever the prompt's length. Chunks end at multiples of the chunk
+      // size (not `done + chunk`), so a prompt prefilled after a cached prefix is cut into the same
+      // passes as when prefilled from the start.
+      const end = Math.min(n, (Math.floor(done / this.chunk) + 1) * this.chunk);
+      const out = await this.forward([seq], {
+        input_ids: i64(prompt.slice(done, end), [1, end - done]),
+        attention_mask: row.stepMask(end - done),
+        position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
+        ...row.pastFeeds(),
+      }, row.fetches);
+      row.advanceFrom(out, end - done);
+      seq.prefill.done = end;
+      if (end < n) return false;
+      seq.prefill = undefined;
+      if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
+        this.finish(seq, (from) => row.extract(0, from));
+      } else {
+        this.batch.joinRow(row);
+        this.active.push(seq);
+      }
+    } catch (error) {
+      seq.prefill = undefined;
+      seq.settle(error);
+    }
+    return true;
+  }
+
+  /**
+   * The KV store's cached prefix of a prompt, for a caller that reports it before the prefill and
+   * hands it back as DecoderSpec.prefix; checked against the store's contract (a throw: a broken store).
+   */
+  lookup(prompt: readonly number[]): KvPrefix | undefined {
+    return this.cachedPrefix(prompt);
+  }
+
+  /** The store's prefix for a prompt, checked against the store's contract. */
+  private cachedPrefix(prompt: readonly number[]): KvPrefix | undefined {
+    const prefix = this.kvStore.lookup(prompt);
+    if (!prefix || prefix.length === 0) return undefined;
+    const { layers, kvHeads, headDim } = this.shape;
+    const size = kvHeads * prefix.length * headDim;
+    if (!Number.isInteger(prefix.length) || prefix.length < 0 || prefix.length >= prompt.length || prefix.kv.length !== 2 * layers || prefix.kv.some((a) => a.length !== size)) {
+      throw new Error(`KvStore.lookup broke its contract: length ${prefix.length} for a prompt of ${prompt.length} tokens, ${prefix.kv.length} arrays`);
+    }
+    return prefix;
+  }
+
+  /** Feeds each sequence's last token; one forward pass for the whole batch. */
+  private async step(): Promise<void> {
+    const B = this.active.length;
+    const session = this.steps?.forStep(this.batch.length + 1) ?? this.session;
+    const out = await this.forward(this.active, {
+      input_ids: i64(this.active.map((s) => s.tokens.at(-1)!), [B, 1]),
+      attention_mask: this.batch.stepMask(),
+      position_ids: i64(this.batch.rowLengths, [B, 1]),
+      ...this.batch.pastFeeds(),
+    }, this.batch.fetches, session);
+    this.batch.advanceFrom(out);
+    // A mask that throws fails its own sequence below.
+    const masks = await Promise.all(this.active.map(async (seq) => {
+      try {
+        return { mask: await seq.spec.logitsMask?.() };
+      } catch (error) {
+        return { error };
+      }
+    }));
+    const leaving: number[] = [];
+    this.active.forEach((seq, r) => {
+      seq.peakBatch = Math.max(seq.peakBatch, B);
+      try {
+        const mask = masks[r]!;
+        if ('error' in mask) throw mask.error;
+        if (this.next(seq, out.logits!, r, mask.mask)) {
+          leaving.push(r);
+          this.finish(seq, (from) => this.batch.extract(r, from));
+        }
+      } catch (error) {
+        leaving.push(r);
+        seq.settle(error);
+      }
+    });
+    if (leaving.length === 0) return;
+    this.batch.remove(leaving);
+    const gone = new Set(leaving);
+    this.active = this.active.filter((_, r) => !gone.has(r));
+  }
+
+  /** One forward pass, with the sequences taking part in it marked busy meanwhile. */
+  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[], session = this.session): Promise<Record<string, OrtTensor>> {
+    for (const seq of taking) seq.spec.busy?.(true);
+    try {
+      return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
+    } finally {
+      for (const seq of taking) seq.spec.busy?.(false);
+    }
+  }
+
+  /** Samples row `row` of the logits for `seq` (under its mask) and hands it the token; true when the sequence is over. */
+  private next(seq: Sequence, logits: OrtTensor, row: number, mask: LogitsMask | null | undefined): boolean {
+    if (mask === null) return true;
+    const rowLogits = lastLogits(logits, row);
+    const token = sample(rowLogits, seq.spec.sampling, mask);
+    seq.spec.observe?.(rowLogits, token);
+    seq.generated++;
+    seq.tokens.push(token);
+    return seq.spec.onToken(token) || seq.generated >= seq.spec.maxTokens || seq.spec.cancelled();
+  }
+
+  /** A sequence that ended: its KV goes to the store unless it was cancelled; then its promise resolves. */
+  private finish(seq: Sequence, readKv: (from: number) => KvArray[]): void {
+    if (!seq.spec.cancelled() && this.kvStore !== noKvStore) {
+      const fed = seq.tokens.slice(0, -1);
+      let open = true;
+      try {
+        // On a pass-dependent graph only the prompt's whole chunks hold the KV a cold prefill computes
+        // (the last partial chunk and the generated tokens, decoded in batches, do not).
+        const exact = this.passDependent ? Math.floor(seq.spec.promptIds.length / this.chunk) * this.chunk : fed.length;
+        this.kvStore.store(fed, (from = 0) => {
+          if (!open) throw new Error('KvStore: readKv called after store() returned');
+          if (!Number.isInteger(from) || from < 0 || from > fed.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${fed.length}`);
+          return readKv(from);
+        }, exact);
+      } finally {
+        open = false;
+      }
+    }
+    seq.settle();
+  }
+}
