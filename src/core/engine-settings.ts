@@ -25,6 +25,13 @@ export const engineSettingsSchema = z.object({
    */
   ortAllowSpinning: bool.default(true)
     .describe('Let idle onnxruntime threads busy-wait for the next operator'),
+  /**
+   * onnxruntime's own graph optimizations as it creates a session (constant folding, node fusions,
+   * layout changes): `all`, onnxruntime's default, runs fastest; a lower level loads a model sooner
+   * and tells a fault of onnxruntime's optimizer from one of the model's own.
+   */
+  ortGraphOptimizationLevel: z.enum(['disabled', 'basic', 'extended', 'all']).default('all')
+    .describe("onnxruntime's graph optimizations when a session is created"),
   /** Written once beside the model's ONNX file as onnx/model.last-logits*.onnx (src/engines/onnx/graph/last-logits.ts). */
   lastPositionLogits: bool.default(true)
     .describe("Rewrite each chat model's graph to compute the prompt's logits at its last position only"),

@@ -18,8 +18,9 @@ describe('engine settings', () => {
 
   it('every engine field is a config field, set by its flag and its environment variable', () => {
     const fields = Object.keys(engineSettingsSchema.shape);
-    const config = loadConfig(['--prefill-chunk-tokens', '64'], { PROMPT_CACHE_BYTES: '0', KV_CACHE_DTYPE: 'float16' });
-    expect(engineSettingsOf(config)).toMatchObject({ prefillChunkTokens: 64, promptCacheBytes: 0, kvCacheDtype: 'float16' });
+    const config = loadConfig(['--prefill-chunk-tokens', '64', '--ort-graph-optimization-level', 'basic'], { PROMPT_CACHE_BYTES: '0', KV_CACHE_DTYPE: 'float16' });
+    expect(engineSettingsOf(config)).toMatchObject({ prefillChunkTokens: 64, promptCacheBytes: 0, kvCacheDtype: 'float16', ortGraphOptimizationLevel: 'basic' });
+    expect(() => loadConfig(['--ort-graph-optimization-level', 'most'], {})).toThrow(/ortGraphOptimizationLevel/);
     expect(Object.keys(engineSettingsOf(config)).sort()).toEqual([...fields].sort());
   });
 });

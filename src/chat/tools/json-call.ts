@@ -2,7 +2,7 @@
  * The JSON call forms: hermes and generic (`<tool_call>{"name", "arguments"}</tool_call>`) and
  * llama3-json (a bare `{"name", "parameters"}` object), scanned JSON-aware as they stream.
  */
-import { CallScanner, isObject, isWs, matchAt, type ParsedCall, type Tools } from './scan.js';
+import { CallScanner, isObject, isWs, matchAt, type ParsedCall, type StepMove, type StepResult, type Tools } from './scan.js';
 
 /** A call object's shape check: a string name among the tools and an object of arguments. */
 export function checkJsonCall(value: unknown, tools: Tools): ParsedCall | { reason: string } {
@@ -68,35 +68,15 @@ export class JsonCallScanner extends CallScanner {
     }
   }
 
-  protected step(w: string, final: boolean) {
+  protected step(w: string, final: boolean): StepResult {
     const closer = this.closer;
     let i = 0;
     while (i < w.length) {
       const c = w[i]!;
       if (this.phase === 'pre' || this.phase === 'post') {
-        if (isWs(c)) {
-          i++;
-          continue;
-        }
-        if (c === '{' || c === '[') {
-          this.phase = 'json';
-          this.depth = 1;
-          this.objectStart = this.base + i++;
-          continue;
-        }
-        const m = closer === null ? 'no' : matchAt(w, i, closer);
-        if (m === 'full') {
-          if (this.objects.length === 0) this.broken = 'no JSON object in the call';
-          return { kind: 'end' as const, at: i + closer!.length };
-        }
-        if (m === 'partial') {
-          if (!final) return i;
-          // The text ended in the closing tag: a complete call without it still counts.
-          if (this.phase === 'post') return { kind: 'end' as const, at: w.length };
-        }
-        if (this.phase === 'pre') return { kind: 'reject' as const, at: i, asText: false, reason: 'the call does not start with JSON' };
-        this.broken = 'text after the JSON object';
-        this.phase = 'skip';
+        const move = this.outsideObject(w, i, final);
+        if ('done' in move) return move.done;
+        i = move.next;
         continue;
       }
       if (this.phase === 'skip') {
@@ -149,6 +129,33 @@ export class JsonCallScanner extends CallScanner {
     // The generation ended inside the call. Complete objects without the closing tag still count.
     if (this.phase !== 'post') this.broken ??= 'the call is not finished';
     return { kind: 'end' as const, at: w.length };
+  }
+
+  /** Before the JSON (`pre`) or after it (`post`): whitespace, an object or array opening, or the closing tag. */
+  private outsideObject(w: string, i: number, final: boolean): StepMove {
+    const c = w[i]!;
+    const closer = this.closer;
+    if (isWs(c)) return { next: i + 1 };
+    if (c === '{' || c === '[') {
+      this.phase = 'json';
+      this.depth = 1;
+      this.objectStart = this.base + i;
+      return { next: i + 1 };
+    }
+    const m = closer === null ? 'no' : matchAt(w, i, closer);
+    if (m === 'full') {
+      if (this.objects.length === 0) this.broken = 'no JSON object in the call';
+      return { done: { kind: 'end', at: i + closer!.length } };
+    }
+    if (m === 'partial') {
+      if (!final) return { done: i };
+      // The text ended in the closing tag: a complete call without it still counts.
+      if (this.phase === 'post') return { done: { kind: 'end', at: w.length } };
+    }
+    if (this.phase === 'pre') return { done: { kind: 'reject', at: i, asText: false, reason: 'the call does not start with JSON' } };
+    this.broken = 'text after the JSON object';
+    this.phase = 'skip';
+    return { next: i };
   }
 
   private notACall(at: number) {

@@ -51,6 +51,15 @@ export type Scan =
  * streams, since V8 flattens a growing string on each read (quadratic for a long call fed token by
  * token — a file's content in a Write call).
  */
+/**
+ * What a scan of the window says: null, read on (nothing decided, more text needed); a number, hold
+ * back the text from there; the call's end; or not a call after all.
+ */
+export type StepResult = null | number | { kind: 'end'; at: number } | { kind: 'reject'; at: number; asText: boolean; reason: string };
+
+/** A part of a scan either moves on to `next` in the window or ends the step with its result. */
+export type StepMove = { next: number } | { done: StepResult };
+
 export abstract class CallScanner {
   /** Offset in the call's markup of the first character of the next window. */
   protected base: number;
@@ -84,7 +93,7 @@ export abstract class CallScanner {
    * number i to wait with w[i…] unread (never when final), or where in w the call ends. With
    * final, it must end.
    */
-  protected abstract step(w: string, final: boolean): null | number | { kind: 'end'; at: number } | { kind: 'reject'; at: number; asText: boolean; reason: string };
+  protected abstract step(w: string, final: boolean): StepResult;
 
   /** Interprets the call's whole markup (opener included) after an 'end'. */
   abstract interpret(markup: string): ParsedCall[] | { reason: string };

@@ -2,7 +2,7 @@
  * The Qwen3-Coder / Qwen3.5 XML call form (`<function=NAME><parameter=P>value</parameter></function>`),
  * its values typed by the tool's JSON Schema as vLLM's qwen3coder parser does.
  */
-import { CallScanner, FUNCTION_CLOSE, FUNCTION_OPEN, isObject, isWs, matchAt, PARAMETER_CLOSE, PARAMETER_OPEN, TOOL_CALL_CLOSE, type ParsedCall, type Tools } from './scan.js';
+import { CallScanner, FUNCTION_CLOSE, type StepMove, FUNCTION_OPEN, isObject, isWs, matchAt, PARAMETER_CLOSE, PARAMETER_OPEN, TOOL_CALL_CLOSE, type ParsedCall, type StepResult, type Tools } from './scan.js';
 import type { JsonSchema } from './types.js';
 
 /**
@@ -31,7 +31,7 @@ export class XmlCallScanner extends CallScanner {
     this.bodyStart = opts.bare ? 0 : opts.openerLength;
   }
 
-  protected step(w: string, final: boolean) {
+  protected step(w: string, final: boolean): StepResult {
     let i = 0;
     while (i < w.length) {
       switch (this.phase) {
@@ -50,31 +50,9 @@ export class XmlCallScanner extends CallScanner {
           return { kind: 'reject' as const, at: i, asText: false, reason: 'the call does not start with <function=' };
         }
         case 'body': {
-          const lt = w.indexOf('<', i);
-          if (lt === -1) {
-            i = w.length;
-            continue;
-          }
-          i = lt;
-          const close = this.bare ? FUNCTION_CLOSE : TOOL_CALL_CLOSE;
-          const mp = matchAt(w, i, PARAMETER_OPEN);
-          const mc = matchAt(w, i, close);
-          if (mp === 'full') {
-            this.phase = 'pname';
-            i += PARAMETER_OPEN.length;
-          } else if (mc === 'full') {
-            if (!this.bare) {
-              this.bodyEnd = this.base + i;
-              return { kind: 'end' as const, at: i + close.length };
-            }
-            i += close.length;
-            this.bodyEnd = this.base + i;
-            this.phase = 'after-function';
-          } else if ((mp === 'partial' || mc === 'partial') && !final) {
-            return i;
-          } else {
-            i++;
-          }
+          const move = this.inBody(w, i, final);
+          if ('done' in move) return move.done;
+          i = move.next;
           continue;
         }
         case 'pname': {
@@ -117,6 +95,30 @@ export class XmlCallScanner extends CallScanner {
     if (this.phase === 'after-function') return { kind: 'end' as const, at: w.length };
     this.bodyEnd = this.base + w.length;
     return { kind: 'end' as const, at: w.length };
+  }
+
+  /** Between parameters: a parameter opens, or the call closes (the body's end is noted), or text goes by. */
+  private inBody(w: string, from: number, final: boolean): StepMove {
+    const lt = w.indexOf('<', from);
+    if (lt === -1) return { next: w.length };
+    const close = this.bare ? FUNCTION_CLOSE : TOOL_CALL_CLOSE;
+    const mp = matchAt(w, lt, PARAMETER_OPEN);
+    const mc = matchAt(w, lt, close);
+    if (mp === 'full') {
+      this.phase = 'pname';
+      return { next: lt + PARAMETER_OPEN.length };
+    }
+    if (mc === 'full') {
+      if (!this.bare) {
+        this.bodyEnd = this.base + lt;
+        return { done: { kind: 'end', at: lt + close.length } };
+      }
+      this.bodyEnd = this.base + lt + close.length;
+      this.phase = 'after-function';
+      return { next: lt + close.length };
+    }
+    if ((mp === 'partial' || mc === 'partial') && !final) return { done: lt };
+    return { next: lt + 1 };
   }
 
   interpret(markup: string): ParsedCall[] | { reason: string } {

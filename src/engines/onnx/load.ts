@@ -81,6 +81,7 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
     use_external_data_format: info.externalDataChunks === 0 ? false : info.externalDataChunks,
     session_options: {
       ...(engine.intraOpThreads > 0 ? { intraOpNumThreads: engine.intraOpThreads, interOpNumThreads: 1 } : {}),
+      graphOptimizationLevel: engine.ortGraphOptimizationLevel,
       // onnxruntime_session_options_config_keys.h: session.intra_op.allow_spinning
       extra: { session: { intra_op: { allow_spinning: engine.ortAllowSpinning ? '1' : '0' } } },
       // No memory pattern for chat models: their passes change shape every step (the attention mask
