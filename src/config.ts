@@ -48,7 +48,7 @@ export const configSchema = z.object({
   hfCache: bool.default(true).describe('Also serve the ONNX models in the Hugging Face cache, in place, as org/name'),
   /** As the Hugging Face tools resolve it (see defaultHubCacheDir). */
   hfHubCache: z.string().min(1).optional().describe('The Hugging Face cache folder (default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)'),
-  apiKeys: csv.default([]).describe('Accepted API keys (Bearer or x-api-key); none: no authentication, and loopback only unless --allow-unauthenticated'),
+  apiKeys: csv.default([]).describe('Accepted API keys (Authorization: Bearer; the Messages routes also take x-api-key); none: no authentication, and loopback only unless --allow-unauthenticated'),
   /** Anyone who can reach the port can use the models. */
   allowUnauthenticated: bool.default(false).describe('Listen on a non-loopback host without API keys'),
   /** Each worker holds a full copy of the weights. */
@@ -160,18 +160,28 @@ function defaultText(field: Field): string {
 
 const DEFAULTS = configSchema.parse({}) as Record<Field, unknown>;
 
+/** Every setting as --help and docs/configuration.md show it: its flag, variable, default and meaning, from the schema. */
+export function settingRows(): Array<{ flag: string | null; env: string; default: string; meaning: string }> {
+  return FIELDS.map((field) => {
+    const shape = configSchema.shape[field] as z.ZodType;
+    const flag = flagOf(field);
+    return {
+      flag: flag ? `--${flag.name}${valueHint(field, shape)}${flag.multiple ? ' ...' : ''}` : null,
+      env: envName(field),
+      default: defaultText(field),
+      meaning: shape.description ?? '',
+    };
+  });
+}
+
 /**
  * The `--help` text, from the schema: every flag with what it takes, its default and its meaning,
  * then its environment variable. Fields with no flag are listed by their environment variable only.
  */
 export function usage(): string {
   const lines = ['Usage: npm start -- [flags]    (or: node dist/src/main.js [flags])', '', 'Flags (each also an environment variable, shown after it; flags win over the environment, which wins over --config FILE.json):'];
-  for (const field of FIELDS) {
-    const shape = configSchema.shape[field] as z.ZodType;
-    const flag = flagOf(field);
-    const name = flag ? `--${flag.name}${valueHint(field, shape)}${flag.multiple ? ' ...' : ''}` : `(${envName(field)} only)`;
-    const fallback = defaultText(field);
-    lines.push(`  ${name}`, `      ${shape.description ?? ''}${fallback ? ` [default: ${fallback}]` : ''}  (${envName(field)})`);
+  for (const row of settingRows()) {
+    lines.push(`  ${row.flag ?? `(${row.env} only)`}`, `      ${row.meaning}${row.default ? ` [default: ${row.default}]` : ''}  (${row.env})`);
   }
   lines.push('  --config FILE.json', '      A JSON file of settings by field name (camelCase)  (CONFIG_FILE)', '  --help', '      This text');
   return lines.join('\n');
