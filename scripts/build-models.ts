@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODELS, BUNDLED_MODELS, ensureBundledModels } from './models/bundled/index.js';
+import { BENCH_MODELS, BUNDLED_MODELS, ensureBundledModels } from './builders/bundled/index.js';
 
 const { values } = parseArgs({
   options: { 'models-dir': { type: 'string' }, force: { type: 'boolean', default: false }, bench: { type: 'boolean', default: false }, quiet: { type: 'boolean', default: false }, only: { type: 'string' } },

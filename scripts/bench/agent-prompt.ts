@@ -51,7 +51,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
+import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 

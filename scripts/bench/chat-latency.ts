@@ -11,7 +11,7 @@ import { useLocalModels } from '../../src/engines/onnx/local-models.js';
 import { buildApp, closeApp } from '../../src/app.js';
 import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
-import { ensureBundledModels } from '../models/bundled/index.js';
+import { ensureBundledModels } from '../builders/bundled/index.js';
 import { scanModels } from '../../src/models/registry.js';
 import { median, writeResults } from './report.js';
 

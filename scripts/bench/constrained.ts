@@ -19,7 +19,7 @@ import { onnxEngine } from '../../src/engines/onnx/runner.js';
 import { TaskControl } from '../../src/worker/protocol.js';
 import { matcherFor } from '../../src/chat/grammar/xgrammar.js';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
-import { ensureBundledModels } from '../models/bundled/index.js';
+import { ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults, type Table } from './report.js';
 
 const { values } = parseArgs({

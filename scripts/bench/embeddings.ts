@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoModel, AutoTokenizer, Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/engines/onnx/local-models.js';
-import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
+import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
 import { percentile, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';
 

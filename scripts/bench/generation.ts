@@ -13,7 +13,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/engines/onnx/local-models.js';
-import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
+import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, streamOnce, type ServerProcess, type StreamRun } from './server-process.js';
 import { measureBandwidth } from './bandwidth.js';

@@ -10,7 +10,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureBundledModels } from '../models/bundled/index.js';
+import { ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 

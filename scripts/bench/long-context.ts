@@ -2,7 +2,7 @@
  * Decoding at long context, against llama.cpp in the same run (issue 18): the server (src/main.ts in
  * a child process, over HTTP/SSE) and llama.cpp (node-llama-cpp's prebuilt CPU binary, in its own
  * child process: ./llama-cpp-child.ts) run the same weights, converted to GGUF by
- * scripts/models/gguf/from-onnx.ts, at the same thread count, one run after the other.
+ * scripts/builders/gguf/from-onnx.ts, at the same thread count, one run after the other.
  *
  * For each subject and context length, both engines start fresh (so each one's peak RSS belongs to
  * that context), warm up once, then alternate `--runs` measured runs: time to first token for a
@@ -27,9 +27,9 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { BENCH_MODELS, ensureBundledModels } from '../models/bundled/index.js';
-import { onnxToGguf } from '../models/gguf/from-onnx.js';
-import { tensorBytes, type GgmlType } from '../models/gguf/gguf-writer.js';
+import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
+import { onnxToGguf } from '../builders/gguf/from-onnx.js';
+import { tensorBytes, type GgmlType } from '../builders/gguf/gguf-writer.js';
 import { measureBandwidth } from './bandwidth.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { median, writeResults, type Table } from './report.js';
@@ -317,7 +317,7 @@ tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better;
 writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
   `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: ${values.tsx ? 'src/main.ts under tsx' : 'the compiled server (dist/src/main.js, as npm start runs it)'} in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${values['compare-export'] ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}${values['compare-gqa-decode'] ? '; "project, GroupQueryAttention decode" is the same server with IN_PLACE_DECODE_MIN_CONTEXT=0 (every decoding step through GroupQueryAttention, which copies the cache each step; no step graph session), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
-  'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/models/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
+  'Same weights: the GGUF is written from the fp32 ONNX subject by scripts/builders/gguf/from-onnx.ts (llama.cpp Q8_0 blocks of 32 against our per-tensor int8 for q8; greedy tokens of the F32 file equal onnxruntime\'s, test/model/gguf.test.ts). Model-builder subjects (-mb-): the GGUF is written from their own MatMulNBits blocks (symmetric, blocks of 32, fp16 scales, quantized as Q4_0 / Q8_0 are), so every matrix product reads the same values in both engines (test/model/model-builder.test.ts); only the embedding table (one row gathered per token) is fp32 (q4) / fp16 (q4f16) in ONNX and Q4_0 in the GGUF. MatMulNBits runs with accuracy_level 4 (activations quantized to int8 per block, the model builder\'s CPU default), as llama.cpp quantizes activations to Q8 for its Q4_0 products.',
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16 and the float16 KV cache variant), llama.cpp F16).`,
 ]);
 recordRows(tableRows, { subjects: FULL_TABLE, contexts: FULL_CONTEXTS, concurrency: FULL_CONCURRENCY });

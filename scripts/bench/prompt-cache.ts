@@ -16,7 +16,7 @@ import { buildApp, closeApp } from '../../src/app.js';
 import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { LocalInferenceService } from '../../src/inference/service.js';
 import { scanModels } from '../../src/models/registry.js';
-import { ensureBundledModels } from '../models/bundled/index.js';
+import { ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults } from './report.js';
 
 const { values } = parseArgs({

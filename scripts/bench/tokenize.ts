@@ -9,7 +9,7 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureBundledModels } from '../models/bundled/index.js';
+import { ensureBundledModels } from '../builders/bundled/index.js';
 import { describeModel } from '../../src/models/registry.js';
 import { loadTokenizer } from '../../src/engines/onnx/load.js';
 import { renderPrompt } from '../../src/chat/prompt.js';

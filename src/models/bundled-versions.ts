@@ -1,5 +1,5 @@
 /**
- * The bundled models this checkout builds (scripts/models/bundled/index.ts), each with its builder
+ * The bundled models this checkout builds (scripts/builders/bundled/index.ts), each with its builder
  * version, and the stamp a built folder carries: manifest.json's `"bundled": { "version": N }`.
  * The one place both sides read: the builder stamps each folder it writes and rebuilds one whose
  * stamp differs; the server's start-up check (bundled-check.ts) compares the stamps without

@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelDescription, ModelTask } from '../core/model.js';
+import { templateFeatures } from './template-features.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
 
 export type { ModelTask };
@@ -145,7 +146,8 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     externalDataChunks,
     contextLength,
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
-    thinking: template !== undefined && /\benable_thinking\b/.test(template),
+    // The same reading of the template the chat layer makes (src/chat/prompt.ts featuresOf).
+    thinking: template !== undefined && templateFeatures(template).thinkingSwitch,
     poolSize: manifest.poolSize ?? defaultPoolSize,
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,

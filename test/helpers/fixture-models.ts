@@ -4,9 +4,9 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildChatFolder, type ChatFolderSpec } from '../../scripts/models/bundled/chat-model.js';
-import { buildBertFolder } from '../../scripts/models/bundled/minilm-shape.js';
-import type { BuildContext } from '../../scripts/models/bundled/build-context.js';
+import { buildChatFolder, type ChatFolderSpec } from '../../scripts/builders/bundled/chat-model.js';
+import { buildBertFolder } from '../../scripts/builders/bundled/minilm-shape.js';
+import type { BuildContext } from '../../scripts/builders/bundled/build-context.js';
 import { MODELS_DIR, EMBED_MODEL } from './paths.js';
 
 const SMALL = { hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, intermediateSize: 64, maxPositions: 2048, ropeTheta: 10_000, rmsNormEps: 1e-6 };

@@ -1,4 +1,4 @@
-import { ensureBundledModels } from '../../scripts/models/bundled/index.js';
+import { ensureBundledModels } from '../../scripts/builders/bundled/index.js';
 import { MODELS_DIR } from './paths.js';
 
 export default function setup(): void {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
-import { buildCausalLm, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
+import { buildCausalLm, type CausalLmShape } from '../../scripts/builders/onnx/causal-lm.js';
 
 const shape: CausalLmShape = {
   vocabSize: 300, hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8,

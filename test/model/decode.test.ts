@@ -9,7 +9,7 @@ import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import { BatchDecoder, type DecoderSpec } from '../../src/engines/onnx/decode/scheduler.js';
 import { extractRow } from '../../src/engines/onnx/decode/kv-batch.js';
 import type { KvPrefix, KvStore } from '../../src/engines/onnx/decode/kv-store.js';
-import { cacheShape } from '../../src/engines/onnx/decode/session.js';
+import { cacheShape } from '../../src/engines/onnx/decode/session-info.js';
 import { type CacheShape, type KvArray } from '../../src/engines/onnx/tensors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';

@@ -12,7 +12,7 @@ import { modelVariant } from '../helpers/model-variant.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
 
 const TOLERANCE = 1e-5;
-/** A text of unknown words alone embeds as (1, ..., 1) / sqrt(100): the [UNK] row (scripts/models/bundled/glove-embedder.ts). */
+/** A text of unknown words alone embeds as (1, ..., 1) / sqrt(100): the [UNK] row (scripts/builders/bundled/glove-embedder.ts). */
 const UNKNOWN_ONLY_COMPONENT = 0.1;
 const WORDS = 'the river flows past old stone bridges while children laugh and birds sing over quiet green fields near the town'.split(' ');
 const sentence = (i: number) => Array.from({ length: 1 + ((i * 7) % 40) }, (_, k) => WORDS[(i + k) % WORDS.length]).join(' ');

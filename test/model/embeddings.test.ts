@@ -24,7 +24,7 @@ const TRIPLES: Array<[string, string, string]> = [
 const cosine = (a: Float32Array, b: Float32Array) => a.reduce((sum, v, i) => sum + v * b[i]!, 0);
 const BATCH_TOLERANCE = 1e-5;
 const UNIT_TOLERANCE = 1e-5;
-/** A text of unknown words alone embeds as (1, ..., 1) / sqrt(100): the [UNK] row (scripts/models/bundled/glove-embedder.ts). */
+/** A text of unknown words alone embeds as (1, ..., 1) / sqrt(100): the [UNK] row (scripts/builders/bundled/glove-embedder.ts). */
 const UNKNOWN_ONLY_COMPONENT = 0.1;
 /** How far one unknown word may turn a sentence's vector (1 - cosine); measured at float32 rounding, about 1e-8. */
 const UNKNOWN_WORD_MAX_TURN = 1e-6;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
-import { buildCausalLm, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
+import { buildCausalLm, type CausalLmShape } from '../../scripts/builders/onnx/causal-lm.js';
 import { scanModels } from '../../src/models/registry.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 import { fuseAttention } from '../../src/engines/onnx/graph/fused-attention.js';
@@ -19,7 +19,7 @@ import { prepareGraph } from '../../src/engines/onnx/graph/prepare-graph.js';
 import { isDerivedFile } from '../../src/models/derived-files.js';
 import { disposeModel, loadModel } from '../../src/engines/onnx/load.js';
 import { BatchDecoder } from '../../src/engines/onnx/decode/scheduler.js';
-import { cacheShape, kvMode } from '../../src/engines/onnx/decode/session.js';
+import { cacheShape, kvMode } from '../../src/engines/onnx/decode/session-info.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
 

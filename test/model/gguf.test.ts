@@ -1,5 +1,5 @@
 /**
- * The GGUF writer and converter of the long-context benchmark (scripts/models/gguf/): the
+ * The GGUF writer and converter of the long-context benchmark (scripts/builders/gguf/): the
  * quantizers' reconstruction error stays within a block's step, and llama.cpp (node-llama-cpp, the
  * devDependency) loading the converted file continues a prompt with the same greedy tokens as
  * onnxruntime on the ONNX graph it came from, at F32 and Q8_0.
@@ -10,10 +10,10 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
 import type { Token } from 'node-llama-cpp';
-import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../scripts/models/onnx/causal-lm.js';
-import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
-import { fromHalf, quantizeQ4_0, quantizeQ8_0, toHalf } from '../../scripts/models/gguf/gguf-writer.js';
-import { onnxToGguf } from '../../scripts/models/gguf/from-onnx.js';
+import { buildCausalLm, buildCausalLmExternal, type CausalLmShape } from '../../scripts/builders/onnx/causal-lm.js';
+import { SeededRandom } from '../../scripts/builders/onnx/graph-builder.js';
+import { fromHalf, quantizeQ4_0, quantizeQ8_0, toHalf } from '../../scripts/builders/gguf/gguf-writer.js';
+import { onnxToGguf } from '../../scripts/builders/gguf/from-onnx.js';
 
 const shape: CausalLmShape = {
   vocabSize: 320, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 16,

@@ -17,7 +17,7 @@ import { repoFolderName, scanHuggingFaceCache } from '../../src/models/hf-cache.
 import { blobName, writeCachedRepo } from '../helpers/hf-cache-fixture.js';
 import { listFiles } from '../../src/models/hub/checksums.js';
 import { scanCacheDir, snapshotDownload } from '@huggingface/hub';
-import { buildChatFolder } from '../../scripts/models/bundled/chat-model.js';
+import { buildChatFolder } from '../../scripts/builders/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
 import { startRealService } from '../helpers/real-service.js';

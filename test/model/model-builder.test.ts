@@ -1,6 +1,6 @@
 /**
  * onnxruntime-genai model-builder exports (GroupQueryAttention with rotary inside, MatMulNBits
- * 4-bit, no position_ids; scripts/models/onnx/model-builder-lm.ts) served by the batch decoder
+ * 4-bit, no position_ids; scripts/builders/onnx/model-builder-lm.ts) served by the batch decoder
  * through their rewrite (src/engines/onnx/graph/model-builder-attention.ts): on a tiny subject built by the
  * project's builder, q4 (float32 KV) and q4f16 (float16 activations, KV and logits), the greedy tokens
  * of the batch decoder equal transformers.js generate's on the export as it is (today's fallback),
@@ -16,19 +16,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import { Tensor } from '@huggingface/transformers';
-import { buildModelBuilderBenchLm, TINY_MODEL_BUILDER_SHAPE } from '../../scripts/models/bundled/bench-lm.js';
-import { dequantizeBlocks, quantizeBlocks } from '../../scripts/models/onnx/model-builder-lm.js';
-import { quantizeQ4_0, quantizeQ8_0 } from '../../scripts/models/gguf/gguf-writer.js';
-import { onnxToGguf } from '../../scripts/models/gguf/from-onnx.js';
+import { buildModelBuilderBenchLm, TINY_MODEL_BUILDER_SHAPE } from '../../scripts/builders/bundled/bench-lm.js';
+import { dequantizeBlocks, quantizeBlocks } from '../../scripts/builders/onnx/model-builder-lm.js';
+import { quantizeQ4_0, quantizeQ8_0 } from '../../scripts/builders/gguf/gguf-writer.js';
+import { onnxToGguf } from '../../scripts/builders/gguf/from-onnx.js';
 import type { Token } from 'node-llama-cpp';
-import { SeededRandom } from '../../scripts/models/onnx/graph-builder.js';
+import { SeededRandom } from '../../scripts/builders/onnx/graph-builder.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { openModelBuilderAttention } from '../../src/engines/onnx/graph/model-builder-attention.js';
 import { disposeModel, loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import type { KvCacheDtype } from '../../src/core/engine-settings.js';
 import { BatchDecoder } from '../../src/engines/onnx/decode/scheduler.js';
 import { PrefixCache } from '../../src/engines/onnx/decode/prefix-cache.js';
-import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/engines/onnx/decode/session.js';
+import { cacheShape, kvMode, supportsBatchDecoding } from '../../src/engines/onnx/decode/session-info.js';
 import { EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
 

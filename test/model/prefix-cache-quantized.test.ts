@@ -9,12 +9,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildChatFolder } from '../../scripts/models/bundled/chat-model.js';
+import { buildChatFolder } from '../../scripts/builders/bundled/chat-model.js';
 import { scanModels } from '../../src/models/registry.js';
 import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import { BatchDecoder } from '../../src/engines/onnx/decode/scheduler.js';
 import { PrefixCache } from '../../src/engines/onnx/decode/prefix-cache.js';
-import { cacheShape } from '../../src/engines/onnx/decode/session.js';
+import { cacheShape } from '../../src/engines/onnx/decode/session-info.js';
 import { testEngine } from '../helpers/engine.js';
 
 const CHUNK = 16;

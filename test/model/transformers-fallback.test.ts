@@ -17,7 +17,7 @@ import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealService, type RealService } from '../helpers/real-service.js';
 import { testEngine } from '../helpers/engine.js';
 
-vi.mock('../../src/engines/onnx/decode/session.js', async (original) => ({ ...(await original<typeof import('../../src/engines/onnx/decode/session.js')>()), supportsBatchDecoding: () => false }));
+vi.mock('../../src/engines/onnx/decode/session-info.js', async (original) => ({ ...(await original<typeof import('../../src/engines/onnx/decode/session-info.js')>()), supportsBatchDecoding: () => false }));
 
 let loaded: LoadedModel;
 let service: RealService;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { checkBundledModels } from '../../src/models/bundled-check.js';
 import { BUNDLED_MODEL_VERSIONS } from '../../src/models/bundled-versions.js';
-import { BUNDLED_MODELS } from '../../scripts/models/bundled/index.js';
+import { BUNDLED_MODELS } from '../../scripts/builders/bundled/index.js';
 
 let root: string;
 let modelsDir: string;

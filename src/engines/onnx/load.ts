@@ -14,7 +14,7 @@ import type { ModelInfo } from '../../models/registry.js';
 import { prepareGraph } from './graph/prepare-graph.js';
 import { useLocalModels } from './local-models.js';
 import { dropTokenizerSource } from '../../tokenize/drop-source.js';
-import { batchDecoding, sessionOf } from './decode/session.js';
+import { batchDecoding, sessionOf } from './decode/session-info.js';
 import { StepSession } from './decode/step-session.js';
 import type { LogFn } from '../../core/log.js';
 import type { LoadedModel, LoadedTokenizer } from './loaded-model.js';

@@ -11,7 +11,7 @@ import { BatchDecoder, type DecoderSpec } from './decode/scheduler.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import type { KvPrefix } from './decode/kv-store.js';
 import { seededRandom, TokenPenalties, type SamplingPlan } from './decode/sampler.js';
-import { cacheShape, supportsBatchDecoding } from './decode/session.js';
+import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
 

@@ -1,7 +1,7 @@
 /**
  * The KV cache of the running batch: one tensor per layer and kind (keys then values, layer by
  * layer), each [B, kvHeads, capacity, headDim] of the graph's KV type (float32, or float16 half bits:
- * ./session.ts KvArray; only copied here, never read as numbers), of which the first `length` columns are in use. Row r
+ * ../tensors.ts KvArray; only copied here, never read as numbers), of which the first `length` columns are in use. Row r
  * holds its sequence's `rowLengths[r]` real positions in the rightmost of those `length` columns; the
  * columns to their left are padding, hidden by the attention mask (`stepMask`), exactly as
  * transformers.js left-pads a batch for generate(). position_ids are each row's own positions, so a

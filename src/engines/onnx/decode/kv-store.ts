@@ -5,8 +5,8 @@
  * decoder then never extracts KV.
  *
  * Layout: a KV list is keys then values per layer (2 x layers arrays), each [1, kvHeads, length,
- * headDim] of the graph's KV type (float32, or float16 as half bits in a Uint16Array: ./session.ts
- * KvArray), the layout of the export's past_key_values / present tensors (./session.ts CacheShape).
+ * headDim] of the graph's KV type (float32, or float16 as half bits in a Uint16Array: ../tensors.ts
+ * KvArray), the layout of the export's past_key_values / present tensors (../tensors.ts CacheShape).
  *
  * Contract: called on the worker thread that owns the decoder, synchronously, between forward
  * passes; one store serves one model (one decoder). Arrays cross in one direction only and are never

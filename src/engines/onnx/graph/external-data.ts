@@ -1,6 +1,6 @@
 /**
  * External-data references (ONNX `TensorProto.external_data`): the one piece of graph writing the
- * runtime needs (the last-logits rewrite). The build-time graph builder (scripts/models/onnx/)
+ * runtime needs (the last-logits rewrite). The build-time graph builder (scripts/builders/onnx/)
  * imports it from here; the runtime never imports the builder.
  */
 import onnxProto from 'onnx-proto';

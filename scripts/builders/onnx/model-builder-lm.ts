@@ -19,7 +19,7 @@
  *
  * The 4-bit blocks are quantized as ggml's Q4_0 is (scale d = m/-8, m the value of largest magnitude
  * with its sign, d rounded to fp16; q = trunc(x/d + 8.5) clamped to 15), so the GGUF written from
- * this graph's dequantized weights (scripts/models/gguf/from-onnx.ts) holds exactly the same values;
+ * this graph's dequantized weights (scripts/builders/gguf/from-onnx.ts) holds exactly the same values;
  * 8-bit blocks as Q8_0 (d = max|x|/127 in fp16, q = round(x/d)).
  *
  * Weights are deterministic pseudo-random values (../onnx/causal-lm.ts's generator and scales):
