@@ -11,6 +11,8 @@ import { anthropicClaim, anthropicPaths } from './http/anthropic/errors.js';
 import { anthropicPlugin } from './http/anthropic/plugin.js';
 import { openAiErrors, openAiPaths } from './http/openai/errors.js';
 import { openAiPlugin } from './http/openai/plugin.js';
+import { responsesPaths } from './http/responses/errors.js';
+import { responsesPlugin } from './http/responses/plugin.js';
 import { makeKeyChecker } from './http/shared/auth.js';
 import { answerExpectation, capConnections, clientErrorHandler, lingerOnClose, refuseTunnel } from './http/shared/connection.js';
 import { dialectChooser } from './http/shared/dialect.js';
@@ -20,7 +22,7 @@ import { createMetrics, type Metrics } from './metrics.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
 type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
-  Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit'>>;
+  Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit' | 'responsesStoreEntries' | 'responsesStoreMaxAgeMs' | 'responsesReasoningKey'>>;
 
 export interface AppDeps {
   config: HttpSettings;
@@ -89,7 +91,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     clientErrorHandler,
   });
   // An unmet Expect is answered before routing, in the envelope of the dialect its path names.
-  app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths]));
+  app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths, responsesPaths]));
   app.server.on('connect', refuseTunnel);
   capConnections(app.server, config.maxConnections);
   lingerOnClose(app.server);
@@ -138,6 +140,11 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
 
   await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
   await app.register(openAiPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
+  await app.register(responsesPlugin, {
+    inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit,
+    store: { entries: config.responsesStoreEntries, maxAgeMs: config.responsesStoreMaxAgeMs },
+    ...(config.responsesReasoningKey ? { reasoningKey: config.responsesReasoningKey } : {}),
+  });
   await app.register(modelsPlugin, { inference, checkKey, dialectOf });
 
   app.setNotFoundHandler((request, reply) =>

@@ -72,6 +72,15 @@ export const configSchema = z.object({
   maxConnections: z.coerce.number().int().min(1).max(1_000_000).default(1024).describe('Open connections held at once; one more gets 503 and is closed'),
   streamBufferLimit: z.coerce.number().int().min(16 * 1024).default(4 * 1024 * 1024).describe('Bytes a stream may have waiting for a client that does not read, then the generation stops'),
   pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('Interval of ping events on an open Messages stream (keeps proxies from timing it out)'),
+  /** In this process's memory: a restart forgets them, and each replica keeps its own. */
+  responsesStoreEntries: z.coerce.number().int().min(0).max(1_000_000).default(1000).describe('Responses kept for previous_response_id and GET /v1/responses/{id} (the oldest go first; 0: none)'),
+  responsesStoreMaxAgeMs: z.coerce.number().int().min(0).default(24 * 3_600_000).describe('How long a stored response is kept (0: no age limit)'),
+  /**
+   * It seals the thinking text a reasoning item's encrypted_content carries: tampering is detected,
+   * but the text is not hidden from the user (it is only encoded). Set the same key on every replica
+   * behind a balancer so each reads what another wrote.
+   */
+  responsesReasoningKey: z.string().min(16).optional().describe("Key for reasoning items' encrypted_content (default: one drawn at start, readable by this process only)"),
   logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info').describe('Log level of the JSON log on stdout'),
   /** (Ollama: OLLAMA_KEEP_ALIVE=-1 for a model; LM Studio: a model loaded by hand rather than just-in-time.) */
   preload: csv.default([]).describe('Models loaded at start and kept loaded (* : all); others load on their first request'),

@@ -65,7 +65,9 @@ export async function streamChat(request: FastifyRequest, reply: FastifyReply, o
     opened = true;
     reply.hijack();
     // No Connection header of our own: Node answers keep-alive, or close when the client asked for it.
+    // Headers the route set before the stream opened (e.g. a dialect's own) go out with it.
     raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-cache',
       'x-accel-buffering': 'no',

@@ -1,0 +1,223 @@
+/**
+ * Responses wire body -> internal ChatRequest, on the same core as the two chat dialects.
+ *
+ * - `instructions`, then `system` and `developer` message items wherever they are, form the system
+ *   prompt in order (as chat completions joins its system and developer messages).
+ * - `user` items are user turns; `assistant` items (their `output_text` parts), `function_call` items
+ *   and `reasoning` items fed back form assistant turns (a call after a message joins its turn, a
+ *   reasoning item is the thought of the turn it precedes); `function_call_output` items are tool
+ *   results. Image, file and audio parts on a text-only model are a 400 that names them.
+ * - Tools: `function` tools as they are; a `namespace` tool's functions under `namespace.name`, and
+ *   called back as a function_call with that `namespace` (render.ts); hosted tools only a hosted
+ *   service can run are left out of the prompt (the plugin logs them) unless `tool_choice` forces
+ *   one, which is a 400; tools the client executes in forms of their own (custom, shell, apply_patch…)
+ *   are a 400 naming the type.
+ * - `text.format` json_schema / json_object through the grammar; `reasoning.effort` turns the
+ *   model's thinking switch on (none and minimal: off).
+ */
+import { clip } from '../../core/errors.js';
+import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
+import { HttpError, invalidRequest } from '../shared/errors.js';
+import type { FunctionToolBody, InputItem, NamespaceToolBody, ResponsesBody } from './schema.js';
+
+const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
+
+/** Tools only a hosted service can run: left out of the prompt, never the reason a request fails. */
+export const HOSTED_TOOLS = new Set(['web_search', 'web_search_preview', 'web_search_2025_08_26', 'web_search_preview_2025_03_11', 'file_search', 'code_interpreter', 'image_generation', 'computer_use', 'computer_use_preview', 'mcp', 'tool_search']);
+
+/** A namespaced function's name as the model sees it, and back. */
+export const NAMESPACE_SEPARATOR = '.';
+
+export interface ConvertedRequest {
+  request: ChatRequest;
+  /** Hosted tools left out of the prompt (for the log). */
+  skippedTools: string[];
+  /** Namespaced tool names as the model sees them -> their namespace and own name. */
+  namespaced: Map<string, { namespace: string; name: string }>;
+}
+
+export interface ConvertOptions {
+  /** The model's output limit, for a request that names none (the window then bounds it). */
+  defaultMaxTokens: number;
+  /** The thinking text of a reasoning item's encrypted_content this server wrote; undefined for any other. */
+  readThought: (encrypted: string) => string | undefined;
+}
+
+/** `items`: the conversation as items (the previous response's input and output first, references resolved). */
+export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: InputItem[], options: ConvertOptions): ConvertedRequest {
+  refuseUnserved(body);
+  const { system, messages } = conversationOf(items, { instructions: body.instructions ?? undefined, model: body.model, readThought: options.readThought });
+  if (messages.length === 0) throw invalidRequest('input: at least one item other than system or developer messages is required', 'input');
+  const { tools, toolChoice, skipped, namespaced } = toolsOf(body);
+  const logprobs = body.include?.includes('message.output_text.logprobs') ? (body.top_logprobs ?? 0) : undefined;
+  const request: ChatRequest = {
+    model: body.model,
+    ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
+    messages,
+    ...(tools.length > 0 ? { tools, ...(toolChoice ? { toolChoice } : {}) } : {}),
+    ...(thinkingOf(body) ? { thinking: { enabled: true } } : {}),
+    maxTokens: body.max_output_tokens ?? options.defaultMaxTokens,
+    sampling: {
+      ...(body.temperature != null ? { temperature: body.temperature } : {}),
+      ...(body.top_p != null ? { topP: body.top_p } : {}),
+    },
+    stopStrings: [],
+    ...(logprobs !== undefined ? { logprobs } : {}),
+    ...outputOf(body),
+  };
+  return { request, skippedTools: skipped, namespaced };
+}
+
+function refuseUnserved(body: Omit<ResponsesBody, 'stream'>): void {
+  if (body.background) throw unsupported('background', 'background responses are not served by this server; leave `background` out (the response is answered when it is done)');
+  if (body.conversation != null) throw unsupported('conversation', 'conversations are not kept by this server; send `previous_response_id`, or the whole history as `input`');
+  if (body.prompt != null) throw unsupported('prompt', 'stored prompt templates are not served by this server; send `instructions` and `input`');
+  if (body.top_logprobs != null && body.top_logprobs > 0 && !body.include?.includes('message.output_text.logprobs')) {
+    throw invalidRequest('top_logprobs: requires include: ["message.output_text.logprobs"]', 'top_logprobs');
+  }
+}
+
+/** The system prompt's parts and the turns, from the items in order. */
+function conversationOf(items: InputItem[], context: { instructions: string | undefined; model: string; readThought: ConvertOptions['readThought'] }): { system: string[]; messages: ChatMessage[] } {
+  const { instructions, model } = context;
+  const system = instructions ? [instructions] : [];
+  const messages: ChatMessage[] = [];
+  const callNames = new Map<string, string>();
+  /** A thought fed back, waiting for the assistant turn it belongs to. */
+  let thought: string | undefined;
+  type Turn = Extract<ChatMessage, { role: 'assistant' }>;
+  const newTurn = (): Turn => {
+    const turn: Turn = { role: 'assistant', content: '', ...(thought !== undefined ? { reasoning: thought } : {}) };
+    thought = undefined;
+    messages.push(turn);
+    return turn;
+  };
+  /** The assistant turn an item joins: the last one, while no tool result, other turn or new thought came between. */
+  const lastTurn = (): Turn | undefined => {
+    const last = messages.at(-1);
+    return last?.role === 'assistant' && thought === undefined ? last : undefined;
+  };
+  items.forEach((item, i) => {
+    const where = `input[${i}]`;
+    const type = item.type ?? 'message';
+    if (type === 'message' && 'role' in item) {
+      const text = textOf(item.content as string | Array<{ type: string; text?: string }>, `${where}.content`, model);
+      if (item.role === 'system' || item.role === 'developer') system.push(text);
+      else if (item.role === 'user') messages.push({ role: 'user', content: text });
+      else {
+        // Text after the turn's calls starts a turn of its own.
+        const last = lastTurn();
+        (last && !last.toolCalls ? last : newTurn()).content += text;
+      }
+    } else if (type === 'function_call' && 'call_id' in item && 'arguments' in item) {
+      const name = item.namespace ? `${item.namespace}${NAMESPACE_SEPARATOR}${item.name}` : (item.name as string);
+      callNames.set(item.call_id as string, name);
+      const call: ToolCall = { id: item.call_id as string, name, input: argumentsOf(item.arguments as string, `${where}.arguments`) };
+      const turn = lastTurn() ?? newTurn();
+      turn.toolCalls = [...(turn.toolCalls ?? []), call];
+    } else if (type === 'function_call_output' && 'call_id' in item && 'output' in item) {
+      const output = typeof item.output === 'string' ? item.output : textOf(item.output as Array<{ type: string; text?: string }>, `${where}.output`, model);
+      messages.push({ role: 'tool', content: output, callId: item.call_id as string, name: callNames.get(item.call_id as string) ?? '' });
+    } else if (type === 'reasoning') {
+      const parts = [...(((item as { content?: Array<{ text: string }> | null }).content) ?? []), ...((item as { summary?: Array<{ text: string }> }).summary ?? [])];
+      const encrypted = (item as { encrypted_content?: string | null }).encrypted_content;
+      const text = parts.map((p) => p.text).join('\n\n') || (encrypted ? context.readThought(encrypted) : undefined);
+      if (text) thought = thought === undefined ? text : `${thought}\n\n${text}`;
+    } else {
+      throw unsupported(`${where}.type`, `\`${clip(type, 64)}\` items are not served by this server; send message, function_call, function_call_output, reasoning or item_reference items`);
+    }
+  });
+  return { system, messages };
+}
+
+/** Text parts joined; any other part is refused with its place. */
+function textOf(content: string | Array<{ type: string; text?: string }>, where: string, model: string): string {
+  if (typeof content === 'string') return content;
+  return content
+    .map((part, j) => {
+      if ((part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') && typeof part.text === 'string') return part.text;
+      if (part.type === 'refusal') return (part as { refusal?: string }).refusal ?? '';
+      if (part.type === 'input_text' || part.type === 'output_text') throw invalidRequest(`${where}[${j}].text: Field required`, `${where}[${j}].text`);
+      throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send input_text parts`);
+    })
+    .join('');
+}
+
+/** A call's `arguments`: a JSON object as a string (an empty string means no arguments). */
+function argumentsOf(text: string, where: string): Record<string, unknown> {
+  if (text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw invalidRequest(`${where}: not valid JSON (${clip(text, 64)})`, where);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest(`${where}: must be a JSON object`, where);
+  return value as Record<string, unknown>;
+}
+
+const functionSpec = (f: FunctionToolBody | { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null }, name = f.name): ToolSpec => ({
+  name,
+  ...(f.description ? { description: f.description } : {}),
+  inputSchema: (f.parameters as Record<string, unknown> | null | undefined) ?? { type: 'object', properties: {} },
+  ...(f.strict ? { strict: true } : {}),
+});
+
+function toolsOf(body: Omit<ResponsesBody, 'stream'>): { tools: ToolSpec[]; toolChoice?: ToolChoice; skipped: string[]; namespaced: ConvertedRequest['namespaced'] } {
+  const tools: ToolSpec[] = [];
+  const skipped: string[] = [];
+  const namespaced: ConvertedRequest['namespaced'] = new Map();
+  (body.tools ?? []).forEach((tool, i) => {
+    if (tool.type === 'function') tools.push(functionSpec(tool as FunctionToolBody));
+    else if (tool.type === 'namespace') {
+      const ns = tool as NamespaceToolBody;
+      ns.tools.forEach((inner, j) => {
+        if (inner.type !== 'function') throw unsupported(`tools[${i}].tools[${j}].type`, `\`${clip(inner.type, 64)}\` tools inside a namespace are not served; send function tools`);
+        const f = inner as unknown as FunctionToolBody;
+        const name = `${ns.name}${NAMESPACE_SEPARATOR}${f.name}`;
+        namespaced.set(name, { namespace: ns.name, name: f.name });
+        tools.push(functionSpec(f, name));
+      });
+    } else if (HOSTED_TOOLS.has(tool.type)) skipped.push(tool.type);
+    else throw unsupported(`tools[${i}].type`, `\`${clip(tool.type, 64)}\` tools are not served by this server; send function tools (a hosted tool such as web_search is left out of the prompt)`);
+  });
+  return { tools, ...choiceOf(body, tools), skipped, namespaced };
+}
+
+function choiceOf(body: Omit<ResponsesBody, 'stream'>, tools: ToolSpec[]): { toolChoice?: ToolChoice } {
+  const parallel = body.parallel_tool_calls ?? true;
+  const choice = body.tool_choice;
+  if (choice == null) return tools.length > 0 ? { toolChoice: { mode: 'auto', parallel } } : {};
+  if (typeof choice === 'string') {
+    if (choice !== 'none' && tools.length === 0) throw invalidRequest(`tool_choice: "${choice}" requires function tools in \`tools\``, 'tool_choice');
+    return { toolChoice: { mode: choice === 'required' ? 'any' : choice, parallel } };
+  }
+  if (choice.type === 'function') {
+    const name = (choice as { name: string }).name;
+    if (!tools.some((t) => t.name === name)) throw invalidRequest(`tool_choice.name: no function tool named \`${clip(name, 64)}\` in \`tools\``, 'tool_choice');
+    return { toolChoice: { mode: 'tool', name, parallel } };
+  }
+  if (choice.type === 'allowed_tools') {
+    const allowed = new Set(((choice as { tools: Array<{ name?: string }> }).tools).map((t) => t.name));
+    const kept = tools.filter((t) => allowed.has(t.name));
+    if (kept.length === 0) throw invalidRequest('tool_choice.tools: none of the allowed tools is a function tool in `tools`', 'tool_choice');
+    tools.splice(0, tools.length, ...kept);
+    return { toolChoice: { mode: (choice as { mode: string }).mode === 'required' ? 'any' : 'auto', parallel } };
+  }
+  throw unsupported('tool_choice.type', `\`${clip(choice.type, 64)}\` cannot be forced here: it is a tool only a hosted service runs; send "auto", "none", "required", a function or allowed_tools`);
+}
+
+/** reasoning: effort none or minimal turns the model's thinking off; any other effort, or none given, on. */
+function thinkingOf(body: Omit<ResponsesBody, 'stream'>): boolean {
+  if (!body.reasoning) return false;
+  const effort = body.reasoning.effort;
+  return effort !== 'none' && effort !== 'minimal';
+}
+
+/** text.format: json_object is any JSON object; json_schema its schema (enforced exactly when strict). */
+function outputOf(body: Omit<ResponsesBody, 'stream'>): Pick<ChatRequest, 'output'> {
+  const format = body.text?.format;
+  if (!format || format.type === 'text') return {};
+  if (format.type === 'json_object') return { output: { schema: { type: 'object', additionalProperties: true }, strict: false } };
+  return { output: { schema: format.schema, strict: format.strict === true } };
+}

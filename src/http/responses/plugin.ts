@@ -1,0 +1,167 @@
+/**
+ * The Responses dialect (OpenAI's `/v1/responses`, what the Codex CLI, the OpenAI Agents SDK and
+ * `client.responses` speak), on the same models, workers, templates, tool-call parsers, grammar and
+ * prompt cache as the two chat dialects: create (JSON or SSE), read back, list input items, delete,
+ * count input tokens, compact. Errors in OpenAI's envelope; Bearer keys as the other OpenAI routes.
+ */
+import { createHash } from 'node:crypto';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { clip } from '../../core/errors.js';
+import type { ChatPrompt, ChatRequest, InferenceService } from '../../core/types.js';
+import { presentedKey, requireKey, type KeyChecker } from '../shared/auth.js';
+import { HttpError, invalidRequest, sendError } from '../shared/errors.js';
+import { keepAliveOf } from '../shared/keep-alive.js';
+import { abortOnDisconnect, streamChat } from '../shared/stream.js';
+import { parseBody } from '../shared/validation.js';
+import { responsesErrors } from './errors.js';
+import { unknownKeysMessage } from '../openai/schema.js';
+import { toResponsesRequest } from './convert.js';
+import { newItemId, newResponseId, renderResponse, responseFrames, ThoughtSeal, type ResponseContext } from './render.js';
+import { inputTokensSchema, listQuerySchema, responsesSchema, type InputItem, type ResponsesBody } from './schema.js';
+import { ResponseStore } from './store.js';
+
+export interface ResponsesPluginOptions {
+  inference: InferenceService;
+  checkKey: KeyChecker;
+  pingIntervalMs: number;
+  streamBufferLimit: number;
+  /** Stored responses: how many, and for how long (0: no age limit). */
+  store: { entries: number; maxAgeMs: number };
+  /** The key reasoning items' encrypted_content is sealed with; absent: one drawn at start (replicas then cannot read each other's). */
+  reasoningKey?: string;
+}
+
+/** A response id this key has not stored (or that has expired): 404, as OpenAI answers it. */
+const notFound = (id: string) => new HttpError('route_not_found', `No response found with id '${clip(id, 64)}'.`, 'response_id');
+
+/** Whose stored responses a request may read: a digest of its API key (one owner when no keys are configured). */
+const ownerOf = (request: FastifyRequest) => createHash('sha256').update(presentedKey(request.headers, false) ?? '').digest('hex');
+
+/** Items with ids (a message the client sent without one gets one, as OpenAI gives it). */
+function withIds(items: InputItem[]): Array<InputItem & { id: string }> {
+  return items.map((item) => {
+    const id = (item as { id?: string | null }).id;
+    if (id) return item as InputItem & { id: string };
+    const type = item.type ?? 'message';
+    return { ...item, id: newItemId(type === 'function_call' ? 'fc' : type === 'reasoning' ? 'rs' : 'msg') } as InputItem & { id: string };
+  });
+}
+
+export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async (app, options) => {
+  const { inference, checkKey } = options;
+  const store = new ResponseStore(options.store);
+  const seal = ThoughtSeal.withKey(options.reasoningKey);
+  /** Hosted tool types already logged as left out (once each per process). */
+  const logged = new Set<string>();
+  app.setErrorHandler((error, request, reply) => sendError(responsesErrors, error, request, reply));
+  app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }));
+
+  /** The conversation as items: the previous response's input and output, then this request's input, references resolved. */
+  const conversation = (body: Pick<ResponsesBody, 'input' | 'previous_response_id'>, owner: string): { own: Array<InputItem & { id: string }>; all: InputItem[] } => {
+    const own = withIds(typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input ?? []));
+    let previous: InputItem[] = [];
+    if (body.previous_response_id) {
+      const stored = store.get(body.previous_response_id, owner);
+      if (!stored) throw new HttpError('invalid_request', `previous_response_id: no response found with id '${clip(body.previous_response_id, 64)}' (stored responses are kept in memory, bounded; see docs/clients.md)`, 'previous_response_id');
+      previous = [...stored.input, ...(stored.response.output as InputItem[])];
+    }
+    const resolved = own.map((item, i): InputItem => {
+      if (item.type !== 'item_reference') return item;
+      const found = store.item((item as { id: string }).id, owner);
+      if (!found) throw invalidRequest(`input[${i}].id: no stored item with id '${clip((item as { id: string }).id, 64)}'`, `input[${i}].id`);
+      return found;
+    });
+    return { own, all: [...previous, ...resolved] };
+  };
+
+  /** The core request for a body, its hosted tools logged once. */
+  const prepare = (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
+    const { own, all } = conversation(body, owner);
+    const converted = toResponsesRequest(body, all, { defaultMaxTokens: inference.findModel(body.model)?.maxOutputTokens ?? 1, readThought: (sealed) => seal.open(sealed) });
+    for (const type of converted.skippedTools) {
+      if (logged.has(type)) continue;
+      logged.add(type);
+      request.log.info({ tool: type }, `responses: the hosted tool ${type} is left out of the prompt (no hosted service here)`);
+    }
+    return { own, all, converted };
+  };
+
+  app.post('/v1/responses', async (request, reply) => {
+    const body = parseBody(responsesSchema, request.body, { unknownKeys: unknownKeysMessage });
+    const owner = ownerOf(request);
+    const { own, all, converted } = prepare(request, body, owner);
+    const chatRequest = await truncated(inference, converted.request, body.truncation === 'auto', reply);
+    const context: ResponseContext = { id: newResponseId(), createdAt: Math.floor(Date.now() / 1000), body, namespaced: converted.namespaced, seal };
+    const keep = (response: ReturnType<typeof renderResponse>) => {
+      if (body.store !== false) store.put({ owner, response, input: [...(all.slice(0, all.length - own.length) as Array<InputItem & { id: string }>), ...own] });
+    };
+    const abort = abortOnDisconnect(reply);
+    const call = { signal: abort.signal, ...keepAliveOf(request) };
+    if (!body.stream) {
+      const response = renderResponse(context, await inference.chat(chatRequest, call));
+      keep(response);
+      return response;
+    }
+    return streamChat(request, reply, {
+      inference, chatRequest, call, pingIntervalMs: options.pingIntervalMs, bufferLimit: options.streamBufferLimit,
+      frames: responseFrames(context, request.id, keep),
+    });
+  });
+
+  // The SDK's responses.inputTokens.count: what the response's usage.input_tokens would say.
+  app.post('/v1/responses/input_tokens', async (request) => {
+    const body = parseBody(inputTokensSchema, request.body, { unknownKeys: unknownKeysMessage });
+    const { converted } = prepare(request, body, ownerOf(request));
+    const { model, system, messages, tools, toolChoice, thinking } = converted.request;
+    const prompt: ChatPrompt = { model, messages, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(thinking ? { thinking } : {}) };
+    return { object: 'response.input_tokens', input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {
+    const stored = store.get(request.params.id, ownerOf(request));
+    if (!stored) throw notFound(request.params.id);
+    return stored.response;
+  });
+
+  app.get<{ Params: { id: string } }>('/v1/responses/:id/input_items', async (request) => {
+    const stored = store.get(request.params.id, ownerOf(request));
+    if (!stored) throw notFound(request.params.id);
+    const query = parseBody(listQuerySchema, request.query);
+    const ordered = query.order === 'asc' ? stored.input : [...stored.input].reverse();
+    const from = query.after ? ordered.findIndex((item) => item.id === query.after) + 1 : 0;
+    const page = ordered.slice(from, from + query.limit);
+    return { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < ordered.length };
+  });
+
+  app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {
+    if (!store.delete(request.params.id, ownerOf(request))) throw notFound(request.params.id);
+    return { id: request.params.id, object: 'response', deleted: true };
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/responses/:id/cancel', async (request) => {
+    if (!store.get(request.params.id, ownerOf(request))) throw notFound(request.params.id);
+    throw new HttpError('unsupported_feature', 'cancel: only background responses can be cancelled, and this server does not serve background responses (a streamed response is cancelled by closing its connection)', 'response_id');
+  });
+};
+
+/**
+ * `truncation: "auto"`: the oldest turns are dropped, as OpenAI drops them, until the prompt fits
+ * the model's window with room for output (the system prompt and the last turn are kept); the
+ * number dropped is said in the `x-truncated-messages` header. `disabled`: a prompt that does not
+ * fit is the context error.
+ */
+async function truncated(inference: InferenceService, request: ChatRequest, auto: boolean, reply: FastifyReply): Promise<ChatRequest> {
+  const window = inference.findModel(request.model)?.contextLength;
+  if (!auto || window === undefined) return request;
+  let messages = request.messages;
+  let dropped = 0;
+  while (messages.length > 1 && (await inference.countTokens({ ...request, messages })) >= window) {
+    // A turn's tool results go with the turn that called them.
+    let cut = 1;
+    while (cut < messages.length - 1 && messages[cut]!.role === 'tool') cut++;
+    messages = messages.slice(cut);
+    dropped += cut;
+  }
+  if (dropped > 0) reply.header('x-truncated-messages', String(dropped));
+  return { ...request, messages };
+}

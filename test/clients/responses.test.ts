@@ -1,0 +1,150 @@
+/**
+ * POST /v1/responses (the Responses dialect) against a listening server on the bundled chat model,
+ * judged by the `openai` SDK: create plain and streamed (the streamed text equal to the non-streamed
+ * at temperature 0), responses.stream with finalResponse(), a required tool call and its
+ * function_call_output round trip, responses.parse with zodTextFormat, previous_response_id,
+ * retrieve, inputItems.list, delete, inputTokens.count, stored responses kept from another key.
+ * The model's weights are random: forced calls and json_schema outputs are valid by grammar, and
+ * usage is checked against the tokenizer's count of the same prompt.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ajv } from 'ajv';
+import OpenAI from 'openai';
+import { zodTextFormat } from 'openai/helpers/zod';
+import { z } from 'zod';
+import { CHAT_MODEL } from '../helpers/paths.js';
+import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { WEATHER_RESULT, WEATHER_TOOL } from '../helpers/clients.js';
+
+const KEY = 'test-key';
+const OTHER_KEY = 'other-key';
+let server: RealServer;
+let openai: OpenAI;
+beforeAll(async () => {
+  server = await startRealServer({ apiKeys: [KEY, OTHER_KEY], only: [CHAT_MODEL] });
+  openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+});
+afterAll(() => server?.close());
+
+const ajv = new Ajv({ strict: false });
+const validWeather = ajv.compile(WEATHER_TOOL.input_schema);
+const WEATHER = { type: 'function' as const, name: WEATHER_TOOL.name, description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.input_schema, strict: true };
+
+describe('openai SDK, responses', () => {
+  it('responses.create: a completed or incomplete response whose usage is the tokenizer count of the prompt', async () => {
+    const response = await openai.responses.create({ model: CHAT_MODEL, input: 'Hello', max_output_tokens: 8, temperature: 0 });
+    expect(response.id).toMatch(/^resp_/);
+    expect(response.object).toBe('response');
+    expect(['completed', 'incomplete']).toContain(response.status);
+    if (response.status === 'incomplete') expect(response.incomplete_details?.reason).toBe('max_output_tokens');
+    expect(response.output[0]).toMatchObject({ type: 'message', role: 'assistant' });
+    expect(typeof response.output_text).toBe('string');
+    const counted = await openai.responses.inputTokens.count({ model: CHAT_MODEL, input: 'Hello' });
+    expect(response.usage!.input_tokens).toBe(counted.input_tokens);
+    expect(response.usage!.output_tokens).toBeLessThanOrEqual(8);
+    expect(response.usage!.total_tokens).toBe(response.usage!.input_tokens + response.usage!.output_tokens);
+  });
+
+  it('stream: true yields the same text as the non-streamed response at temperature 0, with increasing sequence numbers', async () => {
+    const params = { model: CHAT_MODEL, instructions: 'Be brief.', input: 'Count to three.', max_output_tokens: 10, temperature: 0 };
+    const whole = await openai.responses.create(params);
+    const events: OpenAI.Responses.ResponseStreamEvent[] = [];
+    for await (const event of await openai.responses.create({ ...params, stream: true })) events.push(event);
+    expect(events[0]!.type).toBe('response.created');
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const text = events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta).join('');
+    expect(text).toBe(whole.output_text);
+    const last = events.at(-1)!;
+    expect(['response.completed', 'response.incomplete']).toContain(last.type);
+    expect((last as { response: OpenAI.Responses.Response }).response.output_text ?? text).toBeDefined();
+  });
+
+  it('responses.stream with finalResponse()', async () => {
+    const stream = openai.responses.stream({ model: CHAT_MODEL, input: 'Say something.', max_output_tokens: 6, temperature: 0 });
+    const final = await stream.finalResponse();
+    expect(final.output[0]!.type).toBe('message');
+    expect(final.usage!.output_tokens).toBeGreaterThan(0);
+  });
+
+  it('a required tool call validates against its schema, and its function_call_output goes back (the grammar makes the random-weight model call it)', async () => {
+    const first = await openai.responses.create({ model: CHAT_MODEL, input: 'Weather in Paris?', tools: [WEATHER], tool_choice: 'required', max_output_tokens: 96 });
+    const call = first.output.find((item): item is OpenAI.Responses.ResponseFunctionToolCall => item.type === 'function_call');
+    expect(call, JSON.stringify(first.output)).toBeDefined();
+    expect(call!.name).toBe(WEATHER_TOOL.name);
+    expect(call!.call_id).toMatch(/^call_/);
+    const input = JSON.parse(call!.arguments) as unknown;
+    expect(validWeather(input), JSON.stringify(validWeather.errors)).toBe(true);
+    const second = await openai.responses.create({
+      model: CHAT_MODEL, tools: [WEATHER], max_output_tokens: 6, temperature: 0,
+      input: [{ role: 'user', content: 'Weather in Paris?' }, ...first.output, { type: 'function_call_output', call_id: call!.call_id, output: WEATHER_RESULT }] as OpenAI.Responses.ResponseInput,
+    });
+    expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens);
+  });
+
+  it('responses.parse with zodTextFormat: output_parsed fits the schema', async () => {
+    const City = z.object({ city: z.string().max(12), rank: z.number().int().min(1).max(9), temperature: z.number() });
+    const parsed = await openai.responses.parse({ model: CHAT_MODEL, input: 'A city.', text: { format: zodTextFormat(City, 'city') }, max_output_tokens: 96 });
+    expect(parsed.output_parsed, parsed.output_text).not.toBeNull();
+    expect(City.safeParse(parsed.output_parsed).success).toBe(true);
+    expect(Number.isFinite(parsed.output_parsed!.temperature)).toBe(true);
+  });
+
+  it('previous_response_id continues a stored response; retrieve, inputItems.list and delete', async () => {
+    const first = await openai.responses.create({ model: CHAT_MODEL, input: 'Hi there.', max_output_tokens: 4, temperature: 0 });
+    const second = await openai.responses.create({ model: CHAT_MODEL, previous_response_id: first.id, input: 'And again.', max_output_tokens: 4, temperature: 0 });
+    expect(second.previous_response_id).toBe(first.id);
+    // The whole first turn is in the second's prompt, and its prefix was cached.
+    expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens + 4);
+    expect(second.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(0);
+    const again = await openai.responses.retrieve(second.id);
+    expect(again.id).toBe(second.id);
+    expect(again.output).toEqual(second.output);
+    const items = await openai.responses.inputItems.list(second.id, { order: 'asc' });
+    const texts = items.data.map((item) => JSON.stringify(item));
+    expect(texts[0]).toContain('Hi there.');
+    expect(texts.at(-1)).toContain('And again.');
+    expect(items.data.every((item) => typeof item.id === 'string')).toBe(true);
+    await openai.responses.delete(second.id);
+    await expect(openai.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('a stored response is a 404 to another API key', async () => {
+    const mine = await openai.responses.create({ model: CHAT_MODEL, input: 'Mine.', max_output_tokens: 2 });
+    const other = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: OTHER_KEY, maxRetries: 0 });
+    await expect(other.responses.retrieve(mine.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+    await expect(other.responses.create({ model: CHAT_MODEL, previous_response_id: mine.id, input: 'x', max_output_tokens: 2 })).rejects.toBeInstanceOf(OpenAI.BadRequestError);
+    expect((await openai.responses.retrieve(mine.id)).id).toBe(mine.id);
+  });
+
+  it('Codex-shaped requests: developer input_text messages, a namespace of functions and a hosted web_search tool are served', async () => {
+    const response = await openai.responses.create({
+      model: CHAT_MODEL, stream: false, store: false, max_output_tokens: 64,
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'input_text', text: 'You are a coding agent.' }] },
+        { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Spawn a helper.' }] },
+      ],
+      tools: [
+        { type: 'namespace', name: 'multi_agent_v1', description: 'Agents.', tools: [{ type: 'function', name: 'spawn', description: 'Spawn an agent.', parameters: { type: 'object', properties: { task: { type: 'string' } }, required: ['task'] }, strict: true }] },
+        { type: 'web_search' },
+      ] as unknown as OpenAI.Responses.Tool[],
+      tool_choice: { type: 'function', name: 'multi_agent_v1.spawn' },
+      parallel_tool_calls: true,
+      reasoning: { summary: 'auto' },
+      include: ['reasoning.encrypted_content'],
+      prompt_cache_key: 'session-1',
+    });
+    const call = response.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall & { namespace?: string };
+    expect(call).toMatchObject({ name: 'spawn', namespace: 'multi_agent_v1' });
+    expect(JSON.parse(call.arguments)).toHaveProperty('task');
+    // Not stored: store false.
+    await expect(openai.responses.retrieve(response.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
+  });
+
+  it('refuses what it cannot serve with a 400 naming it: an image, a forced hosted tool, background', async () => {
+    const image = openai.responses.create({ model: CHAT_MODEL, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,AAAA', detail: 'auto' }] }] });
+    await expect(image).rejects.toThrow(/input\[0\]\.content\[0\]\.type.*input_image.*text-only/);
+    const forced = openai.responses.create({ model: CHAT_MODEL, input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } as never });
+    await expect(forced).rejects.toThrow(/tool_choice.*web_search/);
+    await expect(openai.responses.create({ model: CHAT_MODEL, input: 'x', background: true })).rejects.toThrow(/background/);
+  });
+});
