@@ -12,6 +12,7 @@ import { Ajv } from 'ajv';
 import OpenAI from 'openai';
 import { zodTextFormat } from 'openai/helpers/zod';
 import { z } from 'zod';
+import type { ChatRequest } from '../../src/core/types.js';
 import { CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { WEATHER_RESULT, WEATHER_TOOL } from '../helpers/clients.js';
@@ -21,10 +22,17 @@ const OTHER_KEY = 'other-key';
 let server: RealServer;
 let openai: OpenAI;
 beforeAll(async () => {
-  server = await startRealServer({ apiKeys: [KEY, OTHER_KEY], only: [CHAT_MODEL] });
+  server = await startRealServer({ apiKeys: [KEY, OTHER_KEY], only: [CHAT_MODEL], script: afterToolResult });
   openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
 });
 afterAll(() => server?.close());
+
+/**
+ * After a tool's result the model's answer is written for the test (test hooks: the sampler is made to
+ * pick these tokens, then end of sequence), so an agent loop ends whatever the random weights say.
+ */
+const AFTER_TOOL = 'It is sunny in Paris.';
+const afterToolResult = (request: ChatRequest) => (request.messages.at(-1)?.role === 'tool' ? AFTER_TOOL : undefined);
 
 const ajv = new Ajv({ strict: false });
 const validWeather = ajv.compile(WEATHER_TOOL.input_schema);
@@ -75,10 +83,12 @@ describe('openai SDK, responses', () => {
     const input = JSON.parse(call!.arguments) as unknown;
     expect(validWeather(input), JSON.stringify(validWeather.errors)).toBe(true);
     const second = await openai.responses.create({
-      model: CHAT_MODEL, tools: [WEATHER], max_output_tokens: 6, temperature: 0,
+      model: CHAT_MODEL, tools: [WEATHER], max_output_tokens: 32, temperature: 0,
       input: [{ role: 'user', content: 'Weather in Paris?' }, ...first.output, { type: 'function_call_output', call_id: call!.call_id, output: WEATHER_RESULT }] as OpenAI.Responses.ResponseInput,
     });
     expect(second.usage!.input_tokens).toBeGreaterThan(first.usage!.input_tokens);
+    expect(second.output_text).toBe(AFTER_TOOL);
+    expect(second.status).toBe('completed');
   });
 
   it('responses.parse with zodTextFormat: output_parsed fits the schema', async () => {
@@ -146,5 +156,44 @@ describe('openai SDK, responses', () => {
     const forced = openai.responses.create({ model: CHAT_MODEL, input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } as never });
     await expect(forced).rejects.toThrow(/tool_choice.*web_search/);
     await expect(openai.responses.create({ model: CHAT_MODEL, input: 'x', background: true })).rejects.toThrow(/background/);
+  });
+});
+
+describe('other clients of the Responses API', () => {
+  it('LangChain ChatOpenAI with useResponsesApi: true', async () => {
+    const { ChatOpenAI } = await import('@langchain/openai');
+    const model = new ChatOpenAI({ model: CHAT_MODEL, apiKey: KEY, useResponsesApi: true, maxTokens: 6, temperature: 0, maxRetries: 0, configuration: { baseURL: `${server.url}/v1` } });
+    const reply = await model.invoke('Hello');
+    expect(typeof reply.text).toBe('string');
+    const counted = await openai.responses.inputTokens.count({ model: CHAT_MODEL, input: [{ role: 'user', content: 'Hello' }] });
+    expect(reply.usage_metadata?.input_tokens).toBe(counted.input_tokens);
+  });
+
+  it("the AI SDK's openai.responses model: generateText", async () => {
+    const { createOpenAI } = await import('@ai-sdk/openai');
+    const { generateText } = await import('ai');
+    const provider = createOpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY });
+    const result = await generateText({ model: provider.responses(CHAT_MODEL), prompt: 'Hello', maxOutputTokens: 6, temperature: 0, maxRetries: 0 });
+    expect(typeof result.text).toBe('string');
+    expect(result.usage.outputTokens).toBeGreaterThan(0);
+    expect(result.usage.inputTokens).toBeGreaterThan(0);
+  });
+
+  it('the OpenAI Agents SDK: run() of an agent with a function tool executes the tool (its first call forced)', async () => {
+    const agents = await import('@openai/agents');
+    agents.setDefaultOpenAIClient(new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 }));
+    agents.setOpenAIAPI('responses');
+    agents.setTracingDisabled(true);
+    const calls: unknown[] = [];
+    const weather = agents.tool({
+      name: WEATHER_TOOL.name, description: WEATHER_TOOL.description,
+      parameters: z.object({ city: z.string(), unit: z.enum(['celsius', 'fahrenheit']) }),
+      execute: async (input) => (calls.push(input), WEATHER_RESULT),
+    });
+    // tool_choice required for the first turn; the SDK resets it after the call, so the run ends.
+    const agent = new agents.Agent({ name: 'weather', instructions: 'Answer about the weather.', model: CHAT_MODEL, tools: [weather], modelSettings: { toolChoice: 'required', maxTokens: 64 } });
+    const result = await agents.run(agent, 'Weather in Paris?', { maxTurns: 4 });
+    expect(calls).toHaveLength(1);
+    expect(result.finalOutput).toBe(AFTER_TOOL);
   });
 });

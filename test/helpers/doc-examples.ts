@@ -5,7 +5,7 @@
  * same keys at every level, the same types; a string with `…` is a pattern (`"msg_…"`, `"…"`); a
  * bare `…` that ends an array stands for more elements like the ones before; integers (token
  * counts, indexes) are equal; a decimal equals the answer rounded to as many places as the
- * example shows; `created` (a timestamp) is any number.
+ * example shows; `created` and `created_at` (timestamps) are any number.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -196,7 +196,7 @@ export function shapeDifferences(expected: unknown, actual: unknown, at = '', op
   }
   if (typeof expected === 'number') {
     if (typeof actual !== 'number') return [`${here}: expected a number, got ${describeValue(actual)}`];
-    if (shapeOnly || key === 'created') return [];
+    if (shapeOnly || key === 'created' || key === 'created_at') return [];
     if (Number.isInteger(expected)) return actual === expected ? [] : [`${here}: expected ${expected}, got ${actual}`];
     const places = String(expected).split('.')[1]?.length ?? 0;
     return Number(actual.toFixed(places)) === expected ? [] : [`${here}: expected ${expected} (to ${places} places), got ${actual}`];
