@@ -32,7 +32,13 @@ afterAll(() => server?.close());
  * pick these tokens, then end of sequence), so an agent loop ends whatever the random weights say.
  */
 const AFTER_TOOL = 'It is sunny in Paris.';
-const afterToolResult = (request: ChatRequest) => (request.messages.at(-1)?.role === 'tool' ? AFTER_TOOL : undefined);
+/** And so is the summary a compaction asks the model for. */
+const SUMMARY = 'The user greeted twice; nothing is left to do.';
+const afterToolResult = (request: ChatRequest) => {
+  const last = request.messages.at(-1);
+  if (last?.role === 'tool') return AFTER_TOOL;
+  return last?.role === 'user' && last.content.startsWith('Summarize the conversation so far') ? SUMMARY : undefined;
+};
 
 const ajv = new Ajv({ strict: false });
 const validWeather = ajv.compile(WEATHER_TOOL.input_schema);
@@ -150,6 +156,25 @@ describe('openai SDK, responses', () => {
     await expect(openai.responses.retrieve(response.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
 
+  it('responses.compact: every user message, then a compaction item that stands for the conversation when sent back', async () => {
+    const input: OpenAI.Responses.ResponseInput = [
+      { role: 'user', content: 'Hello.' }, { role: 'assistant', content: 'Hi.' }, { role: 'user', content: 'Hello again.' },
+    ];
+    const compacted = await openai.responses.compact({ model: CHAT_MODEL, input });
+    expect(compacted.object).toBe('response.compaction');
+    expect(compacted.output.map((item) => item.type)).toEqual(['message', 'message', 'compaction']);
+    const compaction = compacted.output.at(-1) as { encrypted_content: string };
+    expect(compaction.encrypted_content).not.toContain(SUMMARY);
+    expect(compacted.usage.output_tokens).toBeGreaterThan(0);
+    const next = await openai.responses.create({ model: CHAT_MODEL, input: [...compacted.output, { role: 'user', content: 'Go on.' }] as OpenAI.Responses.ResponseInput, max_output_tokens: 2 });
+    const plain = await openai.responses.inputTokens.count({ model: CHAT_MODEL, input: [{ role: 'user', content: 'Hello.' }, { role: 'user', content: 'Hello again.' }, { role: 'user', content: 'Go on.' }] });
+    // The summary is in the prompt: more tokens than the user messages alone.
+    expect(next.usage!.input_tokens).toBeGreaterThan(plain.input_tokens + 5);
+    // A compaction item this server did not write is refused, not taken on trust.
+    const forged = { ...compaction, encrypted_content: `${compaction.encrypted_content.split('.')[0]}.forged` };
+    await expect(openai.responses.create({ model: CHAT_MODEL, input: [forged, { role: 'user', content: 'x' }] as OpenAI.Responses.ResponseInput, max_output_tokens: 2 })).rejects.toThrow(/encrypted_content/);
+  });
+
   it('refuses what it cannot serve with a 400 naming it: an image, a forced hosted tool, background', async () => {
     const image = openai.responses.create({ model: CHAT_MODEL, input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'data:image/png;base64,AAAA', detail: 'auto' }] }] });
     await expect(image).rejects.toThrow(/input\[0\]\.content\[0\]\.type.*input_image.*text-only/);
@@ -181,7 +206,8 @@ describe('other clients of the Responses API', () => {
 
   it('the OpenAI Agents SDK: run() of an agent with a function tool executes the tool (its first call forced)', async () => {
     const agents = await import('@openai/agents');
-    agents.setDefaultOpenAIClient(new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 }));
+    // The Agents SDK types its client with its own copy of the openai package: the same class at run time.
+    agents.setDefaultOpenAIClient(new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 }) as unknown as Parameters<typeof agents.setDefaultOpenAIClient>[0]);
     agents.setOpenAIAPI('responses');
     agents.setTracingDisabled(true);
     const calls: unknown[] = [];

@@ -2,7 +2,8 @@
  * Responses wire body -> internal ChatRequest, on the same core as the two chat dialects.
  *
  * - `instructions`, then `system` and `developer` message items wherever they are, form the system
- *   prompt in order (as chat completions joins its system and developer messages).
+ *   prompt in order (as chat completions joins its system and developer messages); so does the
+ *   summary a `compaction` item carries (POST /v1/responses/compact wrote it).
  * - `user` items are user turns; `assistant` items (their `output_text` parts), `function_call` items
  *   and `reasoning` items fed back form assistant turns (a call after a message joins its turn, a
  *   reasoning item is the thought of the turn it precedes); `function_call_output` items are tool
@@ -39,14 +40,14 @@ export interface ConvertedRequest {
 export interface ConvertOptions {
   /** The model's output limit, for a request that names none (the window then bounds it). */
   defaultMaxTokens: number;
-  /** The thinking text of a reasoning item's encrypted_content this server wrote; undefined for any other. */
-  readThought: (encrypted: string) => string | undefined;
+  /** The text of an encrypted_content this server wrote (a reasoning item's thought, a compaction item's summary); undefined for any other. */
+  readSealed: (encrypted: string, kind: 'thought' | 'summary') => string | undefined;
 }
 
 /** `items`: the conversation as items (the previous response's input and output first, references resolved). */
 export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: InputItem[], options: ConvertOptions): ConvertedRequest {
   refuseUnserved(body);
-  const { system, messages } = conversationOf(items, { instructions: body.instructions ?? undefined, model: body.model, readThought: options.readThought });
+  const { system, messages } = conversationOf(items, { instructions: body.instructions ?? undefined, model: body.model, readSealed: options.readSealed });
   if (messages.length === 0) throw invalidRequest('input: at least one item other than system or developer messages is required', 'input');
   const { tools, toolChoice, skipped, namespaced } = toolsOf(body);
   const logprobs = body.include?.includes('message.output_text.logprobs') ? (body.top_logprobs ?? 0) : undefined;
@@ -78,7 +79,7 @@ function refuseUnserved(body: Omit<ResponsesBody, 'stream'>): void {
 }
 
 /** The system prompt's parts and the turns, from the items in order. */
-function conversationOf(items: InputItem[], context: { instructions: string | undefined; model: string; readThought: ConvertOptions['readThought'] }): { system: string[]; messages: ChatMessage[] } {
+function conversationOf(items: InputItem[], context: { instructions: string | undefined; model: string; readSealed: ConvertOptions['readSealed'] }): { system: string[]; messages: ChatMessage[] } {
   const { instructions, model } = context;
   const system = instructions ? [instructions] : [];
   const messages: ChatMessage[] = [];
@@ -121,10 +122,15 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     } else if (type === 'reasoning') {
       const parts = [...(((item as { content?: Array<{ text: string }> | null }).content) ?? []), ...((item as { summary?: Array<{ text: string }> }).summary ?? [])];
       const encrypted = (item as { encrypted_content?: string | null }).encrypted_content;
-      const text = parts.map((p) => p.text).join('\n\n') || (encrypted ? context.readThought(encrypted) : undefined);
+      const text = parts.map((p) => p.text).join('\n\n') || (encrypted ? context.readSealed(encrypted, 'thought') : undefined);
       if (text) thought = thought === undefined ? text : `${thought}\n\n${text}`;
+    } else if (type === 'compaction') {
+      // A summary POST /v1/responses/compact wrote stands for the conversation before it.
+      const summary = context.readSealed(String((item as { encrypted_content?: unknown }).encrypted_content ?? ''), 'summary');
+      if (summary === undefined) throw invalidRequest(`${where}.encrypted_content: not a compaction this server wrote (or written under another RESPONSES_REASONING_KEY)`, `${where}.encrypted_content`);
+      system.push(`Summary of the earlier conversation:\n${summary}`);
     } else {
-      throw unsupported(`${where}.type`, `\`${clip(type, 64)}\` items are not served by this server; send message, function_call, function_call_output, reasoning or item_reference items`);
+      throw unsupported(`${where}.type`, `\`${clip(type, 64)}\` items are not served by this server; send message, function_call, function_call_output, reasoning, compaction or item_reference items`);
     }
   });
   return { system, messages };

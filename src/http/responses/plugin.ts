@@ -16,8 +16,8 @@ import { parseBody } from '../shared/validation.js';
 import { responsesErrors } from './errors.js';
 import { unknownKeysMessage } from '../openai/schema.js';
 import { toResponsesRequest } from './convert.js';
-import { newItemId, newResponseId, renderResponse, responseFrames, ThoughtSeal, type ResponseContext } from './render.js';
-import { inputTokensSchema, listQuerySchema, responsesSchema, type InputItem, type ResponsesBody } from './schema.js';
+import { newItemId, newResponseId, renderResponse, responseFrames, ThoughtSeal, usageOf, type ResponseContext } from './render.js';
+import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema, type InputItem, type ResponsesBody } from './schema.js';
 import { ResponseStore } from './store.js';
 
 export interface ResponsesPluginOptions {
@@ -32,6 +32,11 @@ export interface ResponsesPluginOptions {
 }
 
 /** A response id this key has not stored (or that has expired): 404, as OpenAI answers it. */
+/** What the model is asked for when a conversation is compacted. */
+const COMPACTION_PROMPT = 'Summarize the conversation so far for your own later use: the task, what was decided and done, the facts and file names that matter, and what is left to do. Write only the summary.';
+/** Output the summary may take at most (the model's own limit when lower). */
+const COMPACTION_MAX_TOKENS = 2048;
+
 const notFound = (id: string) => new HttpError('route_not_found', `No response found with id '${clip(id, 64)}'.`, 'response_id');
 
 /** Whose stored responses a request may read: a digest of its API key (one owner when no keys are configured). */
@@ -77,7 +82,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   /** The core request for a body, its hosted tools logged once. */
   const prepare = (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
     const { own, all } = conversation(body, owner);
-    const converted = toResponsesRequest(body, all, { defaultMaxTokens: inference.findModel(body.model)?.maxOutputTokens ?? 1, readThought: (sealed) => seal.open(sealed) });
+    const converted = toResponsesRequest(body, all, { defaultMaxTokens: inference.findModel(body.model)?.maxOutputTokens ?? 1, readSealed: (sealed, kind) => seal.open(sealed, kind) });
     for (const type of converted.skippedTools) {
       if (logged.has(type)) continue;
       logged.add(type);
@@ -115,6 +120,30 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
     const { model, system, messages, tools, toolChoice, thinking } = converted.request;
     const prompt: ChatPrompt = { model, messages, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(thinking ? { thinking } : {}) };
     return { object: 'response.input_tokens', input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
+  });
+
+  // Compaction (the SDK's responses.compact; Ollama serves it too): the model summarises the
+  // conversation, and the answer is every user message followed by one compaction item whose
+  // encrypted_content carries that summary; sent back as input, it stands for what it replaced.
+  app.post('/v1/responses/compact', async (request, reply) => {
+    const body = parseBody(compactSchema, request.body, { unknownKeys: unknownKeysMessage });
+    const owner = ownerOf(request);
+    const { all, converted } = prepare(request, body, owner);
+    const summaryRequest: ChatRequest = {
+      ...converted.request,
+      messages: [...converted.request.messages, { role: 'user', content: COMPACTION_PROMPT }],
+      toolChoice: { mode: 'none', parallel: false },
+      maxTokens: Math.min(converted.request.maxTokens, COMPACTION_MAX_TOKENS),
+    };
+    delete summaryRequest.output;
+    const result = await inference.chat(summaryRequest, { signal: abortOnDisconnect(reply).signal, ...keepAliveOf(request) });
+    const users = withIds(all.filter((item) => (item.type ?? 'message') === 'message' && (item as { role?: string }).role === 'user'))
+      .map((item) => ({ ...item, type: 'message' as const }));
+    return {
+      id: newResponseId(), object: 'response.compaction', created_at: Math.floor(Date.now() / 1000),
+      output: [...users, { id: newItemId('cmp'), type: 'compaction', encrypted_content: seal.seal(result.text.trim(), 'summary') }],
+      usage: usageOf(result),
+    };
   });
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {

@@ -15,9 +15,15 @@ import type { ResponsesBody } from './schema.js';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 export const newResponseId = () => `resp_${hex(24)}`;
-export const newItemId = (prefix: 'msg' | 'rs' | 'fc') => `${prefix}_${hex(24)}`;
+export const newItemId = (prefix: 'msg' | 'rs' | 'fc' | 'cmp') => `${prefix}_${hex(24)}`;
 
-/** A reasoning item's encrypted_content: the thought, readable back only by a server with the same key, and checked against tampering (not hidden from the user). */
+export type SealedKind = 'thought' | 'summary';
+
+/**
+ * What this server puts in an item's `encrypted_content` (a reasoning item's thought, a compaction
+ * item's summary): the text, readable back only by a server with the same key and checked against
+ * tampering; encoded, not hidden from the user.
+ */
 export class ThoughtSeal {
   constructor(private readonly key: Buffer) {}
 
@@ -25,21 +31,21 @@ export class ThoughtSeal {
     return new ThoughtSeal(key ? Buffer.from(key, 'utf8') : randomBytes(32));
   }
 
-  seal(text: string): string {
-    const body = Buffer.from(JSON.stringify({ v: 1, thought: text }), 'utf8').toString('base64url');
+  seal(text: string, kind: SealedKind = 'thought'): string {
+    const body = Buffer.from(JSON.stringify({ v: 1, kind, text }), 'utf8').toString('base64url');
     return `${body}.${this.mac(body)}`;
   }
 
-  /** The thought, or undefined when the content is not one this key sealed. */
-  open(sealed: string): string | undefined {
+  /** The text, or undefined when the content is not one this key sealed as this kind. */
+  open(sealed: string, kind: SealedKind = 'thought'): string | undefined {
     const [body, mac] = sealed.split('.');
     if (!body || !mac) return undefined;
     const expected = Buffer.from(this.mac(body));
     const given = Buffer.from(mac);
     if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
     try {
-      const value = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { thought?: unknown };
-      return typeof value.thought === 'string' ? value.thought : undefined;
+      const value = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { kind?: unknown; text?: unknown };
+      return value.kind === kind && typeof value.text === 'string' ? value.text : undefined;
     } catch {
       return undefined;
     }

@@ -118,6 +118,17 @@ export type ResponsesBody = z.infer<typeof responsesSchema>;
 /** POST /v1/responses/input_tokens: the body a response would be created with, nothing generated. */
 export const inputTokensSchema = responsesSchema.omit({ stream: true, stream_options: true, store: true, background: true }).partial({ model: true }).extend({ model: z.string().min(1) });
 
+/** POST /v1/responses/compact: the conversation to compact (the SDK's ResponseCompactParams). */
+export const compactSchema = z
+  .object({
+    model: z.string().min(1),
+    input: z.union([z.string(), z.array(inputItemSchema)]).optional(),
+    instructions: z.string().nullish(),
+    previous_response_id: z.string().nullish(),
+    prompt_cache_key: z.string().nullish(),
+  })
+  .strict();
+
 export const listQuerySchema = z
   .object({
     after: z.string().optional(),
