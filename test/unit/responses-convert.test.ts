@@ -1,0 +1,88 @@
+/**
+ * The Responses dialect's converter (src/http/responses/convert.ts): items to the core's turns, tools
+ * and choices, what is left out and what is refused. Pure functions, no server.
+ */
+import { describe, expect, it } from 'vitest';
+import { toResponsesRequest } from '../../src/http/responses/convert.js';
+import { ThoughtSeal } from '../../src/http/responses/render.js';
+import { responsesSchema, type InputItem, type ResponsesBody } from '../../src/http/responses/schema.js';
+
+const seal = ThoughtSeal.withKey('a key of sixteen or more characters');
+const options = { defaultMaxTokens: 100, readSealed: (sealed: string, kind: 'thought' | 'summary') => seal.open(sealed, kind) };
+const body = (extra: Record<string, unknown>): ResponsesBody => responsesSchema.parse({ model: 'm', ...extra });
+const convert = (extra: Record<string, unknown>) => {
+  const b = body(extra);
+  const items = (typeof b.input === 'string' ? [{ role: 'user', content: b.input }] : (b.input ?? [])) as InputItem[];
+  return toResponsesRequest(b, items, options);
+};
+
+describe('Responses items -> core turns', () => {
+  it('instructions, developer and system items form the system prompt in order; a string input is one user turn', () => {
+    const { request } = convert({ instructions: 'First.', input: [
+      { role: 'developer', content: [{ type: 'input_text', text: 'Second.' }] },
+      { role: 'user', content: 'Hi' },
+      { type: 'message', role: 'system', content: 'Third.' },
+    ] });
+    expect(request.system).toBe('First.\n\nSecond.\n\nThird.');
+    expect(request.messages).toEqual([{ role: 'user', content: 'Hi' }]);
+    expect(convert({ input: 'Hello' }).request.messages).toEqual([{ role: 'user', content: 'Hello' }]);
+  });
+
+  it('a reasoning item, a message and its calls fed back form one assistant turn; outputs are tool results with their names', () => {
+    const { request } = convert({ input: [
+      { role: 'user', content: 'Weather?' },
+      { type: 'reasoning', id: 'rs_1', summary: [], content: [{ type: 'reasoning_text', text: 'Call the tool.' }] },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.', annotations: [] }], id: 'msg_1', status: 'completed' },
+      { type: 'function_call', call_id: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}', id: 'fc_1', status: 'completed' },
+      { type: 'function_call', call_id: 'call_2', namespace: 'ns', name: 'spawn', arguments: '' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'Sunny.' },
+      { type: 'function_call_output', call_id: 'call_2', output: [{ type: 'input_text', text: 'ok' }] },
+    ] });
+    expect(request.messages).toEqual([
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: 'Checking.', reasoning: 'Call the tool.', toolCalls: [{ id: 'call_1', name: 'get_weather', input: { city: 'Paris' } }, { id: 'call_2', name: 'ns.spawn', input: {} }] },
+      { role: 'tool', content: 'Sunny.', callId: 'call_1', name: 'get_weather' },
+      { role: 'tool', content: 'ok', callId: 'call_2', name: 'ns.spawn' },
+    ]);
+  });
+
+  it("a reasoning item's encrypted_content is read back only when this key sealed it as a thought", () => {
+    const input = (encrypted: string) => [{ role: 'user', content: 'x' }, { type: 'reasoning', summary: [], encrypted_content: encrypted }, { role: 'assistant', content: 'y' }];
+    expect(convert({ input: input(seal.seal('Sealed thought.')) }).request.messages[1]).toMatchObject({ reasoning: 'Sealed thought.' });
+    expect(convert({ input: input(ThoughtSeal.withKey('another key of sixteen chars').seal('x')) }).request.messages[1]).not.toHaveProperty('reasoning');
+    expect(convert({ input: input(seal.seal('A summary.', 'summary')) }).request.messages[1]).not.toHaveProperty('reasoning');
+  });
+});
+
+describe('Responses tools and output', () => {
+  const fn = (name: string, strict = false) => ({ type: 'function', name, parameters: { type: 'object', properties: { a: { type: 'string' } } }, strict });
+  it('function and namespace tools; hosted tools left out; a forced function and allowed_tools', () => {
+    const converted = convert({ input: 'x', tools: [fn('one', true), { type: 'namespace', name: 'ns', description: 'd', tools: [fn('two')] }, { type: 'web_search' }], tool_choice: { type: 'function', name: 'ns.two' } });
+    expect(converted.request.tools!.map((t) => [t.name, t.strict ?? false])).toEqual([['one', true], ['ns.two', false]]);
+    expect(converted.request.toolChoice).toEqual({ mode: 'tool', name: 'ns.two', parallel: true });
+    expect(converted.skippedTools).toEqual(['web_search']);
+    expect(converted.namespaced.get('ns.two')).toEqual({ namespace: 'ns', name: 'two' });
+    const allowed = convert({ input: 'x', tools: [fn('one'), fn('two')], tool_choice: { type: 'allowed_tools', mode: 'required', tools: [{ type: 'function', name: 'two' }] }, parallel_tool_calls: false });
+    expect(allowed.request.tools!.map((t) => t.name)).toEqual(['two']);
+    expect(allowed.request.toolChoice).toEqual({ mode: 'any', parallel: false });
+  });
+
+  it('json_schema through the grammar, reasoning effort to thinking, logprobs through include', () => {
+    const { request } = convert({ input: 'x', text: { format: { type: 'json_schema', name: 'o', schema: { type: 'object' }, strict: true } }, reasoning: { effort: 'low' }, include: ['message.output_text.logprobs'], top_logprobs: 3, max_output_tokens: 7 });
+    expect(request.output).toEqual({ schema: { type: 'object' }, strict: true });
+    expect(request.thinking).toEqual({ enabled: true });
+    expect(request.logprobs).toBe(3);
+    expect(request.maxTokens).toBe(7);
+    expect(convert({ input: 'x', reasoning: { effort: 'minimal' } }).request.thinking).toBeUndefined();
+    expect(convert({ input: 'x' }).request.maxTokens).toBe(100);
+  });
+
+  it('refuses, naming it: a client-run tool type, a forced hosted tool, an image part, an unknown item, background', () => {
+    expect(() => convert({ input: 'x', tools: [{ type: 'local_shell' }] })).toThrow(/tools\[0\]\.type: `local_shell`/);
+    expect(() => convert({ input: 'x', tools: [{ type: 'web_search' }], tool_choice: { type: 'web_search' } })).toThrow(/tool_choice.type: `web_search`/);
+    expect(() => convert({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] })).toThrow(/input\[0\]\.content\[0\]\.type: `input_image`/);
+    expect(() => convert({ input: [{ type: 'web_search_call', id: 'w' }] })).toThrow(/input\[0\]\.type: `web_search_call`/);
+    expect(() => convert({ input: 'x', background: true })).toThrow(/background/);
+    expect(() => convert({ input: [{ role: 'developer', content: 'only a system prompt' }] })).toThrow(/at least one item/);
+  });
+});
