@@ -23,18 +23,27 @@ const FIRST_REPLY = 'Hi from the local model.';
 const SECOND_REPLY = 'Still here, second turn.';
 const CODEX_TIMEOUT_MS = 90_000;
 
+const SUMMARY = 'Summary: the user gave numbered tasks; each was noted; nothing is left to do.';
+const TASK_REPLY = 'Task noted.';
+
 const lastUserText = (request: ChatRequest) => [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 const script = (request: ChatRequest) => {
   const text = lastUserText(request);
   if (text.includes('say hi again')) return SECOND_REPLY;
   if (text.includes('say hi')) return FIRST_REPLY;
+  // Codex's own compaction prompt (0.169, a custom provider compacts through an ordinary turn).
+  if (text.includes('CONTEXT CHECKPOINT COMPACTION')) return SUMMARY;
+  if (/^task \d+$/.test(text.trim())) return TASK_REPLY;
   return undefined;
 };
 
 interface Recorded {
   method: string;
   url: string;
+  /** The request's body as Codex sent it. */
+  sent: string;
   status: number;
+  /** The response's body as the server answered it. */
   body: string;
 }
 
@@ -43,6 +52,8 @@ async function recordingProxy(target: string): Promise<{ url: string; exchanges:
   const exchanges: Recorded[] = [];
   const upstream = new URL(target);
   const proxy = http.createServer((req, res) => {
+    let sent = '';
+    req.on('data', (chunk: Buffer) => (sent += chunk.toString('utf8')));
     const forward = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       let body = '';
@@ -51,7 +62,7 @@ async function recordingProxy(target: string): Promise<{ url: string; exchanges:
         res.write(chunk);
       });
       answer.on('end', () => {
-        exchanges.push({ method: req.method ?? '', url: req.url ?? '', status: answer.statusCode ?? 0, body });
+        exchanges.push({ method: req.method ?? '', url: req.url ?? '', sent, status: answer.statusCode ?? 0, body });
         res.end();
       });
     });
@@ -94,14 +105,15 @@ function completedUsage(body: string): { input_tokens: number; input_tokens_deta
 let server: RealServer;
 let proxy: Awaited<ReturnType<typeof recordingProxy>>;
 let dirs: { home: string; cwd: string };
-beforeAll(async () => {
-  server = await startRealServer({ apiKeys: [KEY], only: [CHAT_MODEL], script });
-  proxy = await recordingProxy(server.url);
-  dirs = { home: fs.mkdtempSync(path.join(os.tmpdir(), 'codex-home-')), cwd: fs.mkdtempSync(path.join(os.tmpdir(), 'codex-cwd-')) };
-  fs.mkdirSync(path.join(dirs.home, '.codex'));
-  fs.writeFileSync(path.join(dirs.home, '.codex', 'config.toml'), [
+
+/** A Codex home whose config.toml names the server (through the proxy) as its provider; `extra`: more top-level settings. */
+function codexHome(extra: string[] = []): { home: string; cwd: string } {
+  const made = { home: fs.mkdtempSync(path.join(os.tmpdir(), 'codex-home-')), cwd: fs.mkdtempSync(path.join(os.tmpdir(), 'codex-cwd-')) };
+  fs.mkdirSync(path.join(made.home, '.codex'));
+  fs.writeFileSync(path.join(made.home, '.codex', 'config.toml'), [
     `model = "${CHAT_MODEL}"`,
     'model_provider = "local"',
+    ...extra,
     '',
     '[model_providers.local]',
     'name = "local"',
@@ -110,6 +122,12 @@ beforeAll(async () => {
     'wire_api = "responses"',
     '',
   ].join('\n'));
+  return made;
+}
+beforeAll(async () => {
+  server = await startRealServer({ apiKeys: [KEY], only: [CHAT_MODEL], script });
+  proxy = await recordingProxy(server.url);
+  dirs = codexHome();
 });
 afterAll(() => {
   proxy?.close();
@@ -138,4 +156,26 @@ describe('Codex CLI (responses wire API, custom provider, offline)', () => {
     expect(last.input_tokens).toBeGreaterThan(turns[0]!.input_tokens);
     expect(last.input_tokens_details.cached_tokens).toBeGreaterThan(0);
   }, 2 * CODEX_TIMEOUT_MS);
+
+  it('a conversation past a small window compacts (Codex summarises through an ordinary turn) and goes on', async () => {
+    // Codex's own prompt and tools are a few thousand tokens: past 3000, it compacts before the next turn.
+    const small = codexHome(['model_context_window = 9000', 'model_auto_compact_token_limit = 3000']);
+    const before = proxy.exchanges.length;
+    try {
+      const runs = [];
+      runs.push(await codex(['exec', '--skip-git-repo-check', 'task 1'], small));
+      for (const n of [2, 3]) runs.push(await codex(['exec', '--skip-git-repo-check', 'resume', '--last', `task ${n}`], small));
+      for (const run of runs) expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      expect(runs.slice(1).some((run) => /context compacted/i.test(run.stdout + run.stderr))).toBe(true);
+      const exchanges = proxy.exchanges.slice(before);
+      expect(exchanges.filter((e) => e.status !== 200).map((e) => `${e.method} ${e.url} ${e.status} ${e.body.slice(0, 300)}`)).toEqual([]);
+      // The compaction turn answered the summary, and a later turn sent it back as its history.
+      const compaction = exchanges.findIndex((e) => e.sent.includes('CONTEXT CHECKPOINT COMPACTION'));
+      expect(compaction).toBeGreaterThanOrEqual(0);
+      expect(exchanges[compaction]!.body).toContain(SUMMARY);
+      expect(exchanges.slice(compaction + 1).some((e) => e.sent.includes(SUMMARY.slice(0, 40)))).toBe(true);
+    } finally {
+      for (const dir of [small.home, small.cwd]) fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }, 4 * CODEX_TIMEOUT_MS);
 });

@@ -67,6 +67,12 @@ describe('Responses tools and output', () => {
     expect(allowed.request.toolChoice).toEqual({ mode: 'any', parallel: false });
   });
 
+  it('tool_choice "auto" with no function tools (only hosted ones, or none: Codex compaction turn) is no choice; "required" needs one', () => {
+    expect(convert({ input: 'x', tool_choice: 'auto', tools: [{ type: 'web_search' }] }).request).not.toHaveProperty('toolChoice');
+    expect(convert({ input: 'x', tool_choice: 'auto' }).request).not.toHaveProperty('tools');
+    expect(() => convert({ input: 'x', tool_choice: 'required' })).toThrow(/"required" requires function tools/);
+  });
+
   it('json_schema through the grammar, reasoning effort to thinking, logprobs through include', () => {
     const { request } = convert({ input: 'x', text: { format: { type: 'json_schema', name: 'o', schema: { type: 'object' }, strict: true } }, reasoning: { effort: 'low' }, include: ['message.output_text.logprobs'], top_logprobs: 3, max_output_tokens: 7 });
     expect(request.output).toEqual({ schema: { type: 'object' }, strict: true });

@@ -195,7 +195,10 @@ function choiceOf(body: Omit<ResponsesBody, 'stream'>, tools: ToolSpec[]): { too
   const choice = body.tool_choice;
   if (choice == null) return tools.length > 0 ? { toolChoice: { mode: 'auto', parallel } } : {};
   if (typeof choice === 'string') {
-    if (choice !== 'none' && tools.length === 0) throw invalidRequest(`tool_choice: "${choice}" requires function tools in \`tools\``, 'tool_choice');
+    // "auto" with no tools left (none sent, or only hosted ones) is no choice at all, as OpenAI takes it
+    // (Codex's compaction turn sends it so); "required" needs a tool to call.
+    if (tools.length === 0 && choice !== 'required') return {};
+    if (tools.length === 0) throw invalidRequest('tool_choice: "required" requires function tools in `tools`', 'tool_choice');
     return { toolChoice: { mode: choice === 'required' ? 'any' : choice, parallel } };
   }
   if (choice.type === 'function') {
