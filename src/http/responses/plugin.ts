@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { clip } from '../../core/errors.js';
+import { clip, isCoreError } from '../../core/errors.js';
 import type { ChatPrompt, ChatRequest, InferenceService } from '../../core/types.js';
 import { presentedKey, requireKey, type KeyChecker } from '../shared/auth.js';
 import { HttpError, invalidRequest, sendError } from '../shared/errors.js';
@@ -175,7 +175,8 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
 
 /**
  * `truncation: "auto"`: the oldest turns are dropped, as OpenAI drops them, until the prompt fits
- * the model's window with room for output (the system prompt and the last turn are kept); the
+ * the model's window (the system prompt and the last turn are kept; what is left starts at a user
+ * turn); the
  * number dropped is said in the `x-truncated-messages` header. `disabled`: a prompt that does not
  * fit is the context error.
  */
@@ -184,10 +185,20 @@ async function truncated(inference: InferenceService, request: ChatRequest, auto
   if (!auto || window === undefined) return request;
   let messages = request.messages;
   let dropped = 0;
-  while (messages.length > 1 && (await inference.countTokens({ ...request, messages })) >= window) {
-    // A turn's tool results go with the turn that called them.
+  // The service refuses to count a prompt past the window (prompt_too_long): that is "does not fit" too.
+  const fits = async (candidate: ChatRequest['messages']) => {
+    try {
+      return (await inference.countTokens({ ...request, messages: candidate })) < window;
+    } catch (error) {
+      if (isCoreError(error) && error.code === 'prompt_too_long') return false;
+      throw error;
+    }
+  };
+  while (messages.length > 1 && !(await fits(messages))) {
+    // What is left starts at a user turn (chat templates expect one first; a turn's tool results go
+    // with the turn that called them).
     let cut = 1;
-    while (cut < messages.length - 1 && messages[cut]!.role === 'tool') cut++;
+    while (cut < messages.length - 1 && messages[cut]!.role !== 'user') cut++;
     messages = messages.slice(cut);
     dropped += cut;
   }
