@@ -10,6 +10,7 @@
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
+import { callArguments } from '../shared/call-arguments.js';
 import type { ChatBody, ChatMessageBody } from './chat-schema.js';
 
 type Part = { type: string; text?: string };
@@ -77,7 +78,7 @@ function convertMessage(message: ChatMessageBody, where: string, model: string, 
     case 'assistant': {
       const calls = (message.tool_calls ?? []).map((call, j): ToolCall => {
         callNames.set(call.id, call.function.name);
-        return { id: call.id, name: call.function.name, input: argumentsOf(call.function.arguments, `${where}.tool_calls[${j}].function.arguments`) };
+        return { id: call.id, name: call.function.name, input: callArguments(call.function.arguments, `${where}.tool_calls[${j}].function.arguments`) };
       });
       return {
         role: 'assistant',
@@ -103,19 +104,6 @@ function textOf(content: string | Part[], where: string, model: string): string 
       throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send text parts`);
     })
     .join('');
-}
-
-/** A call's `arguments`: a JSON object as a string (an empty string means no arguments). */
-function argumentsOf(text: string, where: string): Record<string, unknown> {
-  if (text.trim() === '') return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidRequest(`${where}: not valid JSON (${clip(text, 64)})`, where);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest(`${where}: must be a JSON object`, where);
-  return value as Record<string, unknown>;
 }
 
 function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {

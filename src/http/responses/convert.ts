@@ -19,6 +19,7 @@
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
+import { callArguments } from '../shared/call-arguments.js';
 import type { FunctionToolBody, InputItem, NamespaceToolBody, ResponsesBody } from './schema.js';
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
@@ -113,7 +114,7 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     } else if (type === 'function_call' && 'call_id' in item && 'arguments' in item) {
       const name = item.namespace ? `${item.namespace}${NAMESPACE_SEPARATOR}${item.name}` : (item.name as string);
       callNames.set(item.call_id as string, name);
-      const call: ToolCall = { id: item.call_id as string, name, input: argumentsOf(item.arguments as string, `${where}.arguments`) };
+      const call: ToolCall = { id: item.call_id as string, name, input: callArguments(item.arguments as string, `${where}.arguments`) };
       const turn = lastTurn() ?? newTurn();
       turn.toolCalls = [...(turn.toolCalls ?? []), call];
     } else if (type === 'function_call_output' && 'call_id' in item && 'output' in item) {
@@ -147,19 +148,6 @@ function textOf(content: string | Array<{ type: string; text?: string }>, where:
       throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send input_text parts`);
     })
     .join('');
-}
-
-/** A call's `arguments`: a JSON object as a string (an empty string means no arguments). */
-function argumentsOf(text: string, where: string): Record<string, unknown> {
-  if (text.trim() === '') return {};
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw invalidRequest(`${where}: not valid JSON (${clip(text, 64)})`, where);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw invalidRequest(`${where}: must be a JSON object`, where);
-  return value as Record<string, unknown>;
 }
 
 const functionSpec = (f: FunctionToolBody | { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null }, name = f.name): ToolSpec => ({
