@@ -152,6 +152,24 @@ describe('openai SDK, responses', () => {
     const call = response.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall & { namespace?: string };
     expect(call).toMatchObject({ name: 'spawn', namespace: 'multi_agent_v1' });
     expect(JSON.parse(call.arguments)).toHaveProperty('task');
+    // reasoning (no effort given: on) came back as a reasoning item first, its summary and its sealed thought.
+    const reasoning = response.output[0] as OpenAI.Responses.ResponseReasoningItem;
+    expect(reasoning.type).toBe('reasoning');
+    expect(typeof reasoning.encrypted_content).toBe('string');
+    expect(reasoning.summary.map((s) => s.text).join('')).toBe((reasoning.content ?? []).map((c) => c.text).join(''));
+    // Sent back as Codex sends its history, the sealed thought is read, and the turn goes on.
+    const next = await openai.responses.create({
+      model: CHAT_MODEL, store: false, max_output_tokens: 32,
+      input: [{ role: 'user', content: 'Spawn a helper.' }, { ...reasoning, summary: [], content: undefined }, call, { type: 'function_call_output', call_id: call.call_id, output: 'spawned' }] as OpenAI.Responses.ResponseInput,
+      tools: [{ type: 'namespace', name: 'multi_agent_v1', description: 'Agents.', tools: [{ type: 'function', name: 'spawn', parameters: { type: 'object', properties: { task: { type: 'string' } } } }] }] as unknown as OpenAI.Responses.Tool[],
+    });
+    expect(next.output_text).toBe(AFTER_TOOL);
+    const withoutThought = await openai.responses.inputTokens.count({
+      model: CHAT_MODEL,
+      input: [{ role: 'user', content: 'Spawn a helper.' }, call, { type: 'function_call_output', call_id: call.call_id, output: 'spawned' }] as OpenAI.Responses.ResponseInput,
+      tools: [{ type: 'namespace', name: 'multi_agent_v1', description: 'Agents.', tools: [{ type: 'function', name: 'spawn', parameters: { type: 'object', properties: { task: { type: 'string' } } } }] }] as unknown as OpenAI.Responses.Tool[],
+    });
+    expect(next.usage!.input_tokens).toBeGreaterThan(withoutThought.input_tokens);
     // Not stored: store false.
     await expect(openai.responses.retrieve(response.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
