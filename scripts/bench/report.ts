@@ -17,8 +17,20 @@ export function percentile(values: number[], p: number): number {
 
 export const median = (values: number[]) => percentile(values, 50);
 
+/** The instruction sets that decide CPU inference speed (llama.cpp's and onnxruntime's kernels pick by them), from /proc/cpuinfo. */
+export function cpuFlags(): string[] {
+  let flags: Set<string>;
+  try {
+    flags = new Set((/^flags\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '').split(/\s+/));
+  } catch {
+    return ['unknown (no /proc/cpuinfo)'];
+  }
+  const wanted: Array<[string, string]> = [['avx2', 'AVX2'], ['fma', 'FMA'], ['avx512f', 'AVX512F'], ['avx512bw', 'AVX512BW'], ['avx512_vnni', 'AVX512-VNNI'], ['avx_vnni', 'AVX-VNNI'], ['avx512_bf16', 'AVX512-BF16'], ['amx_tile', 'AMX'], ['amx_int8', 'AMX-INT8'], ['asimd', 'NEON']];
+  return wanted.filter(([flag]) => flags.has(flag)).map(([, name]) => name);
+}
+
 export function machine() {
-  return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version };
+  return { cpus: os.cpus().length, cpuModel: os.cpus()[0]?.model ?? 'unknown', cpuFlags: cpuFlags(), gpu: 'none used', memoryGiB: Math.round(os.totalmem() / 2 ** 30), node: process.version };
 }
 
 export interface Table {
@@ -36,7 +48,7 @@ export function writeResults(name: string, data: unknown, tables: Table[], notes
   const md = [
     `# ${name}`,
     '',
-    `${json.date} · ${json.machine.cpus} × ${json.machine.cpuModel} · ${json.machine.memoryGiB} GiB · Node ${json.machine.node}`,
+    `${json.date} · ${json.machine.cpus} × ${json.machine.cpuModel} (${json.machine.cpuFlags.join(', ') || 'no AVX2'}) · GPU: ${json.machine.gpu} · ${json.machine.memoryGiB} GiB · Node ${json.machine.node}`,
     '',
     ...notes.flatMap((n) => [n, '']),
     ...tables.flatMap((t) => [

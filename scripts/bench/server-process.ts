@@ -32,11 +32,13 @@ export function serverCommand(root: string, compiled: boolean): { argv: string[]
  * `preloadAll`: every model loaded before the server listens (default), so no measurement includes a load.
  * `compiled`: run the compiled server as `npm start` does (built first, `node dist/src/main.js`, its environment)
  * instead of the TypeScript source under tsx, whose loader costs every worker thread about 100 MiB.
+ * `root`: the checkout whose server runs (default: this one), e.g. an older commit's worktree.
  */
-export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true, compiled = false } = {}): Promise<ServerProcess> {
+export function startServerProcess(args: string[], env: Record<string, string> = {}, { preloadAll = true, compiled = false, root = process.cwd() } = {}): Promise<ServerProcess> {
   const preload = preloadAll ? ['--preload', '*'] : [];
-  const server = serverCommand(process.cwd(), compiled);
+  const server = serverCommand(root, compiled);
   const child: ChildProcess = spawn(process.execPath, [...server.argv, '--port', '0', '--log-level', 'warn', ...preload, ...args], {
+    cwd: root,
     env: { ...process.env, ...server.env, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
