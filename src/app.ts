@@ -18,11 +18,14 @@ import { answerExpectation, capConnections, clientErrorHandler, lingerOnClose, r
 import { dialectChooser } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
+import { teiPaths } from './http/retrieval/errors.js';
+import { retrievalPlugin } from './http/retrieval/plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
 type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
-  Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit' | 'responsesStoreEntries' | 'responsesStoreMaxAgeMs' | 'responsesReasoningKey'>>;
+  Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit' | 'responsesStoreEntries' | 'responsesStoreMaxAgeMs' | 'responsesReasoningKey'>> &
+  Partial<Pick<Config, 'teiModel'>>;
 
 export interface AppDeps {
   config: HttpSettings;
@@ -91,7 +94,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     clientErrorHandler,
   });
   // An unmet Expect is answered before routing, in the envelope of the dialect its path names.
-  app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths, responsesPaths]));
+  app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths, responsesPaths, teiPaths]));
   app.server.on('connect', refuseTunnel);
   capConnections(app.server, config.maxConnections);
   lingerOnClose(app.server);
@@ -146,6 +149,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     ...(config.responsesReasoningKey ? { reasoningKey: config.responsesReasoningKey } : {}),
   });
   await app.register(modelsPlugin, { inference, checkKey, dialectOf });
+  await app.register(retrievalPlugin, { inference, checkKey, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });
 
   app.setNotFoundHandler((request, reply) =>
     sendError(

@@ -66,6 +66,9 @@ export const configSchema = z.object({
   embedBatchWaitMs: z.coerce.number().min(0).max(1000).default(0).describe('How long an embedding request may wait for others while a worker is idle'),
   /** Usage then counts what was embedded. */
   embedTruncate: bool.default(false).describe("Cut embedding inputs longer than the model's context instead of answering 400"),
+  // TEI serves one model and its bodies name none; here a body may name one, else this setting, else
+  // the only embedding model installed (several and no setting: a 400 that says to set this).
+  teiModel: z.string().min(1).optional().describe("Model that TEI's routes (/embed, /rerank with texts, /tokenize with inputs, /decode, /info) and model-less rerank and tokenize bodies serve (default: the only embedding model)"),
   headersTimeoutMs: z.coerce.number().int().min(100).default(10_000).describe('A client must send its request headers within this time, or gets 408 and is disconnected'),
   bodyTimeoutMs: z.coerce.number().int().min(100).default(60_000).describe('A client must send its whole request within this time from its first byte (must exceed headers-timeout-ms)'),
   keepAliveTimeoutMs: z.coerce.number().int().min(100).default(72_000).describe('An idle keep-alive connection is closed after this time'),

@@ -10,6 +10,7 @@ import { CHAT_MODEL, EMBED_MODEL, type Endpoint, type Envelope, type FuzzCase } 
 import { asksClose, baseHeaders, mutateHeaders, type Headers } from './headers.js';
 import { boundMaxTokens, mutateBody, mutateSerialization, serializeBody, validChatBody, validEmbeddingsBody, validMessagesBody } from './bodies.js';
 import { rawCase } from './raw-cases.js';
+import { rerankRequest, retrievalEnvelopes, teiRequest, tokenizeRequest, type RetrievalRequest } from './retrieval-cases.js';
 
 export { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS, type Endpoint, type Envelope, type ExpectedResponse, type FuzzCase } from './fuzz-case.js';
 
@@ -34,9 +35,12 @@ function safeDecode(path: string): string | undefined {
  * the headers (any of anthropic-version, vendor-version, x-api-key makes an Anthropic client). An
  * embeddings request carrying Anthropic headers may get either.
  */
-export function envelopesFor(target: string, headers: Array<[string, string]>): Envelope[] {
+export function envelopesFor(target: string, headers: Array<[string, string]>, method = 'POST'): Envelope[] {
   const path = target.split('?')[0]!;
   const decoded = safeDecode(path);
+  // The retrieval routes answer in their own envelopes whatever the headers (./retrieval-cases.ts).
+  const retrieval = decoded === undefined ? undefined : retrievalEnvelopes(method, decoded);
+  if (retrieval) return retrieval;
   const present = headers.filter(([n]) => ANTHROPIC_HEADERS.includes(n.toLowerCase()));
   const anthropic = present.some(([, v]) => v.trim() !== '');
   const emptyOnly = present.length > 0 && !anthropic;
@@ -68,7 +72,7 @@ function finish(id: string, endpoint: Endpoint, draft: Draft): FuzzCase {
   const bytes = serializeRequest({ method: draft.method, target: draft.target, headers: draft.headers, body: draft.body, framing: draft.framing });
   const headBytes = bytes.indexOf('\r\n\r\n');
   // Past the header limit the route is never reached: the neutral envelope. Near it, either.
-  let envelopes = envelopesFor(draft.target, draft.headers);
+  let envelopes = envelopesFor(draft.target, draft.headers, draft.method);
   // A request target with bytes outside visible ASCII may be refused by the parser itself; a header
   // name that is not a token, or a value with control characters, is (the route is never known).
   if (/[^\x21-\x7e]/.test(draft.target)) envelopes = [...envelopes, 'neutral'];
@@ -263,6 +267,12 @@ function opsCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'ops', draft);
 }
 
+/** A retrieval route's case: its body as clients send it, then the usual mutations. */
+const retrievalCase = (endpoint: Endpoint, request: (rng: Random) => RetrievalRequest) => (rng: Random, id: string): FuzzCase => {
+  const { target, body, fields } = request(rng);
+  return finish(id, endpoint, postDraft(rng, target, 'openai', body, fields));
+};
+
 const GENERATORS: Record<Endpoint, (rng: Random, id: string) => FuzzCase> = {
   messages: messagesCase,
   count_tokens: countTokensCase,
@@ -273,6 +283,9 @@ const GENERATORS: Record<Endpoint, (rng: Random, id: string) => FuzzCase> = {
   model: modelCase,
   ops: opsCase,
   raw: rawCase,
+  rerank: retrievalCase('rerank', rerankRequest),
+  tokenize: retrievalCase('tokenize', tokenizeRequest),
+  tei: retrievalCase('tei', teiRequest),
 };
 
 /** Case `index` of `endpoint` under `seed`: the same arguments always give the same bytes. */

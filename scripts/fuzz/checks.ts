@@ -69,6 +69,7 @@ export function describeBody(body: Buffer): string {
   if (isNeutral(parsed)) return 'neutral envelope';
   if (isAnthropic(parsed)) return 'Anthropic envelope';
   if (isOpenAi(parsed)) return 'OpenAI envelope';
+  if (isTei(parsed)) return 'TEI envelope';
   if (isObject(parsed) && 'statusCode' in parsed && 'message' in parsed) return `Fastify default {${keys(parsed)}}`;
   if (isObject(parsed)) {
     const inner = isObject(parsed.error) ? ` error:{${keys(parsed.error)}}` : '';
@@ -100,7 +101,13 @@ function fieldPresent(request: Buffer, path: string): boolean {
   return node !== undefined;
 }
 
+/** TEI's {"error": M, "error_type": T}. */
+function isTei(body: unknown): boolean {
+  return isObject(body) && keys(body) === 'error,error_type' && typeof body.error === 'string' && typeof body.error_type === 'string';
+}
+
 function matches(envelope: Envelope, parsed: unknown): boolean {
+  if (envelope === 'tei') return isTei(parsed);
   return envelope === 'anthropic' ? isAnthropic(parsed) : envelope === 'openai' ? isOpenAi(parsed) : isNeutral(parsed);
 }
 

@@ -12,9 +12,10 @@ export const API_KEY = 'sk-fuzz';
 
 /**
  * Error envelopes: each dialect's, and the neutral one for malformed HTTP whose route cannot be
- * known: {"type":"error","error":{"type":"invalid_request_error","message","param":null,"code"}}.
+ * known: {"type":"error","error":{"type":"invalid_request_error","message","param":null,"code"}}; TEI's
+ * routes' {"error", "error_type"}.
  */
-export type Envelope = 'anthropic' | 'openai' | 'neutral';
+export type Envelope = 'anthropic' | 'openai' | 'neutral' | 'tei';
 
 export interface ExpectedResponse {
   head: boolean;
@@ -49,5 +50,5 @@ export interface FuzzCase {
   then?: { bytes: Buffer; response: ExpectedResponse };
 }
 
-export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw'] as const;
+export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw', 'rerank', 'tokenize', 'tei'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];

@@ -109,6 +109,6 @@ export const clip = (value: string, max = 100) => (value.length <= max ? value :
 export const modelNotFound = (model: string) => new CoreError('model_not_found', `The model \`${clip(model)}\` does not exist.`, { model: clip(model) });
 
 export const wrongModelTask = (model: string, task: ModelTask) =>
-  new CoreError('wrong_model_task', `The model \`${clip(model)}\` is ${task === 'chat' ? 'a chat model and cannot embed' : 'an embedding model and cannot chat'}.`, { model, task });
+  new CoreError('wrong_model_task', `The model \`${clip(model)}\` is ${task === 'chat' ? 'a chat model and cannot embed' : task === 'rerank' ? 'a rerank model (a cross-encoder): it only ranks' : 'an embedding model and cannot chat'}.`, { model, task });
 
 export const overloaded = (model: string) => new CoreError('overloaded', `The model \`${model}\` is busy; retry shortly.`, { model });

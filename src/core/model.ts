@@ -3,7 +3,8 @@
  * against (its names, task and limits). Where its files are and how they load is the model
  * scanner's record (src/models/registry.ts ModelInfo), which extends this one and never reaches HTTP.
  */
-export type ModelTask = 'chat' | 'embedding';
+/** rerank: a cross-encoder that scores (query, document) pairs (…ForSequenceClassification with one label). */
+export type ModelTask = 'chat' | 'embedding' | 'rerank';
 
 export interface ModelDescription {
   id: string;

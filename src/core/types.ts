@@ -154,6 +154,12 @@ export interface EmbedRequest {
   model: string;
   inputs: EmbedInput[];
   dimensions?: number;
+  /** Cut inputs longer than the context instead of refusing them (undefined: the server's setting). */
+  truncate?: boolean;
+  /** Cut every input to at most this many tokens (a rerank's max_tokens_per_doc). */
+  maxTokens?: number;
+  /** L2-normalise the vectors (undefined: as the model's manifest says). */
+  normalize?: boolean;
 }
 
 export interface EmbedResult {
@@ -207,13 +213,82 @@ export interface InferenceService {
   countTokens(prompt: ChatPrompt, options?: CallOptions): Promise<number>;
   embed(request: EmbedRequest, options?: CallOptions): Promise<EmbedResult>;
   close(): Promise<void>;
+  /** Any model's tokens for a text, or for a chat prompt as the chat endpoints render it (chat models). */
+  tokenize(request: TokenizeRequest, options?: CallOptions): Promise<TokenizeResult>;
+  /** Any model's text for token ids. */
+  detokenize(request: DetokenizeRequest, options?: CallOptions): Promise<string>;
+  /** A cross-encoder's relevance logit for each (query, document) pair. */
+  rerank(request: RerankRequest, options?: CallOptions): Promise<RerankResult>;
 }
 
 /** One request's inputs within a gathered embedding batch. */
 export interface EmbedBatchItem {
   inputs: EmbedInput[];
   dimensions?: number;
+  /** This request's own choice; the batch's (the server's setting) when undefined. */
+  truncate?: boolean;
+  maxTokens?: number;
+  normalize?: boolean;
 }
 
 /** Each request of a batch succeeds or fails on its own. */
 export type EmbedItemResult = { ok: true; vectors: Float32Array[]; promptTokens: number } | { ok: false; error: CoreErrorData };
+
+/**
+ * What to tokenize: text (with the special tokens the tokenizer adds around a text, or without), or a
+ * chat prompt rendered through the model's chat template exactly as a chat request's prompt is (its
+ * count is the chat endpoints' prompt usage).
+ */
+export type TokenizeInput = { kind: 'text'; text: string; addSpecial: boolean } | { kind: 'chat'; prompt: ChatPrompt };
+
+export interface TokenizeRequest {
+  model: string;
+  input: TokenizeInput;
+  /** Also each token's text and where it lies in the input (text inputs). */
+  pieces?: boolean;
+}
+
+/** One token of a tokenized text: its text on its own, whether it is special, its span in the input (UTF-16 offsets; empty for added special tokens). */
+export interface TokenPiece {
+  id: number;
+  /** The token's text, decoded on its own. */
+  text: string;
+  /** The token as the vocabulary spells it (`Ġhello`, `##ing`). */
+  token: string;
+  special: boolean;
+  start: number;
+  stop: number;
+}
+
+export interface TokenizeResult {
+  tokens: number[];
+  pieces?: TokenPiece[];
+}
+
+export interface DetokenizeRequest {
+  model: string;
+  tokens: number[];
+  /** Leave special tokens out of the text. */
+  skipSpecial?: boolean;
+}
+
+/** (query, document) pairs for a cross-encoder (a model whose task is rerank). */
+export interface RerankRequest {
+  model: string;
+  query: string;
+  documents: string[];
+  /** Cut each document to at most this many tokens (the query is never cut). */
+  maxTokens?: number;
+  /**
+   * A pair longer than the model's context: cut the document to fit (true), or refuse it (false,
+   * undefined: the server's embedding truncation setting).
+   */
+  truncate?: boolean;
+}
+
+export interface RerankResult {
+  /** Each pair's raw relevance logit, in document order. */
+  logits: number[];
+  /** Tokens of every pair as the model saw them (query, document and special tokens). */
+  promptTokens: number;
+}

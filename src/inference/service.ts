@@ -13,10 +13,10 @@ import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
 import { describedAs, type ModelDescription } from '../core/model.js';
 import { silentLogger, type Logger } from '../core/log.js';
-import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService, ModelStatus } from '../core/types.js';
+import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, ModelStatus, RerankRequest, RerankResult, TokenizeRequest, TokenizeResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { modelFileBytes, modelSignature } from '../models/signature.js';
-import { EmbedBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
+import { EmbedBatcher, RerankBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
 import { ModelPool, type ModelPoolOptions, type PoolContext } from '../pool/model-pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
 import { ModelCatalog } from './catalog.js';
@@ -58,13 +58,12 @@ export interface LocalServiceOptions extends ModelPoolOptions {
 /** A loaded model's pools. */
 interface Loaded {
   pool: ModelPool;
-  /**
-   * Chat models: a tokenizer-only pool, so token counting never waits behind generations. Started on
-   * the first count (a tokenizer's objects cost tens of MiB per worker; many clients never count).
-   */
+  /** A tokenizer-only pool (token counting and the tokenize routes): see tokenizerPool. */
   counter?: ModelPool;
   /** Embedding models: gathers concurrent requests into shared forward passes. */
   batcher?: EmbedBatcher;
+  /** Rerank models (cross-encoders): the same for their (query, document) pairs. */
+  ranker?: RerankBatcher;
   at: number;
 }
 
@@ -149,7 +148,7 @@ export class LocalInferenceService implements InferenceService {
           // An unloaded model is ready too: its first request loads it.
           ready: !loaded || pool!.ready,
           state: loaded ? 'loaded' : entry.loading ? 'loading' : 'unloaded',
-          queued: (pool?.queueSize ?? 0) + (loaded?.batcher?.queued ?? 0),
+          queued: (pool?.queueSize ?? 0) + (loaded?.batcher?.queued ?? 0) + (loaded?.ranker?.queued ?? 0),
           workers: pool?.size ?? 0,
           workerRestarts: pool?.workerRestarts ?? 0,
           fileBytes: entry.fileBytes,
@@ -186,19 +185,40 @@ export class LocalInferenceService implements InferenceService {
   }
 
   async countTokens(prompt: ChatPrompt, options: CallOptions = {}): Promise<number> {
-    return this.using(this.entryFor(prompt.model, 'chat'), options, (loaded) => {
-      if (!loaded.counter) {
-        const counter = new ModelPool(loaded.pool.model, this.options, this.context, 'tokenizer');
-        loaded.counter = counter;
-        void counter.start().catch((error: unknown) => this.context.logger.error({ err: error, model: counter.model.id }, 'token counting pool failed to start'));
-      }
-      // Until its own pool is up, the generation pool counts.
-      return (loaded.counter.ready ? loaded.counter : loaded.pool).countTokens(prompt);
-    });
+    return this.using(this.entryFor(prompt.model, 'chat'), options, (loaded) => this.tokenizerPool(loaded).countTokens(prompt));
+  }
+
+  /** A cross-encoder's scores: concurrent requests' pairs are gathered into shared forward passes, as embeddings are. */
+  async rerank(request: RerankRequest, options: CallOptions = {}): Promise<RerankResult> {
+    const { model: _model, ...pairs } = request;
+    return this.using(this.entryFor(request.model, 'rerank'), options, ({ ranker }) => ranker!.submit(pairs));
+  }
+
+  async tokenize(request: TokenizeRequest, options: CallOptions = {}): Promise<TokenizeResult> {
+    const entry = request.input.kind === 'chat' ? this.entryFor(request.model, 'chat') : this.anyEntry(request.model);
+    return this.using(entry, options, (loaded) => this.tokenizerPool(loaded).tokenize({ input: request.input, pieces: request.pieces ?? false }));
+  }
+
+  async detokenize(request: DetokenizeRequest, options: CallOptions = {}): Promise<string> {
+    return this.using(this.anyEntry(request.model), options, (loaded) => this.tokenizerPool(loaded).detokenize(request.tokens, request.skipSpecial ?? false));
+  }
+
+  /**
+   * The model's tokenizer-only pool, so tokenizing never waits behind generations or embeddings;
+   * started on first use (a tokenizer's objects cost tens of MiB per worker; many clients never
+   * count). Until it is up, the model's own pool serves.
+   */
+  private tokenizerPool(loaded: Loaded): ModelPool {
+    if (!loaded.counter) {
+      const counter = new ModelPool(loaded.pool.model, this.options, this.context, 'tokenizer');
+      loaded.counter = counter;
+      void counter.start().catch((error: unknown) => this.context.logger.error({ err: error, model: counter.model.id }, 'token counting pool failed to start'));
+    }
+    return loaded.counter.ready ? loaded.counter : loaded.pool;
   }
 
   async embed(request: EmbedRequest, options: CallOptions = {}): Promise<EmbedResult> {
-    return this.using(this.entryFor(request.model, 'embedding'), options, ({ batcher }) => batcher!.embed({ inputs: request.inputs, dimensions: request.dimensions }));
+    return this.using(this.entryFor(request.model, 'embedding'), options, ({ batcher }) => batcher!.embed({ inputs: request.inputs, dimensions: request.dimensions, truncate: request.truncate, maxTokens: request.maxTokens, normalize: request.normalize }));
   }
 
   /** Unloads a model now if no request holds it (as `keep_alive: 0` does); false when it is busy or not loaded. */
@@ -275,6 +295,12 @@ export class LocalInferenceService implements InferenceService {
     this.context.logger.info({ model: entry.info.id, inflight: entry.inflight }, `model ${entry.info.id} ${why}`);
     this.retiring.add(entry);
     this.scheduleIdle(entry);
+  }
+
+  private anyEntry(name: string): Entry {
+    const entry = this.catalog.named(name);
+    if (!entry) throw modelNotFound(name);
+    return entry;
   }
 
   private entryFor(name: string, task: ModelInfo['task']): Entry {
@@ -354,6 +380,7 @@ export class LocalInferenceService implements InferenceService {
       const pool = new ModelPool(info, this.options, this.context);
       const loaded: Loaded = { pool, at: 0 };
       if (info.task === 'embedding') loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
+      if (info.task === 'rerank') loaded.ranker = new RerankBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
       try {
         const notes = await pool.start();
         const { id, task, dtype, poolSize: workers } = info;

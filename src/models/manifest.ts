@@ -25,7 +25,7 @@ export const MODEL_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 export const manifestSchema = z
   .object({
     id: z.string().regex(MODEL_ID_PATTERN, 'letters, digits, ".", "_", ":", "-"; not starting with a dot').optional(),
-    task: z.enum(['chat', 'embedding']).optional(),
+    task: z.enum(['chat', 'embedding', 'rerank']).optional(),
     dtype: z.enum(DTYPES as [Dtype, ...Dtype[]]).optional(),
     contextLength: z.number().int().positive().optional(),
     /** Most output tokens one request may ask for (Anthropic's per-model max_tokens limit); default: the context length. */

@@ -122,7 +122,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
   if (options.id === undefined && !MODEL_ID_PATTERN.test(id)) throw new Error(`folder name "${folder}" is not a usable model id; set "id" in manifest.json`);
 
   const architectures: string[] = Array.isArray(config.architectures) ? config.architectures : [];
-  const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : 'embedding');
+  const task: ModelTask = manifest.task ?? (architectures.some((a) => /ForCausalLM$|LMHeadModel$|ForConditionalGeneration$/.test(a)) ? 'chat' : crossEncoder(architectures, config) ? 'rerank' : 'embedding');
   const template = task === 'chat' ? chatTemplate(dir, tokenizerConfig) : undefined;
   if (task === 'chat' && !template) {
     throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
@@ -219,4 +219,11 @@ function countExternalData(onnxPath: string): number {
   let chunks = 1;
   while (fs.existsSync(`${onnxPath}_data_${chunks}`)) chunks++;
   return chunks;
+}
+
+/** A cross-encoder: a sequence classifier with one label (its logit is the pair's relevance). */
+function crossEncoder(architectures: string[], config: Record<string, unknown>): boolean {
+  if (!architectures.some((a) => /ForSequenceClassification$/.test(a))) return false;
+  const labels = typeof config.num_labels === 'number' ? config.num_labels : config.id2label && typeof config.id2label === 'object' ? Object.keys(config.id2label).length : 2;
+  return labels === 1;
 }

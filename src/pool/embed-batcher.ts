@@ -1,5 +1,6 @@
 /**
- * Dynamic batching of embedding requests for one model (runs on the event-loop thread).
+ * Dynamic batching of embedding requests for one model (runs on the event-loop thread); a
+ * cross-encoder's rerank requests are gathered the same way (DynamicBatcher with the pairs' job).
  *
  * Requests queue here while every worker of the model is busy; when a worker frees up, everything
  * waiting (up to a token budget) goes to it as one task, and the worker runs it in as few forward
@@ -8,8 +9,8 @@
  * batches by itself. The queue is bounded: beyond `maxQueue` waiting requests, new ones are refused
  * as overloaded at once.
  */
-import { CoreError, overloaded } from '../core/errors.js';
-import type { EmbedResult } from '../core/types.js';
+import { CoreError, overloaded, type CoreErrorData } from '../core/errors.js';
+import type { EmbedResult, RerankRequest, RerankResult } from '../core/types.js';
 import type { EmbedBatchItem } from '../core/types.js';
 import type { ModelPool } from './model-pool.js';
 
@@ -25,34 +26,46 @@ export interface EmbedBatchingOptions {
   maxQueue: number;
 }
 
-interface Pending {
-  item: EmbedBatchItem;
+interface Pending<Item, Result> {
+  item: Item;
   estimatedTokens: number;
-  resolve: (result: EmbedResult) => void;
+  resolve: (result: Result) => void;
   reject: (error: unknown) => void;
 }
 
-/** Cheap token estimate for gathering (the worker cuts forward passes by the real counts). */
-function estimate(item: EmbedBatchItem): number {
-  return item.inputs.reduce((sum, input) => sum + (typeof input === 'string' ? Math.ceil(input.length / 4) + 2 : input.length), 0);
+/** Each request of a gathered batch succeeds or fails on its own. */
+export type BatchItemResult<Result> = { ok: true; value: Result } | { ok: false; error: CoreErrorData };
+
+/** What one kind of request is to the batcher: a cheap token estimate, and one worker task for a batch of them. */
+export interface BatchJob<Item, Result> {
+  estimate(item: Item): number;
+  run(items: Item[]): Promise<Array<BatchItemResult<Result>>>;
 }
 
-export class EmbedBatcher {
-  private readonly queue: Pending[] = [];
+/** Cheap token estimate for gathering (the worker cuts forward passes by the real counts). */
+const textTokens = (text: string) => Math.ceil(text.length / 4) + 2;
+
+function estimate(item: EmbedBatchItem): number {
+  return item.inputs.reduce((sum, input) => sum + (typeof input === 'string' ? textTokens(input) : input.length), 0);
+}
+
+export class DynamicBatcher<Item, Result> {
+  private readonly queue: Array<Pending<Item, Result>> = [];
   private inflight = 0;
   private scheduled = false;
 
   constructor(
     private readonly pool: ModelPool,
     private readonly options: EmbedBatchingOptions,
+    private readonly job: BatchJob<Item, Result>,
   ) {}
 
-  embed(item: EmbedBatchItem): Promise<EmbedResult> {
+  submit(item: Item): Promise<Result> {
     if (this.queue.length >= this.options.maxQueue + this.pool.size) {
       return Promise.reject(overloaded(this.pool.model.id));
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ item, estimatedTokens: estimate(item), resolve, reject });
+      this.queue.push({ item, estimatedTokens: this.job.estimate(item), resolve, reject });
       this.pump();
     });
   }
@@ -78,7 +91,7 @@ export class EmbedBatcher {
   }
 
   /** The next batch: at least one request, then more while they fit the budget. */
-  private take(): Pending[] {
+  private take(): Array<Pending<Item, Result>> {
     if (!this.options.enabled) return this.queue.splice(0, 1);
     let tokens = this.queue[0]!.estimatedTokens;
     let count = 1;
@@ -89,7 +102,7 @@ export class EmbedBatcher {
     return this.queue.splice(0, count);
   }
 
-  private dispatch(batch: Pending[]): void {
+  private dispatch(batch: Array<Pending<Item, Result>>): void {
     if (batch.length === 0) return;
     this.inflight++;
     const settle = (apply: () => void) => {
@@ -99,15 +112,42 @@ export class EmbedBatcher {
       this.pump();
       apply();
     };
-    this.pool.embedBatch(batch.map((p) => p.item), { maxBatchTokens: this.options.maxBatchTokens, truncate: this.options.truncate }).then(
+    this.job.run(batch.map((p) => p.item)).then(
       (results) =>
         settle(() =>
           results.forEach((result, i) => {
-            if (result.ok) batch[i]!.resolve({ vectors: result.vectors, promptTokens: result.promptTokens });
+            if (result.ok) batch[i]!.resolve(result.value);
             else batch[i]!.reject(CoreError.from(result.error));
           }),
         ),
       (error) => settle(() => batch.forEach((p) => p.reject(error))),
     );
+  }
+}
+
+/** Embedding requests gathered into shared worker tasks and forward passes. */
+export class EmbedBatcher extends DynamicBatcher<EmbedBatchItem, EmbedResult> {
+  constructor(pool: ModelPool, options: EmbedBatchingOptions) {
+    super(pool, options, {
+      estimate,
+      run: async (items) =>
+        (await pool.embedBatch(items, { maxBatchTokens: options.maxBatchTokens, truncate: options.truncate })).map((r) =>
+          r.ok ? { ok: true as const, value: { vectors: r.vectors, promptTokens: r.promptTokens } } : r,
+        ),
+    });
+  }
+
+  embed(item: EmbedBatchItem): Promise<EmbedResult> {
+    return this.submit(item);
+  }
+}
+
+/** A cross-encoder's rerank requests gathered the same way: their pairs share forward passes. */
+export class RerankBatcher extends DynamicBatcher<Omit<RerankRequest, 'model'>, RerankResult> {
+  constructor(pool: ModelPool, options: EmbedBatchingOptions) {
+    super(pool, options, {
+      estimate: (item) => item.documents.reduce((sum, d) => sum + textTokens(item.query) + textTokens(d), 0),
+      run: (items) => pool.rerankBatch(items, { maxBatchTokens: options.maxBatchTokens, truncate: options.truncate }),
+    });
   }
 }

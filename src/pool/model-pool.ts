@@ -20,7 +20,7 @@ import type { Logger } from '../core/log.js';
 import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
-import type { EmbedBatchItem, EmbedItemResult } from '../core/types.js';
+import type { EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
@@ -208,6 +208,20 @@ export class ModelPool {
 
   async countTokens(prompt: ChatPrompt): Promise<number> {
     return (await this.run({ type: 'count', prompt })).inputTokens;
+  }
+
+  async tokenize(task: Omit<TaskOf<'tokenize'>, 'type'>): Promise<ReplyOf<'tokenize'>> {
+    return this.run({ type: 'tokenize', ...task });
+  }
+
+  async detokenize(tokens: number[], skipSpecial: boolean): Promise<string> {
+    return (await this.run({ type: 'detokenize', tokens, skipSpecial })).text;
+  }
+
+  /** Scores several rerank requests' (query, document) pairs on a cross-encoder in one worker task; each result stands alone. */
+  async rerankBatch(items: Array<Omit<RerankRequest, 'model'>>, options: { maxBatchTokens: number; truncate: boolean }): Promise<ReplyOf<'rerank'>['results']> {
+    const control = newControl();
+    return (await this.run({ type: 'rerank', items, ...options, control: control.buffer as SharedArrayBuffer }, undefined, { control })).results;
   }
 
   /** Embeds several requests in one worker task; each result stands alone. */

@@ -14,6 +14,8 @@ import { embedBatch } from '../engines/onnx/embed.js';
 import { workerLog } from './log.js';
 import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from '../chat/prompt.js';
+import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
+import { rerankPairs } from '../engines/onnx/rerank.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
@@ -49,6 +51,20 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async count(task) {
     return { inputTokens: renderPrompt(await loading, task.prompt).ids.length };
+  },
+  async tokenize({ input, pieces }) {
+    const loaded = await loading;
+    if (input.kind === 'text') return tokenizeText(loaded.tokenizer, input.text, { addSpecial: input.addSpecial, pieces });
+    const { ids } = renderPrompt(loaded, input.prompt);
+    return pieces ? { tokens: ids, pieces: piecesOf(loaded.tokenizer, ids) } : { tokens: ids };
+  },
+  async detokenize({ tokens, skipSpecial }) {
+    return { text: detokenize((await loading).tokenizer, tokens, skipSpecial) };
+  },
+  async rerank(task) {
+    markBusy(new Int32Array(task.control), true);
+    const results = await rerankPairs(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
+    return { results, threadId, heapUsedBytes: heapUsed() };
   },
   async generate(task) {
     try {

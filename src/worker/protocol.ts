@@ -8,7 +8,7 @@ import type { MessagePort } from 'node:worker_threads';
 import type { EngineSettings } from '../core/engine-settings.js';
 import type { CoreErrorData } from '../core/errors.js';
 import type { GenerationTestHooks, GenerationTiming, PromptCacheStats } from '../core/hooks.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult } from '../core/types.js';
+import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult, RerankRequest, RerankResult, TokenizeInput, TokenizeResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 
 /** piscina workerData: which model this worker serves and how it runs it. */
@@ -60,6 +60,17 @@ export interface TaskMap {
     reply: { result: ChatResult; cancelled: boolean; threadId: number; timing: GenerationTiming; promptCache?: PromptCacheStats; heapUsedBytes: number };
   };
   count: { task: { prompt: ChatPrompt }; reply: { inputTokens: number } };
+  /** The tokenize routes: a text's or a chat prompt's tokens (tokenizer-only workers serve it). */
+  tokenize: { task: { input: TokenizeInput; pieces: boolean }; reply: TokenizeResult };
+  detokenize: { task: { tokens: number[]; skipSpecial: boolean }; reply: { text: string } };
+  /**
+   * A cross-encoder's (query, document) pairs of several rerank requests (one entry per request
+   * gathered), in shared forward passes of at most maxBatchTokens padded tokens; each result stands alone.
+   */
+  rerank: {
+    task: { items: Array<Omit<RerankRequest, 'model'>>; maxBatchTokens: number; truncate: boolean; control: SharedArrayBuffer };
+    reply: { results: Array<{ ok: true; value: RerankResult } | { ok: false; error: CoreErrorData }>; threadId: number; heapUsedBytes: number };
+  };
   embed: {
     task: {
       /** One entry per HTTP request gathered into this batch. */

@@ -4,7 +4,7 @@
  * proven in test/model and test/clients.
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../../src/core/errors.js';
-import type { AnswerPart, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedRequest, EmbedResult, InferenceService } from '../../src/core/types.js';
+import type { AnswerPart, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, ChatResult, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, RerankRequest, RerankResult, TokenizeRequest, TokenizeResult } from '../../src/core/types.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
@@ -135,6 +135,39 @@ export class FakeInference implements InferenceService {
     });
     const promptTokens = request.inputs.reduce((sum, input) => sum + (typeof input === 'string' ? words(input).length : input.length), 0);
     return { vectors, promptTokens };
+  }
+
+  /** One token per word, its id the word's length; a chat prompt counts as countTokens does. */
+  async tokenize(request: TokenizeRequest): Promise<TokenizeResult> {
+    if (request.input.kind === 'chat') {
+      const count = await this.countTokens(request.input.prompt);
+      return { tokens: Array.from({ length: count }, (_, i) => i + 1) };
+    }
+    if (!this.findModel(request.model)) throw modelNotFound(request.model);
+    const tokens = words(request.input.text).map((w) => w.length);
+    if (!request.pieces) return { tokens };
+    let cursor = 0;
+    const pieces = words(request.input.text).map((w) => {
+      const start = request.input.kind === 'text' ? request.input.text.indexOf(w, cursor) : 0;
+      cursor = start + w.length;
+      return { id: w.length, text: w, token: w, special: false, start, stop: cursor };
+    });
+    return { tokens, pieces };
+  }
+
+  /** Each id decodes to that many x's; ids over 1000 are outside the vocabulary. */
+  async detokenize(request: DetokenizeRequest): Promise<string> {
+    if (!this.findModel(request.model)) throw modelNotFound(request.model);
+    const bad = request.tokens.findIndex((t) => t >= 1000);
+    if (bad >= 0) throw new CoreError('token_out_of_vocabulary', 'out of vocabulary', { item: bad, limit: 1000 });
+    return request.tokens.map((t) => 'x'.repeat(t)).join(' ');
+  }
+
+  /** The fake has no cross-encoder: every rerank is a wrong task. */
+  async rerank(request: RerankRequest): Promise<RerankResult> {
+    const model = this.findModel(request.model);
+    if (!model) throw modelNotFound(request.model);
+    throw wrongModelTask(request.model, model.task);
   }
 
   async close(): Promise<void> {}

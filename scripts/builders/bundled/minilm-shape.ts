@@ -6,7 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { buildBertEncoder, MINILM_L6_SHAPE, type BertShape } from '../onnx/bert-encoder.js';
+import { bertConfig, buildBertEncoder, MINILM_L6_SHAPE, type BertShape } from '../onnx/bert-encoder.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import { readGlove, writeWordTokenizer } from './glove-embedder.js';
 
@@ -27,15 +27,7 @@ export function buildBertFolder(ctx: BuildContext, shape: BertShape, words: read
     _comment: 'Random-weight BERT encoder built by local-inference-server',
     model_type: 'bert',
     architectures: ['BertModel'],
-    vocab_size: shape.vocabSize,
-    hidden_size: shape.hiddenSize,
-    num_hidden_layers: shape.numLayers,
-    num_attention_heads: shape.numHeads,
-    intermediate_size: shape.intermediateSize,
-    max_position_embeddings: shape.maxPositions,
-    type_vocab_size: shape.typeVocabSize,
-    layer_norm_eps: shape.layerNormEps,
-    pad_token_id: 0,
+    ...bertConfig(shape),
   });
 }
 

@@ -27,7 +27,27 @@ export const MINILM_L6_SHAPE: BertShape = {
   maxPositions: 512, typeVocabSize: 2, layerNormEps: 1e-12,
 };
 
-export function buildBertEncoder(shape: BertShape, seed: number): Uint8Array {
+/**
+ * `head`: `hidden` outputs last_hidden_state (a feature-extraction export); `classifier` adds BERT's
+ * pooler (the [CLS] row through a tanh dense layer) and a one-label classifier, and outputs `logits`
+ * [B,1], as a cross-encoder's text-classification export does.
+ */
+/** The config.json fields of a BERT of this shape (a folder's architecture and labels come on top). */
+export function bertConfig(shape: BertShape) {
+  return {
+    vocab_size: shape.vocabSize,
+    hidden_size: shape.hiddenSize,
+    num_hidden_layers: shape.numLayers,
+    num_attention_heads: shape.numHeads,
+    intermediate_size: shape.intermediateSize,
+    max_position_embeddings: shape.maxPositions,
+    type_vocab_size: shape.typeVocabSize,
+    layer_norm_eps: shape.layerNormEps,
+    pad_token_id: 0,
+  };
+}
+
+export function buildBertEncoder(shape: BertShape, seed: number, head: 'hidden' | 'classifier' = 'hidden'): Uint8Array {
   const s = shape;
   const g = new GraphBuilder();
   const rng = new SeededRandom(seed);
@@ -75,7 +95,18 @@ export function buildBertEncoder(shape: BertShape, seed: number): Uint8Array {
     const gelu = g.op1('Mul', [g.op1('Mul', [inner, g.floats([0.5], [])]), g.op1('Add', [g.floats([1], []), g.op1('Erf', [g.op1('Mul', [inner, sqrtHalf])])])]);
     x = layerNorm(g.op1('Add', [x, dense(gelu, `${p}.output.dense`, s.intermediateSize, H)]), `${p}.output.LayerNorm`);
   }
-  g.alias(x, 'last_hidden_state');
-  g.output('last_hidden_state', 'float32', ['batch_size', 'sequence_length', H]);
+  if (head === 'classifier') {
+    // The head's weights are N(0, 1), not BERT's 0.02: with random weights the [CLS] row varies
+    // little between inputs, and a small head would score every pair alike.
+    const wide = (v: string, name: string, inDim: number, outDim: number) =>
+      g.op1('Add', [g.op1('MatMul', [v, g.weight(`${name}.weight`, [inDim, outDim], rng.normals(inDim * outDim, 1))]), g.weight(`${name}.bias`, [outDim], new Float32Array(outDim))]);
+    const cls = g.op1('Gather', [x, g.int64s([0], [])], { axis: 1 });
+    const pooled = g.op1('Tanh', [wide(cls, 'pooler.dense', H, H)]);
+    g.alias(wide(pooled, 'classifier', H, 1), 'logits');
+    g.output('logits', 'float32', ['batch_size', 1]);
+  } else {
+    g.alias(x, 'last_hidden_state');
+    g.output('last_hidden_state', 'float32', ['batch_size', 'sequence_length', H]);
+  }
   return g.encode('local-inference-server bert-encoder builder');
 }

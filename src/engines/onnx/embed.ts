@@ -32,7 +32,7 @@ export async function embedBatch(loaded: LoadedModel, items: EmbedBatchItem[], o
   const tokenized: number[][][] = [];
   items.forEach((item, i) => {
     try {
-      tokenized[i] = prepare(loaded, item, options.truncate);
+      tokenized[i] = prepare(loaded, item, item.truncate ?? options.truncate);
       tokenized[i]!.forEach((ids, index) => rows.push({ item: i, index, ids }));
     } catch (error) {
       results[i] = { ok: false, error: toCoreError(error).toData() };
@@ -49,7 +49,7 @@ export async function embedBatch(loaded: LoadedModel, items: EmbedBatchItem[], o
   items.forEach((item, i) => {
     if (results[i]) return;
     try {
-      const finished = vectors[i]!.map((v, index) => finish(loaded, v, item.dimensions, index));
+      const finished = vectors[i]!.map((v, index) => finish(loaded, v, { dimensions: item.dimensions, normalize: item.normalize ?? loaded.info.normalize }, index));
       results[i] = { ok: true, vectors: finished, promptTokens: tokenized[i]!.reduce((sum, ids) => sum + ids.length, 0) };
     } catch (error) {
       results[i] = { ok: false, error: toCoreError(error).toData() };
@@ -77,6 +77,8 @@ function prepare(loaded: LoadedModel, item: EmbedBatchItem, truncate: boolean): 
     if (vocabSize !== undefined && ids.some((id) => id >= vocabSize)) {
       throw new CoreError('token_out_of_vocabulary', `Input ${index} holds a token id outside this model's vocabulary (0..${vocabSize - 1}).`, { item: index, limit: vocabSize });
     }
+    // A request's own cap (a rerank's max_tokens_per_doc) cuts without asking; the context only when truncating.
+    if (item.maxTokens !== undefined && ids.length > item.maxTokens && item.maxTokens <= info.contextLength) ids = ids.slice(0, item.maxTokens);
     if (ids.length > info.contextLength) {
       if (!truncate) {
         throw new CoreError('input_too_long', `Input ${index} is ${ids.length} tokens, more than the model's context of ${info.contextLength}.`, {
@@ -141,9 +143,10 @@ async function forward(loaded: LoadedModel, batch: number[][]): Promise<Float32A
 }
 
 /** Shortens (Matryoshka) and L2-normalises; refuses a vector with nothing in it rather than returning NaN or zeros. */
-function finish(loaded: LoadedModel, pooled: Float32Array, dimensions: number | undefined, index: number): Float32Array {
+function finish(loaded: LoadedModel, pooled: Float32Array, options: { dimensions: number | undefined; normalize: boolean }, index: number): Float32Array {
+  const { dimensions } = options;
   const vector = dimensions !== undefined && dimensions < pooled.length ? pooled.slice(0, dimensions) : pooled;
-  if (!loaded.info.normalize) return vector;
+  if (!options.normalize) return vector;
   let sum = 0;
   for (const v of vector) sum += v * v;
   const norm = Math.sqrt(sum);

@@ -81,7 +81,7 @@ export function classify(error: unknown): KnownError {
 
 /** How one dialect turns a classified error into a status and a body. */
 export interface ErrorDialect {
-  name: 'anthropic' | 'openai';
+  name: string;
   render(error: KnownError, requestId: string): { status: number; body: object };
 }
 
