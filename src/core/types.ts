@@ -71,6 +71,11 @@ export interface ChatPrompt {
   tools?: ToolSpec[];
   toolChoice?: ToolChoice;
   thinking?: ThinkingOptions;
+  /**
+   * The client's own name for this conversation (OpenAI's `prompt_cache_key`): requests that share
+   * it go to the worker holding its prefix, instead of being keyed by their system prompt and tools.
+   */
+  cacheKey?: string;
 }
 
 export interface ChatRequest extends ChatPrompt {

@@ -3,8 +3,8 @@
  * prefix cache (src/engines/onnx/decode/prefix-cache.ts), and to the least busy worker when that one is
  * saturated.
  *
- * The key is the start of the prompt as the request states it, not its token ids (those exist only
- * in the worker): the system prompt and the tools, which chat templates render first and which an
+ * The key is the client's name for the conversation when it gives one (`prompt_cache_key`), else
+ * the start of the prompt as the request states it, not its token ids (those exist only in the worker): the system prompt and the tools, which chat templates render first and which an
  * agent resends unchanged every turn; the first message when there are neither. The worker for a key
  * is chosen by rendezvous hashing over the live workers' thread ids: stateless, the same for every
  * turn of a conversation, and a replaced worker moves only the keys that were its own.
@@ -36,7 +36,9 @@ export interface AffinityOptions {
 
 /** A 32-bit key for the leading part of a chat prompt (see the module comment). */
 export function affinityKey(prompt: ChatPrompt): number {
-  const lead = prompt.system || prompt.tools?.length ? { system: prompt.system ?? '', tools: prompt.tools ?? [] } : { first: prompt.messages[0] ?? null };
+  // The client's own name for the conversation wins: two sessions of one agent share its system
+  // prompt and tools, and would otherwise all go to one worker until it is full.
+  const lead = prompt.cacheKey !== undefined ? { cacheKey: prompt.cacheKey } : prompt.system || prompt.tools?.length ? { system: prompt.system ?? '', tools: prompt.tools ?? [] } : { first: prompt.messages[0] ?? null };
   return createHash('sha1').update(JSON.stringify(lead)).digest().readUInt32LE(0);
 }
 

@@ -18,6 +18,9 @@ describe('affinityKey', () => {
     const tools = { ...prompt('S', 'x'), tools: [{ name: 'read', inputSchema: {} }] } as ChatPrompt;
     expect(affinityKey(tools)).not.toBe(affinityKey(prompt('S', 'x')));
     expect(affinityKey(prompt(undefined, 'hello'))).not.toBe(affinityKey(prompt(undefined, 'bye')));
+    // prompt_cache_key: the client's name for a conversation wins over the shared system prompt.
+    expect(affinityKey({ ...prompt('You are an agent.', 'x'), cacheKey: 'session-a' })).toBe(affinityKey({ ...prompt('Another prompt.', 'y'), cacheKey: 'session-a' }));
+    expect(affinityKey({ ...prompt('You are an agent.', 'x'), cacheKey: 'session-a' })).not.toBe(affinityKey({ ...prompt('You are an agent.', 'x'), cacheKey: 'session-b' }));
   });
 });
 

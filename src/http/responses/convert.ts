@@ -66,6 +66,7 @@ export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: I
     stopStrings: [],
     ...(logprobs !== undefined ? { logprobs } : {}),
     ...outputOf(body),
+    ...(body.prompt_cache_key ? { cacheKey: body.prompt_cache_key } : {}),
   };
   return { request, skippedTools: skipped, namespaced };
 }
