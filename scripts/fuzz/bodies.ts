@@ -46,6 +46,31 @@ export function validChatBody(rng: Random): Record<string, unknown> {
   return body;
 }
 
+/** A Responses body as the SDKs and Codex send it: a string or items, instructions, tools, a format. */
+export function validResponsesBody(rng: Random): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: CHAT_MODEL, max_output_tokens: rng.int(1, 4) };
+  body.input = rng.weighted<() => unknown>([
+    [3, () => sentence(rng)],
+    [2, () => [{ role: 'user', content: sentence(rng) }]],
+    [1, () => [
+      { type: 'message', role: 'developer', content: [{ type: 'input_text', text: sentence(rng) }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: sentence(rng) }] },
+    ]],
+    [1, () => [
+      { role: 'user', content: sentence(rng) },
+      { type: 'function_call', call_id: 'call_1', name: 'lookup', arguments: '{"q":"x"}' },
+      { type: 'function_call_output', call_id: 'call_1', output: sentence(rng) },
+    ]],
+  ])();
+  if (rng.chance(0.2)) body.instructions = sentence(rng);
+  if (rng.chance(0.2)) body.temperature = rng.pick([0, 0.7, 1.5]);
+  if (rng.chance(0.2)) body.tools = [{ type: 'function', name: 'lookup', parameters: { type: 'object', properties: { q: { type: 'string' } } } }, ...(rng.chance(0.5) ? [{ type: 'web_search' }] : [])];
+  if (rng.chance(0.1)) body.text = { format: { type: 'json_object' } };
+  if (rng.chance(0.2)) body.store = rng.chance(0.5);
+  if (rng.chance(0.1)) body.reasoning = { effort: rng.pick(['none', 'low']) };
+  return body;
+}
+
 export function validEmbeddingsBody(rng: Random, model: string | undefined = EMBED_MODEL): Record<string, unknown> {
   const body: Record<string, unknown> = {
     input: rng.weighted<() => unknown>([
@@ -202,7 +227,7 @@ export const CHAT_MAX_OUTPUT_TOKENS = 32_768;
  * 30 s read and filled the worker's batch, so that short requests behind them timed out too.)
  */
 export function boundMaxTokens(body: Record<string, unknown>, cap: number): void {
-  for (const field of ['max_tokens', 'max_completion_tokens']) {
+  for (const field of ['max_tokens', 'max_completion_tokens', 'max_output_tokens']) {
     const v = body[field];
     if (typeof v === 'number' && Number.isInteger(v) && v > cap && v <= CHAT_MAX_OUTPUT_TOKENS) body[field] = cap;
   }

@@ -8,7 +8,7 @@ import { serializeRequest } from './raw-client.js';
 import { hashString, oddString, Random, randomJson, randomString } from './random.js';
 import { CHAT_MODEL, EMBED_MODEL, type Endpoint, type Envelope, type FuzzCase } from './fuzz-case.js';
 import { asksClose, baseHeaders, mutateHeaders, type Headers } from './headers.js';
-import { boundMaxTokens, mutateBody, mutateSerialization, serializeBody, validChatBody, validEmbeddingsBody, validMessagesBody } from './bodies.js';
+import { boundMaxTokens, mutateBody, mutateSerialization, serializeBody, validChatBody, validEmbeddingsBody, validMessagesBody, validResponsesBody } from './bodies.js';
 import { rawCase } from './raw-cases.js';
 import { rerankRequest, retrievalEnvelopes, teiRequest, tokenizeRequest, type RetrievalRequest } from './retrieval-cases.js';
 
@@ -46,7 +46,7 @@ export function envelopesFor(target: string, headers: Array<[string, string]>, m
   const emptyOnly = present.length > 0 && !anthropic;
   if (decoded === undefined) return anthropic ? ['anthropic', 'neutral'] : ['openai', 'anthropic', 'neutral'];
   if (/^\/v1\/messages(\/|$)/.test(decoded)) return ['anthropic'];
-  if (/^\/v1\/(embeddings|engines\/|chat\/completions)/.test(decoded)) return anthropic || emptyOnly ? ['openai', 'anthropic'] : ['openai'];
+  if (/^\/v1\/(embeddings|engines\/|chat\/completions|responses)/.test(decoded)) return anthropic || emptyOnly ? ['openai', 'anthropic'] : ['openai'];
   if (anthropic) return ['anthropic'];
   return emptyOnly ? ['anthropic', 'openai'] : ['openai'];
 }
@@ -191,6 +191,33 @@ function chatCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'chat', draft);
 }
 
+const RESPONSES_FIELDS = ['input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'reasoning', 'stream', 'store', 'include', 'previous_response_id', 'truncation', 'metadata', 'prompt_cache_key', 'background'];
+
+/** POST /v1/responses (and its input_tokens count): the same bound on output as chat (an unlimited one gets 4 back). */
+function responsesCase(rng: Random, id: string): FuzzCase {
+  const body = validResponsesBody(rng);
+  const stream = rng.chance(0.3);
+  if (stream) body.stream = true;
+  const count = !stream && rng.chance(0.15);
+  if (count) delete body.max_output_tokens;
+  const draft = postDraft(rng, count ? '/v1/responses/input_tokens' : '/v1/responses', 'openai', body, RESPONSES_FIELDS, 8);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(draft.body!.toString());
+  } catch {
+    parsed = undefined;
+  }
+  if (!count && typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && (parsed as Record<string, unknown>).max_output_tokens == null) {
+    try {
+      draft.body = Buffer.from(JSON.stringify({ ...parsed, max_output_tokens: 4 }));
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+    }
+  }
+  if (stream) draft.labels.unshift('stream');
+  return finish(id, 'responses', draft);
+}
+
 function countTokensCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'count_tokens', postDraft(rng, '/v1/messages/count_tokens', 'anthropic', validMessagesBody(rng, false), MESSAGES_FIELDS));
 }
@@ -277,6 +304,7 @@ const GENERATORS: Record<Endpoint, (rng: Random, id: string) => FuzzCase> = {
   messages: messagesCase,
   count_tokens: countTokensCase,
   chat: chatCase,
+  responses: responsesCase,
   embeddings: embeddingsCase,
   engines: enginesCase,
   models: modelsCase,

@@ -172,11 +172,17 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
 
 /**
  * A complete stream in its dialect: Anthropic's named events from message_start (pings may come
- * first, while a model loads) to message_stop or error; OpenAI's data lines of chat.completion.chunk
- * objects (or an error object) ending with `data: [DONE]`.
+ * first, while a model loads) to message_stop or error; the Responses dialect's from response.created
+ * to response.completed, response.incomplete or response.failed; OpenAI chat's data lines of
+ * chat.completion.chunk objects (or an error object) ending with `data: [DONE]`.
  */
 function streamShape(text: string): Violation[] {
-  const events = [...text.matchAll(/^event: (\w+)/gm)].map((m) => m[1]!).filter((e) => e !== 'ping');
+  const events = [...text.matchAll(/^event: ([\w.]+)/gm)].map((m) => m[1]!).filter((e) => e !== 'ping');
+  if (events[0]?.startsWith('response.')) {
+    // The Responses dialect: response.created first, then a terminal event (an error event may come just before response.failed).
+    const terminal = ['response.completed', 'response.incomplete', 'response.failed'];
+    return events[0] !== 'response.created' || !terminal.includes(events.at(-1)!) ? [{ check: 'stream', detail: `responses stream events ${events[0]} … ${events.at(-1)}` }] : [];
+  }
   if (events.length > 0) {
     return events[0] !== 'message_start' || !['message_stop', 'error'].includes(events.at(-1)!) ? [{ check: 'stream', detail: `stream events ${events[0]} … ${events.at(-1)}` }] : [];
   }

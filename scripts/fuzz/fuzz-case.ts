@@ -50,5 +50,5 @@ export interface FuzzCase {
   then?: { bytes: Buffer; response: ExpectedResponse };
 }
 
-export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw', 'rerank', 'tokenize', 'tei'] as const;
+export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'responses', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw', 'rerank', 'tokenize', 'tei'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];

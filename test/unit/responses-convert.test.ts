@@ -92,3 +92,14 @@ describe('Responses tools and output', () => {
     expect(() => convert({ input: [{ role: 'developer', content: 'only a system prompt' }] })).toThrow(/at least one item/);
   });
 });
+
+describe('Responses items that do not fit their type', () => {
+  it('are refused with the field at fault, never a crash (fuzz seed 1902304015, responses:44)', () => {
+    expect(() => convert({ input: [{ type: 'message', role: 'someone', content: 'x' }] })).toThrow(/input\[0\]\.role/);
+    expect(() => convert({ input: [{ type: 'message', role: 'user', content: 123 }] })).toThrow(/input\[0\]\.content/);
+    // No type and no fitting shape: the body's schema refuses it (a 400 from parseBody), before the converter.
+    expect(responsesSchema.safeParse({ model: 'm', input: [{ role: 'user', content: [7] }] }).success).toBe(false);
+    expect(() => convert({ input: [{ type: 'function_call', name: 'f', arguments: '{}' }] })).toThrow(/input\[0\]\.call_id/);
+    expect(() => convert({ input: [{ type: 'function_call_output', call_id: 'c' }] })).toThrow(/input\[0\]\.output/);
+  });
+});

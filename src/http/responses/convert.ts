@@ -20,7 +20,7 @@ import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
-import type { FunctionToolBody, InputItem, NamespaceToolBody, ResponsesBody } from './schema.js';
+import { ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
 
@@ -100,9 +100,10 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     const last = messages.at(-1);
     return last?.role === 'assistant' && thought === undefined ? last : undefined;
   };
-  items.forEach((item, i) => {
+  items.forEach((given, i) => {
     const where = `input[${i}]`;
-    const type = item.type ?? 'message';
+    const type = given.type ?? 'message';
+    const item = checkedItem(given, type, where);
     if (type === 'message' && 'role' in item) {
       const text = textOf(item.content as string | Array<{ type: string; text?: string }>, `${where}.content`, model);
       if (item.role === 'system' || item.role === 'developer') system.push(text);
@@ -136,6 +137,17 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     }
   });
   return { system, messages };
+}
+
+/** An item of a type served here, as its own schema reads it; refused with the field at fault when it does not fit. */
+function checkedItem(item: InputItem, type: string, where: string): InputItem {
+  const schema = ITEM_SCHEMAS[type];
+  if (!schema) return item;
+  const parsed = schema.safeParse(item);
+  if (parsed.success) return parsed.data as InputItem;
+  const issue = parsed.error.issues[0]!;
+  const field = [where, ...issue.path.map(String)].join('.');
+  throw invalidRequest(`${field}: ${issue.message}`, field);
 }
 
 /** Text parts joined; any other part is refused with its place. */

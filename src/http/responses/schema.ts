@@ -40,6 +40,18 @@ const itemReference = z.object({ type: z.literal('item_reference'), id: z.string
 const otherItem = z.object({ type: z.string() }).passthrough();
 
 export const inputItemSchema = z.union([messageItem, functionCallItem, functionCallOutputItem, reasoningItem, itemReference, otherItem]);
+
+/**
+ * The schema of each item type the converter serves: an item of one of these types that does not
+ * fit it (it reached the union's catch-all) is refused with the field at fault.
+ */
+export const ITEM_SCHEMAS: Record<string, z.ZodType> = {
+  message: messageItem,
+  function_call: functionCallItem,
+  function_call_output: functionCallOutputItem,
+  reasoning: reasoningItem,
+  item_reference: itemReference,
+};
 export type InputItem = z.infer<typeof inputItemSchema>;
 
 const functionTool = z
