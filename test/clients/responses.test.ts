@@ -120,6 +120,12 @@ describe('openai SDK, responses', () => {
     expect(texts[0]).toContain('Hi there.');
     expect(texts.at(-1)).toContain('And again.');
     expect(items.data.every((item) => typeof item.id === 'string')).toBe(true);
+    // An item_reference names a stored item (here the first response's answer) in a later input.
+    const referenced = await openai.responses.create({
+      model: CHAT_MODEL, max_output_tokens: 2, temperature: 0,
+      input: [{ role: 'user', content: 'Hi there.' }, { type: 'item_reference', id: first.output[0]!.id! }, { role: 'user', content: 'And again.' }] as OpenAI.Responses.ResponseInput,
+    });
+    expect(referenced.usage!.input_tokens).toBe(second.usage!.input_tokens);
     await openai.responses.delete(second.id);
     await expect(openai.responses.retrieve(second.id)).rejects.toBeInstanceOf(OpenAI.NotFoundError);
   });
