@@ -21,6 +21,7 @@ import { modelsPlugin } from './http/shared/models-plugin.js';
 import { teiPaths } from './http/retrieval/errors.js';
 import { retrievalPlugin } from './http/retrieval/plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { sendPage, wantsPage, webPlugin } from './web/plugin.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
 type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
@@ -128,7 +129,12 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     });
   });
 
-  app.get('/', async () => ({ status: 'ok', service: 'local-inference-server' }));
+  // A browser (Accept: text/html) gets the playground page; every other client the JSON it always got.
+  app.get('/', async (request, reply) => {
+    if (wantsPage(request)) return sendPage(request, reply);
+    reply.header('vary', 'Accept');
+    return { status: 'ok', service: 'local-inference-server' };
+  });
   // Liveness: the process answers. Readiness: every model has all its workers loaded.
   app.get('/health', async () => ({ status: 'ok' }));
   app.get('/ready', async (_request, reply) => {
@@ -149,6 +155,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     ...(config.responsesReasoningKey ? { reasoningKey: config.responsesReasoningKey } : {}),
   });
   await app.register(modelsPlugin, { inference, checkKey, dialectOf });
+  await app.register(webPlugin);
   await app.register(retrievalPlugin, { inference, checkKey, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });
 
   app.setNotFoundHandler((request, reply) =>
