@@ -33,6 +33,17 @@ describe('POST /v1/responses (fake inference)', () => {
     expect(done.usage).toEqual({ input_tokens: 3, input_tokens_details: { cached_tokens: 0 }, output_tokens: done.usage.output_tokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 3 + done.usage.output_tokens });
   });
 
+  it('a message cut at the output limit ends incomplete in its own output_item.done, as in the final object', async () => {
+    const res = await post({ model: 'fake-chat', input: 'one two three four five six', stream: true, max_output_tokens: 2 });
+    const events = parseSse(res.body.split('\n\n').filter((f) => !f.startsWith(':')).join('\n\n'));
+    const done = events.find((e) => e.event === 'response.output_item.done')!;
+    expect(done.data.item.status).toBe('incomplete');
+    expect(events.at(-1)!.event).toBe('response.incomplete');
+    expect(events.at(-1)!.data.response.output[0].status).toBe('incomplete');
+    // The done events still come before the terminal event, in sequence.
+    expect(events.map((e) => e.data.sequence_number)).toEqual(events.map((_, i) => i));
+  });
+
   it('an error after the stream opened is an error event, then response.failed', async () => {
     fake.failAfterTokens = 1;
     const res = await post({ model: 'fake-chat', input: 'one two three', stream: true });

@@ -226,16 +226,32 @@ export function responseFrames(context: ResponseContext, requestId: string, onDo
     }
   };
 
+  /**
+   * A message's end is held until the next item starts or the response ends: only then is it known
+   * whether it ended `completed` or `incomplete` (cut at the output limit), as its item says.
+   */
+  let heldText: number | undefined;
+  const textDone = (status: 'completed' | 'incomplete'): string => {
+    if (heldText === undefined) return '';
+    const index = heldText;
+    heldText = undefined;
+    const id = ids.of(index, 'text');
+    const text = texts.get(index) ?? '';
+    const at = { item_id: id, output_index: indexOf.get(index) };
+    const part = outputText(text, []);
+    return event('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] })
+      + event('response.content_part.done', { ...at, content_index: 0, part })
+      + event('response.output_item.done', { output_index: at.output_index, item: { id, type: 'message', role: 'assistant', status, content: [part] } });
+  };
+
   const partStop = (index: number): string => {
     const kind = kinds.get(index)!;
     const id = ids.of(index, kind);
     const text = texts.get(index) ?? '';
     const at = { item_id: id, output_index: indexOf.get(index) };
     if (kind === 'text') {
-      const part = outputText(text, []);
-      return event('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] })
-        + event('response.content_part.done', { ...at, content_index: 0, part })
-        + event('response.output_item.done', { output_index: at.output_index, item: { id, type: 'message', role: 'assistant', status: 'completed', content: [part] } });
+      heldText = index;
+      return '';
     }
     if (kind === 'thinking') {
       return (summarized
@@ -254,7 +270,7 @@ export function responseFrames(context: ResponseContext, requestId: string, onDo
       return event('response.created', { response: created }) + event('response.in_progress', { response: created });
     },
     part: (e: PartEvent) => {
-      if (e.type === 'part_start') return partStart(e);
+      if (e.type === 'part_start') return textDone('completed') + partStart(e);
       if (e.type === 'part_delta') return partDelta(e);
       if (e.type === 'part_stop') return partStop(e.index);
       pending.push((e as Extract<ChatEvent, { type: 'token_logprobs' }>).entry);
@@ -263,11 +279,12 @@ export function responseFrames(context: ResponseContext, requestId: string, onDo
     end: (result: ChatResult) => {
       const response = renderResponse(context, result, ids);
       onDone(response);
-      return event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
+      return textDone(response.status === 'incomplete' ? 'incomplete' : 'completed')
+        + event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
     },
     error: (error: KnownError) => {
       const body = openAiErrors.render(error, requestId).body as { error: { message: string; code: string; param: string | null } };
-      return event('error', { code: body.error.code, message: body.error.message, param: body.error.param })
+      return textDone('incomplete') + event('error', { code: body.error.code, message: body.error.message, param: body.error.param })
         + event('response.failed', { response: responseObject(context, { status: 'failed', output: [], error }) });
     },
     ping: () => ': ping\n\n',
