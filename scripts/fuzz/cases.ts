@@ -160,6 +160,29 @@ function messagesCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'messages', draft);
 }
 
+/**
+ * Without a limit a generation runs to the model's output limit (as the peers do): a body the
+ * mutations left without one (absent, or null: the dialect's "no limit") gets a small one back, so no
+ * case runs for minutes (seed 2064110306's chat:17, max_tokens null, ran 172 s). A mutation may nest a
+ * field deeper than JSON.stringify can recurse (JSON.parse has no such limit; seed 1720414297's chat
+ * case): that body is refused by the schema anyway, and goes as it is.
+ */
+function boundOutput(draft: Draft, limits: string[], field: string): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(draft.body!.toString());
+  } catch {
+    return;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return;
+  if (limits.some((limit) => (parsed as Record<string, unknown>)[limit] != null)) return;
+  try {
+    draft.body = Buffer.from(JSON.stringify({ ...parsed, [field]: 4 }));
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+  }
+}
+
 const CHAT_FIELDS = ['messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'reasoning_effort', 'frequency_penalty', 'logit_bias', 'user', 'metadata'];
 
 function chatCase(rng: Random, id: string): FuzzCase {
@@ -168,25 +191,7 @@ function chatCase(rng: Random, id: string): FuzzCase {
   if (stream) body.stream = true;
   if (stream && rng.chance(0.5)) body.stream_options = { include_usage: true };
   const draft = postDraft(rng, '/v1/chat/completions', 'openai', body, CHAT_FIELDS, 8);
-  // Without a limit a chat completion runs to the model's output limit (as the peers do): a body the
-  // mutations left without one (absent, or null: the dialect's "no limit") gets a small one back, so
-  // no case runs for minutes (seed 2064110306's chat:17, max_tokens null, ran 172 s).
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(draft.body!.toString());
-  } catch {
-    parsed = undefined;
-  }
-  const unlimited = (record: Record<string, unknown>) => record.max_tokens == null && record.max_completion_tokens == null;
-  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && unlimited(parsed as Record<string, unknown>)) {
-    // A mutation may nest a field deeper than JSON.stringify can recurse (JSON.parse has no such
-    // limit; seed 1720414297's chat case): that body is refused by the schema anyway, and goes as it is.
-    try {
-      draft.body = Buffer.from(JSON.stringify({ ...parsed, max_completion_tokens: 4 }));
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-    }
-  }
+  boundOutput(draft, ['max_tokens', 'max_completion_tokens'], 'max_completion_tokens');
   if (stream) draft.labels.unshift('stream');
   return finish(id, 'chat', draft);
 }
@@ -201,19 +206,7 @@ function responsesCase(rng: Random, id: string): FuzzCase {
   const count = !stream && rng.chance(0.15);
   if (count) delete body.max_output_tokens;
   const draft = postDraft(rng, count ? '/v1/responses/input_tokens' : '/v1/responses', 'openai', body, RESPONSES_FIELDS, 8);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(draft.body!.toString());
-  } catch {
-    parsed = undefined;
-  }
-  if (!count && typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && (parsed as Record<string, unknown>).max_output_tokens == null) {
-    try {
-      draft.body = Buffer.from(JSON.stringify({ ...parsed, max_output_tokens: 4 }));
-    } catch (error) {
-      if (!(error instanceof RangeError)) throw error;
-    }
-  }
+  if (!count) boundOutput(draft, ['max_output_tokens'], 'max_output_tokens');
   if (stream) draft.labels.unshift('stream');
   return finish(id, 'responses', draft);
 }
