@@ -21,6 +21,7 @@ import { modelsPlugin } from './http/shared/models-plugin.js';
 import { teiPaths } from './http/retrieval/errors.js';
 import { retrievalPlugin } from './http/retrieval/plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { collectRoutes } from './web/openapi.js';
 import { sendPage, wantsPage, webPlugin } from './web/plugin.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
@@ -94,6 +95,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     frameworkErrors: (error, request, reply) => sendError(dialectOf(request), error, request, reply),
     clientErrorHandler,
   });
+  collectRoutes(app); // every route registered from here on, for the API reference (/openapi.json)
   // An unmet Expect is answered before routing, in the envelope of the dialect its path names.
   app.server.on('checkExpectation', answerExpectation([anthropicPaths, openAiPaths, responsesPaths, teiPaths]));
   app.server.on('connect', refuseTunnel);

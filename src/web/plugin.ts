@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { openApiDocument } from './openapi.js';
 
 /**
  * Where the files are. tsc does not copy .html/.js/.css, so the compiled module
@@ -30,7 +31,7 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
-const ASSETS = ['app.js', 'style.css', 'icon.svg'] as const;
+const ASSETS = ['app.js', 'style.css', 'icon.svg', 'docs.js', 'docs.css'] as const;
 
 interface Asset {
   body: Buffer;
@@ -46,12 +47,16 @@ function asset(body: Buffer, name: string): Asset {
  * The files, read once. The page names each asset with its content hash (`?v=`), so an asset can be
  * cached for a year and a new build is still picked up; the page itself is revalidated every time.
  */
-function loadAssets(dir: string): { page: Asset; assets: Map<string, Asset> } {
+function loadAssets(dir: string): { page: Asset; docs: Asset; assets: Map<string, Asset> } {
   const assets = new Map<string, Asset>();
   for (const name of ASSETS) assets.set(name, asset(fs.readFileSync(path.join(dir, name)), name));
-  let html = fs.readFileSync(path.join(dir, 'index.html'), 'utf8');
-  for (const [name, a] of assets) html = html.replaceAll(`"/web/${name}"`, `"/web/${name}?v=${a.etag.slice(1, 13)}"`);
-  return { page: asset(Buffer.from(html, 'utf8'), 'index.html'), assets };
+  const pageOf = (file: string) => {
+    let html = fs.readFileSync(path.join(dir, file), 'utf8');
+    for (const [name, a] of assets) html = html.replaceAll(`"/web/${name}"`, `"/web/${name}?v=${a.etag.slice(1, 13)}"`);
+    return asset(Buffer.from(html, 'utf8'), file);
+  };
+  // docs.html: the API reference page, which reads /openapi.json.
+  return { page: pageOf('index.html'), docs: pageOf('docs.html'), assets };
 }
 
 let loaded: ReturnType<typeof loadAssets> | undefined;
@@ -82,6 +87,15 @@ export function sendPage(request: FastifyRequest, reply: FastifyReply) {
 export const webPlugin: FastifyPluginAsync = async (app) => {
   files(); // a missing file fails at start-up, not on the first browser visit
   app.get('/playground', async (request, reply) => send(request, reply, files().page, 'no-cache'));
+  // The API reference: the document is built on first request, when every plugin has registered its
+  // routes (app.ts records them with collectRoutes), and kept.
+  let document: string | undefined;
+  app.get('/openapi.json', async (_request, reply) => {
+    document ??= JSON.stringify(openApiDocument(app.registeredRoutes ?? []));
+    reply.header('cache-control', 'no-cache');
+    return reply.type('application/json; charset=utf-8').send(document);
+  });
+  app.get('/docs', async (request, reply) => send(request, reply, files().docs, 'no-cache'));
   app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/web/:name', async (request, reply) => {
     const a = files().assets.get(request.params.name);
     if (!a) return reply.callNotFound();
