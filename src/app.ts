@@ -21,7 +21,8 @@ import { modelsPlugin } from './http/shared/models-plugin.js';
 import { teiPaths } from './http/retrieval/errors.js';
 import { retrievalPlugin } from './http/retrieval/plugin.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { collectRoutes } from './web/openapi.js';
+import { collectRoutes } from './http/reference/openapi.js';
+import { referencePlugin } from './http/reference/plugin.js';
 import { sendPage, wantsPage, webPlugin } from './web/plugin.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
@@ -158,6 +159,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   });
   await app.register(modelsPlugin, { inference, checkKey, dialectOf });
   await app.register(webPlugin);
+  await app.register(referencePlugin);
   await app.register(retrievalPlugin, { inference, checkKey, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });
 
   app.setNotFoundHandler((request, reply) =>

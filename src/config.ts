@@ -104,11 +104,8 @@ const FIELDS = Object.keys(configSchema.shape) as Field[];
 /** Every field has an environment variable: its name in SCREAMING_SNAKE_CASE (modelsDir -> MODELS_DIR). */
 const envName = (field: Field) => field.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
 
-/**
- * Flags are the kebab-case field names (modelsDir -> --models-dir) except where listed here:
- * repeatable flags with a singular name, and fields with no flag (set by environment or file only).
- */
-const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true } | null>> = {
+/** Flags are the kebab-case field names (modelsDir -> --models-dir) except the repeatable ones listed here, named in the singular. */
+const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true }>> = {
   apiKeys: { flag: 'api-key', multiple: true },
   modelAliases: { flag: 'alias', multiple: true },
   preload: { flag: 'preload', multiple: true },
@@ -118,7 +115,6 @@ const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embe
 
 const flagOf = (field: Field) => {
   const exception = FLAG_EXCEPTIONS[field];
-  if (exception === null) return undefined;
   return { name: exception?.flag ?? field.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`), multiple: exception?.multiple ?? false };
 };
 
@@ -126,9 +122,9 @@ const FLAGS = {
   config: { type: 'string' as const },
   help: { type: 'boolean' as const },
   ...Object.fromEntries(
-    FIELDS.flatMap((field) => {
+    FIELDS.map((field) => {
       const flag = flagOf(field);
-      return flag ? [[flag.name, { type: BOOLEAN_FLAGS.has(field) ? ('boolean' as const) : ('string' as const), multiple: flag.multiple }]] : [];
+      return [flag.name, { type: BOOLEAN_FLAGS.has(field) ? ('boolean' as const) : ('string' as const), multiple: flag.multiple }];
     }),
   ),
 };
@@ -173,12 +169,12 @@ function defaultText(field: Field): string {
 const DEFAULTS = configSchema.parse({}) as Record<Field, unknown>;
 
 /** Every setting as --help and docs/configuration.md show it: its flag, variable, default and meaning, from the schema. */
-export function settingRows(): Array<{ flag: string | null; env: string; default: string; meaning: string }> {
+export function settingRows(): Array<{ flag: string; env: string; default: string; meaning: string }> {
   return FIELDS.map((field) => {
     const shape = configSchema.shape[field] as z.ZodType;
     const flag = flagOf(field);
     return {
-      flag: flag ? `--${flag.name}${valueHint(field, shape)}${flag.multiple ? ' ...' : ''}` : null,
+      flag: `--${flag.name}${valueHint(field, shape)}${flag.multiple ? ' ...' : ''}`,
       env: envName(field),
       default: defaultText(field),
       meaning: shape.description ?? '',
@@ -188,12 +184,12 @@ export function settingRows(): Array<{ flag: string | null; env: string; default
 
 /**
  * The `--help` text, from the schema: every flag with what it takes, its default and its meaning,
- * then its environment variable. Fields with no flag are listed by their environment variable only.
+ * then its environment variable.
  */
 export function usage(): string {
   const lines = ['Usage: npm start -- [flags]    (or: node dist/src/main.js [flags])', '', 'Flags (each also an environment variable, shown after it; flags win over the environment, which wins over --config FILE.json):'];
   for (const row of settingRows()) {
-    lines.push(`  ${row.flag ?? `(${row.env} only)`}`, `      ${row.meaning}${row.default ? ` [default: ${row.default}]` : ''}  (${row.env})`);
+    lines.push(`  ${row.flag}`, `      ${row.meaning}${row.default ? ` [default: ${row.default}]` : ''}  (${row.env})`);
   }
   lines.push('  --config FILE.json', '      A JSON file of settings by field name (camelCase)  (CONFIG_FILE)', '  --help', '      This text');
   return lines.join('\n');
@@ -232,7 +228,7 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     const env = environment[envName(field)];
     if (env !== undefined && env !== '') fromEnv[field] = env;
     const flag = flagOf(field);
-    if (flag && values[flag.name] !== undefined) fromFlags[field] = values[flag.name];
+    if (values[flag.name] !== undefined) fromFlags[field] = values[flag.name];
   }
   const merged = { ...fromFile, ...fromEnv, ...fromFlags };
   const parsed = configSchema.safeParse(merged);

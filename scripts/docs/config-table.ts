@@ -16,7 +16,7 @@ export const END = '<!-- end of settings table -->';
 const cell = (text: string) => text.replace(/\|/g, '\\|');
 
 export function settingsTable(): string {
-  const rows = settingRows().map((r) => `| ${r.flag ? `\`${cell(r.flag)}\`` : '(no flag)'} | \`${r.env}\` | ${r.default ? `\`${cell(r.default)}\`` : ''} | ${cell(r.meaning)} |`);
+  const rows = settingRows().map((r) => `| \`${cell(r.flag)}\` | \`${r.env}\` | ${r.default ? `\`${cell(r.default)}\`` : ''} | ${cell(r.meaning)} |`);
   return ['| flag | environment | default | meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 

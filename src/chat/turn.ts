@@ -51,6 +51,7 @@ export class ChatTurn {
   private readonly stream: TextStream;
   private readonly answer: AnswerBuilder;
   private readonly send: (event: ChatEvent) => void;
+  private readonly thinking: ThinkingPlan | undefined;
 
   private constructor(
     private readonly model: ChatModel,
@@ -71,8 +72,6 @@ export class ChatTurn {
       ...(tools ? { tools: createToolCallParser(featuresOf(model).toolFormat, tools) } : {}),
     });
   }
-
-  private readonly thinking: ThinkingPlan | undefined;
 
   /**
    * Renders the prompt (refused, prompt_too_long, when it leaves no room for output) and builds the

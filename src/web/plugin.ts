@@ -9,7 +9,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { openApiDocument } from './openapi.js';
 
 /**
  * Where the files are. tsc does not copy .html/.js/.css, so the compiled module
@@ -87,14 +86,6 @@ export function sendPage(request: FastifyRequest, reply: FastifyReply) {
 export const webPlugin: FastifyPluginAsync = async (app) => {
   files(); // a missing file fails at start-up, not on the first browser visit
   app.get('/playground', async (request, reply) => send(request, reply, files().page, 'no-cache'));
-  // The API reference: the document is built on first request, when every plugin has registered its
-  // routes (app.ts records them with collectRoutes), and kept.
-  let document: string | undefined;
-  app.get('/openapi.json', async (_request, reply) => {
-    document ??= JSON.stringify(openApiDocument(app.registeredRoutes ?? []));
-    reply.header('cache-control', 'no-cache');
-    return reply.type('application/json; charset=utf-8').send(document);
-  });
   app.get('/docs', async (request, reply) => send(request, reply, files().docs, 'no-cache'));
   app.get<{ Params: { name: string }; Querystring: { v?: string } }>('/web/:name', async (request, reply) => {
     const a = files().assets.get(request.params.name);

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { CONTENT_SECURITY_POLICY } from '../../src/web/plugin.js';
-import { openApiPath } from '../../src/web/openapi.js';
+import { openApiPath } from '../../src/http/reference/openapi.js';
 import { ANTHROPIC_HEADERS, JSON_HEADERS, fakeApp } from '../helpers/inject.js';
 
 type Json = Record<string, any>;

@@ -41,8 +41,8 @@ const toolCall = (part: Extract<AnswerPart, { kind: 'tool_call' }>) => ({
   function: { name: part.call.name, arguments: JSON.stringify(part.call.input) },
 });
 
-/** A token's log probability as OpenAI writes it (`bytes`: the UTF-8 of its text). */
-function logprobEntry(entry: TokenLogprob) {
+/** A token's log probability as OpenAI writes it (`bytes`: the UTF-8 of its text); the Responses dialect writes the same. */
+export function logprobEntry(entry: TokenLogprob) {
   const wire = (token: string, logprob: number) => ({ token, logprob, bytes: [...Buffer.from(token, 'utf8')] });
   return { ...wire(entry.text, entry.logprob), top_logprobs: entry.top.map((t) => wire(t.text, t.logprob)) };
 }

@@ -9,6 +9,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AnswerPart, ChatEvent, ChatResult, TokenLogprob } from '../../core/types.js';
 import type { KnownError } from '../shared/errors.js';
+import { callId, logprobEntry } from '../openai/chat-render.js';
 import type { PartEvent, StartEvent, StreamFrames } from '../shared/stream.js';
 import { responsesErrors as openAiErrors } from './errors.js';
 import type { ResponsesBody } from './schema.js';
@@ -77,7 +78,7 @@ export class ResponseIds {
   }
   callOf(index: number, coreId: string): string {
     let id = this.callIds.get(index);
-    if (!id) this.callIds.set(index, (id = coreId.startsWith('call_') ? coreId : `call_${coreId}`));
+    if (!id) this.callIds.set(index, (id = callId(coreId)));
     return id;
   }
 }
@@ -91,11 +92,6 @@ export function usageOf(result: Pick<ChatResult, 'inputTokens' | 'cachedInputTok
     total_tokens: result.inputTokens + result.outputTokens,
   };
 }
-
-const logprobEntry = (entry: TokenLogprob) => ({
-  token: entry.text, logprob: entry.logprob, bytes: [...Buffer.from(entry.text, 'utf8')],
-  top_logprobs: entry.top.map((t) => ({ token: t.text, logprob: t.logprob, bytes: [...Buffer.from(t.text, 'utf8')] })),
-});
 
 const outputText = (text: string, logprobs: TokenLogprob[] | undefined) => ({ type: 'output_text' as const, text, annotations: [], logprobs: (logprobs ?? []).map(logprobEntry) });
 

@@ -8,14 +8,14 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { countTokensSchema, messagesSchema } from '../http/anthropic/schema.js';
-import { chatSchema } from '../http/openai/chat-schema.js';
-import { embeddingsSchema } from '../http/openai/schema.js';
-import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema } from '../http/responses/schema.js';
+import { countTokensSchema, messagesSchema } from '../anthropic/schema.js';
+import { chatSchema } from '../openai/chat-schema.js';
+import { embeddingsSchema } from '../openai/schema.js';
+import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema } from '../responses/schema.js';
 import {
   detokenizeSchema, llamaTokenizeSchema, rerankSchema, scoreSchema, teiDecodeSchema, teiEmbedSchema, teiRerankSchema,
   teiTokenizeSchema, vllmChatTokenizeSchema, vllmTokenizeSchema,
-} from '../http/retrieval/schema.js';
+} from '../retrieval/schema.js';
 
 /** One registered route as Fastify saw it (HEAD routes Fastify adds for GET are left out). */
 export interface RouteRecord {
