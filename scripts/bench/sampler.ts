@@ -1,14 +1,14 @@
 /**
  * Time of one sample() call on a Qwen-sized logits row (151,936 entries): the sampler as it was
  * (test/helpers/former-sampler.ts: insertion top-k up to k 256, else a full sort) against
- * src/engines/onnx/decode/sampler.ts, in the same run, per plan. The row is normal noise times --scale (3: a nucleus of ~7,400 tokens at top_p 0.9;
+ * src/engines/sampler.ts, in the same run, per plan. The row is normal noise times --scale (3: a nucleus of ~7,400 tokens at top_p 0.9;
  * 1: flatter, ~93,000). The sampler runs on the thread that decodes the whole batch, so its time is
  * added to every running generation's time per token.
  *
  *   npx tsx scripts/bench/sampler.ts [--runs 30 --scale 3]
  */
 import { parseArgs } from 'node:util';
-import { sample, type SamplingPlan } from '../../src/engines/onnx/decode/sampler.js';
+import { sample, type SamplingPlan } from '../../src/engines/sampler.js';
 import { formerSample, seededRandom } from '../../test/helpers/former-sampler.js';
 import { median, writeResults } from './report.js';
 

@@ -61,8 +61,8 @@ export const engineSettingsSchema = z.object({
    * values are rounded to float16 (on the tiny model-builder subject the logits of the first step
    * that reads it moved by 3e-5 of their range). With fused attention only.
    */
-  kvCacheDtype: z.enum(['auto', 'float16']).default('auto')
-    .describe("How chat models keep their KV cache: auto (the graph's own type) or float16"),
+  kvCacheDtype: z.enum(['auto', 'float16', 'q8_0', 'q4_0']).default('auto')
+    .describe("How chat models keep their KV cache: auto (the model's own type), float16, or llama.cpp's q8_0 and q4_0 (GGUF models only)"),
   /** Memory (attention scores, activations) stays bounded whatever the prompt's length; smaller: a little more time per prompt. */
   prefillChunkTokens: z.coerce.number().int().min(16).max(1_000_000).default(512)
     .describe('Prompt tokens one prefill forward pass takes at most (longer prompts are prefilled in chunks)'),
@@ -74,6 +74,17 @@ export const engineSettingsSchema = z.object({
    */
   promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024)
     .describe('Bytes of KV each chat worker keeps for later prompts that start the same way (the prefix cache); 0: off'),
+  /**
+   * node-llama-cpp loads the prebuilt llama.cpp binary for the backend named (its npm packages:
+   * CPU, CUDA, Vulkan, Metal); auto: the best one that loads on this machine. One named but absent
+   * stops the start with the reason.
+   */
+  gpu: z.enum(['false', 'auto', 'cuda', 'vulkan', 'metal']).default('false')
+    .describe('GGUF models: where llama.cpp runs them: false (CPU), auto (the best GPU backend present), cuda, vulkan or metal'),
+  gpuLayers: z.union([z.literal('auto'), z.coerce.number().int().min(0).max(10_000)]).default('auto')
+    .describe('GGUF models with a GPU: layers offloaded to it; auto: as many as fit, 0: none'),
+  flashAttention: z.enum(['auto', 'on', 'off']).default('auto')
+    .describe("GGUF models: llama.cpp's flash attention; auto: where the model and backend support it"),
 });
 
 export type EngineSettings = Readonly<z.infer<typeof engineSettingsSchema>>;

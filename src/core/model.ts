@@ -6,9 +6,13 @@
 /** rerank: a cross-encoder that scores (query, document) pairs (…ForSequenceClassification with one label). */
 export type ModelTask = 'chat' | 'embedding' | 'rerank';
 
+/** What runs a model: onnxruntime (an ONNX export) or llama.cpp (a GGUF file). */
+export type ModelEngine = 'onnx' | 'llama';
+
 export interface ModelDescription {
   id: string;
   task: ModelTask;
+  engine: ModelEngine;
   contextLength: number;
   /** Most output tokens one request may ask for; at most the context length. */
   maxOutputTokens: number;
@@ -21,6 +25,6 @@ export interface ModelDescription {
 }
 
 /** The description alone, out of a richer record (a scanned model folder). */
-export function describedAs({ id, task, contextLength, maxOutputTokens, thinking, aliases, displayName, created }: ModelDescription): ModelDescription {
-  return { id, task, contextLength, maxOutputTokens, thinking, aliases, displayName, created };
+export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, aliases, displayName, created }: ModelDescription): ModelDescription {
+  return { id, task, engine, contextLength, maxOutputTokens, thinking, aliases, displayName, created };
 }

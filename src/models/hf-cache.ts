@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { admit, describeModel, isDirectory, type ScanResult } from './registry.js';
+import { admit, describeGgufIn, describeModel, ggufModelsIn, isDirectory, type ScanResult } from './registry.js';
+import type { GgufModelFiles } from './gguf.js';
 
 /** A Hugging Face repository id as the cache names it: `name` or `org/name`. */
 export const HUB_REPO_PATTERN = /^[A-Za-z0-9][\w.-]{0,95}(\/[A-Za-z0-9][\w.-]{0,95})?$/;
@@ -75,8 +76,9 @@ export function snapshotFolder(repoDir: string, revision = 'main'): string {
 }
 
 /**
- * Every ONNX model in the cache, named `org/name`. A repository with no `onnx/` folder in any
- * snapshot (PyTorch or safetensors weights for Python tools, datasets, spaces) is not a candidate
+ * Every ONNX model in the cache, named `org/name`, and every GGUF model, named `org/name:<quantization>`
+ * (and `org/name` too when it is the repository's only one). A repository with neither an `onnx/`
+ * folder nor a GGUF file in any snapshot (PyTorch or safetensors weights for Python tools, datasets, spaces) is not a candidate
  * and is passed over silently; a candidate that cannot be served is skipped with the reason, and
  * `folder` is then the repository's absolute path.
  */
@@ -87,10 +89,30 @@ export function scanHuggingFaceCache(options: HubCacheScanOptions): ScanResult {
     const repo = repoOfFolder(folder);
     if (!repo) continue;
     const repoDir = path.join(options.cacheDir, folder);
-    if (!listDirectories(path.join(repoDir, 'snapshots')).some((commit) => isDirectory(path.join(repoDir, 'snapshots', commit, 'onnx')))) continue;
-    admit(result, seen, repoDir, () => describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo }));
+    const snapshots = listDirectories(path.join(repoDir, 'snapshots')).map((commit) => path.join(repoDir, 'snapshots', commit));
+    if (snapshots.some((dir) => isDirectory(path.join(dir, 'onnx')))) {
+      admit(result, seen, repoDir, () => describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo }));
+    } else if (snapshots.some((dir) => ggufFilesOf(dir).length > 0)) {
+      let snapshot: string;
+      try {
+        snapshot = snapshotFolder(repoDir, options.revision);
+      } catch (error) {
+        result.skipped.push({ folder: repoDir, reason: (error as Error).message });
+        continue;
+      }
+      const models = ggufFilesOf(snapshot);
+      for (const files of models) admit(result, seen, files.parts[0]!, () => describeGgufIn(path.dirname(files.parts[0]!), files, models.length, options.defaultPoolSize, { id: repo }));
+    }
   }
   return result;
+}
+
+/**
+ * The GGUF models of a snapshot: at its top and one folder down (repositories of large models keep
+ * each quantization's split parts in a folder named after it).
+ */
+function ggufFilesOf(snapshot: string): GgufModelFiles[] {
+  return [snapshot, ...listDirectories(snapshot).map((d) => path.join(snapshot, d))].flatMap((dir) => ggufModelsIn(dir));
 }
 
 /** Names of the directories (or links to directories) in `dir`; none when it does not exist. */

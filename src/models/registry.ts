@@ -5,32 +5,16 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { ModelDescription, ModelTask } from '../core/model.js';
+import type { ModelTask } from '../core/model.js';
+import type { ModelInfo } from './model-info.js';
 import { templateFeatures } from './template-features.js';
+import { groupGgufFiles, quantOf, type GgufModelFiles } from './gguf.js';
+import { describeGguf } from './gguf-model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
 
 export type { ModelTask };
 
-/**
- * A scanned model folder: the core's description (src/core/model.ts) and what a worker needs to load
- * it. Plain data: crosses threads.
- */
-export interface ModelInfo extends ModelDescription {
-  /** Absolute path of the model folder. */
-  dir: string;
-  dtype: Dtype;
-  /** Relative path of the ONNX file the dtype selects. */
-  onnxFile: string;
-  /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */
-  externalDataChunks: number;
-  poolSize: number;
-  pooling: 'mean' | 'cls';
-  normalize: boolean;
-  /** The vector may be shortened to its first `dimensions` values (then re-normalised). */
-  matryoshka: boolean;
-  /** Put before every string input (embedding models trained with instruction prefixes). */
-  prefix: string;
-}
+export type { ModelInfo };
 
 export interface SkippedFolder {
   folder: string;
@@ -49,20 +33,56 @@ export interface ScanOptions {
 
 const DEFAULT_CONTEXT = 2048;
 
-/** Scans folders in name order; when two claim the same id or alias, the first one wins and the other is skipped. */
+/**
+ * Scans folders in name order, then the GGUF files lying in the models folder itself (each served
+ * under its name, split parts as one); when two claim the same id or alias, the first one wins and
+ * the other is skipped.
+ */
 export function scanModels(options: ScanOptions): ScanResult {
   const result: ScanResult = { models: [], skipped: [] };
   if (!fs.existsSync(options.modelsDir)) return result;
   // statSync follows symlinks: a linked model folder is a model folder.
-  const entries = fs.readdirSync(options.modelsDir, { withFileTypes: true })
-    .filter((e) => !e.name.startsWith('.') && (e.isDirectory() || (e.isSymbolicLink() && isDirectory(path.join(options.modelsDir, e.name)))))
+  const entries = fs.readdirSync(options.modelsDir, { withFileTypes: true }).filter((e) => !e.name.startsWith('.'));
+  const folders = entries
+    .filter((e) => e.isDirectory() || (e.isSymbolicLink() && isDirectory(path.join(options.modelsDir, e.name))))
     .sort((a, b) => a.name.localeCompare(b.name));
   const seen = new Map<string, string>();
-  for (const entry of entries) {
+  for (const entry of folders) {
     const dir = path.join(options.modelsDir, entry.name);
-    admit(result, seen, entry.name, () => describeModel(dir, options.defaultPoolSize));
+    const gguf = ggufModelsIn(dir);
+    if (gguf.length === 0) admit(result, seen, entry.name, () => describeModel(dir, options.defaultPoolSize));
+    for (const files of gguf) admit(result, seen, path.join(entry.name, path.basename(files.parts[0]!)), () => describeGgufIn(dir, files, gguf.length, options.defaultPoolSize));
+  }
+  const loose = groupGgufFiles(path.resolve(options.modelsDir), entries.filter((e) => !folders.includes(e)).map((e) => e.name));
+  for (const files of loose) {
+    admit(result, seen, path.basename(files.parts[0]!), () => {
+      if (!MODEL_ID_PATTERN.test(files.stem)) throw new Error(`file name "${files.stem}" is not a usable model id; put it in a folder with a manifest.json that sets "id"`);
+      return describeGguf(files, { id: files.stem, manifest: {}, defaultPoolSize: options.defaultPoolSize });
+    });
   }
   return result;
+}
+
+/** The GGUF models of a folder that is not an ONNX export (no config.json, no onnx/): none for an ONNX folder. */
+export function ggufModelsIn(dir: string): GgufModelFiles[] {
+  if (fs.existsSync(path.join(dir, 'config.json')) || isDirectory(path.join(dir, 'onnx'))) return [];
+  return groupGgufFiles(path.resolve(dir), fs.readdirSync(dir));
+}
+
+/**
+ * One GGUF model of a folder holding `count`: named by the folder (or its manifest's id) when it is
+ * the only one, else `<name>:<quantization>` (Ollama's and llama-server's spelling), the file's stem
+ * when its name gives no quantization.
+ */
+export function describeGgufIn(dir: string, files: GgufModelFiles, count: number, defaultPoolSize: number, options: { id?: string } = {}): ModelInfo {
+  const manifest = readManifest(dir);
+  const base = options.id ?? manifest.id ?? path.basename(dir);
+  const id = count === 1 ? base : `${base}:${quantOf(files.stem) ?? files.stem}`;
+  if (!MODEL_ID_PATTERN.test(id) && options.id === undefined) throw new Error(`"${id}" is not a usable model id; set "id" in manifest.json`);
+  const quant = quantOf(files.stem);
+  // The only model of its folder answers to `<name>:<quantization>` too.
+  const aliases = count === 1 ? [...(manifest.aliases ?? []), ...(quant ? [`${base}:${quant}`] : [])] : [];
+  return describeGguf(files, { id, manifest: { ...manifest, aliases }, defaultPoolSize });
 }
 
 /**
@@ -107,12 +127,7 @@ function readJson(file: string): Record<string, any> | undefined {
  */
 export function describeModel(dir: string, defaultPoolSize: number, options: { id?: string } = {}): ModelInfo {
   const folder = path.basename(dir);
-  const rawManifest = readJson(path.join(dir, 'manifest.json')) ?? {};
-  const parsed = manifestSchema.safeParse(rawManifest);
-  if (!parsed.success) {
-    throw new Error(`manifest.json is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  }
-  const manifest: ModelManifest = parsed.data;
+  const manifest = readManifest(dir);
   const config = readJson(path.join(dir, 'config.json'));
   if (!config) throw new Error('no config.json');
   if (!fs.existsSync(path.join(dir, 'tokenizer.json'))) throw new Error('no tokenizer.json');
@@ -140,6 +155,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
   return {
     id,
     task,
+    engine: 'onnx',
     dir: path.resolve(dir),
     dtype,
     onnxFile,
@@ -157,6 +173,14 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     displayName: manifest.displayName ?? id,
     created: Math.floor(fs.statSync(dir).mtimeMs / 1000),
   };
+}
+
+function readManifest(dir: string): ModelManifest {
+  const parsed = manifestSchema.safeParse(readJson(path.join(dir, 'manifest.json')) ?? {});
+  if (!parsed.success) {
+    throw new Error(`manifest.json is invalid: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  }
+  return parsed.data;
 }
 
 /** The chat template's source: chat_template.jinja wins over tokenizer_config.json, as in Python transformers. */

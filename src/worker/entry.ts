@@ -16,29 +16,45 @@ import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from '../chat/prompt.js';
 import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
 import { rerankPairs } from '../engines/onnx/rerank.js';
+import { loadGgufTokenizer, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
+import { llamaEngine } from '../engines/llama/runner.js';
+import type { SequenceEngine } from '../engines/sequence.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
 // Collected right after the load, before the first task: see collect-garbage.ts.
-const loading: Promise<LoadedTokenizer | LoadedModel> = (init.role === 'tokenizer' ? loadTokenizer(init.model) : loadModel(init.model, init.engine, log)).then((loaded) => {
+const gguf = init.model.engine === 'llama';
+const load = init.role === 'tokenizer'
+  ? (gguf ? loadGgufTokenizer(init.model) : loadTokenizer(init.model))
+  : (gguf ? loadLlamaModel(init.model, init.engine, log) : loadModel(init.model, init.engine, log));
+const loading: Promise<LoadedTokenizer | LoadedModel | LlamaLoaded> = load.then((loaded) => {
   collectGarbage();
   return loaded;
 });
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
 loading.catch(() => {});
 
-async function loadedModel(): Promise<LoadedModel> {
+async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   const loaded = await loading;
   if (!('model' in loaded)) throw new CoreError('internal', 'task sent to a tokenizer-only worker');
   return loaded;
 }
+
+/** A task only the ONNX engine runs so far (embeddings, rerank). */
+async function onnxModel(task: string): Promise<LoadedModel> {
+  const loaded = await loadedModel();
+  if ('llama' in loaded) throw new CoreError('internal', `${task} task sent to a llama.cpp worker`);
+  return loaded;
+}
+
+const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model));
 
 /** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
 
 const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = {
   async load() {
-    let loaded: LoadedTokenizer | LoadedModel;
+    let loaded: LoadedTokenizer | LoadedModel | LlamaLoaded;
     try {
       loaded = await loading;
     } catch (error) {
@@ -63,14 +79,14 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async rerank(task) {
     markBusy(new Int32Array(task.control), true);
-    const results = await rerankPairs(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
+    const results = await rerankPairs(await onnxModel('rerank'), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     return { results, threadId, heapUsedBytes: heapUsed() };
   },
   async generate(task) {
     try {
       const model = await loadedModel();
       const control = new Int32Array(task.control);
-      const engine = task.test ? withTestHooks(onnxEngine(model), model, task.test, control) : onnxEngine(model);
+      const engine = task.test ? withTestHooks(engineOf(model), model, task.test, control) : engineOf(model);
       const outcome = await runChatTask(model, task.request, { engine, control, ...(task.port ? { port: task.port } : {}), log });
       task.port?.postMessage({ type: 'end' } satisfies PortMessage);
       return { ...outcome, threadId, heapUsedBytes: heapUsed() };
@@ -81,7 +97,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   async embed(task) {
     // The whole batch is this task's own work (one embedding task per worker at a time).
     markBusy(new Int32Array(task.control), true);
-    const results = await embedBatch(await loadedModel(), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
+    const results = await embedBatch(await onnxModel('embed'), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
     return { results, threadId, heapUsedBytes: heapUsed() };
   },

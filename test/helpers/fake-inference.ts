@@ -8,7 +8,7 @@ import type { AnswerPart, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, C
 import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
-  id: 'fake-chat', task: 'chat', dir: '/nonexistent/fake-chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', externalDataChunks: 0,
+  id: 'fake-chat', task: 'chat', engine: 'onnx', dir: '/nonexistent/fake-chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', externalDataChunks: 0,
   contextLength: 64, maxOutputTokens: 64, thinking: false, poolSize: 1, pooling: 'mean', normalize: true, matryoshka: false, prefix: '', aliases: ['fake-alias'], displayName: 'Fake chat', created: 1_700_000_000,
 };
 export const FAKE_EMBED: ModelInfo = { ...FAKE_CHAT, id: 'fake-embed', task: 'embedding', aliases: [], displayName: 'Fake embed' };

@@ -5,7 +5,7 @@
  * of scripts/bench/sampler.ts. A mask is applied first by dropping the disallowed tokens.
  */
 import type { LogitsMask } from '../../src/engines/sequence.js';
-import type { SamplingPlan } from '../../src/engines/onnx/decode/sampler.js';
+import type { SamplingPlan } from '../../src/engines/sampler.js';
 
 export const allowed = (mask: LogitsMask | undefined, id: number) => !mask || ((mask[id >>> 5] ?? 0) >>> (id & 31)) & 1;
 
@@ -68,4 +68,4 @@ export function formerSample(logits: Float32Array, plan: SamplingPlan, mask?: Lo
   return order[cut - 1]!;
 }
 
-export { seededRandom } from '../../src/engines/onnx/decode/sampler.js';
+export { seededRandom } from '../../src/engines/sampler.js';

@@ -38,7 +38,7 @@ describe('config', () => {
 describe('--help, from the schema', () => {
   const text = usage();
   it('prints every flag with its default and a line of meaning', () => {
-    for (const [flag, fallback] of [['--port N', '8080'], ['--prompt-cache-bytes BYTES', String(1024 ** 3)], ['--keep-alive 5m|30s|0|-1', '5m'], ['--kv-cache-dtype auto|float16', 'auto']] as const) {
+    for (const [flag, fallback] of [['--port N', '8080'], ['--prompt-cache-bytes BYTES', String(1024 ** 3)], ['--keep-alive 5m|30s|0|-1', '5m'], ['--kv-cache-dtype auto|float16|q8_0|q4_0', 'auto']] as const) {
       const at = text.indexOf(`  ${flag}\n`);
       expect(at, flag).toBeGreaterThan(0);
       const meaning = text.slice(at).split('\n')[1]!;

@@ -1,10 +1,10 @@
 /**
- * The sampler (src/engines/onnx/decode/sampler.ts): the logits mask is obeyed by greedy and by sampling,
+ * The sampler (src/engines/sampler.ts): the logits mask is obeyed by greedy and by sampling,
  * and the selection without a full sort keeps exactly the candidates (and weights) of the former
  * sampler (test/helpers/former-sampler.ts), ties included, for every kind of plan.
  */
 import { describe, expect, it } from 'vitest';
-import { HEAP_TOP_K, TokenPenalties, candidates, sample, type SamplingPlan } from '../../src/engines/onnx/decode/sampler.js';
+import { HEAP_TOP_K, TokenPenalties, candidates, sample, type SamplingPlan } from '../../src/engines/sampler.js';
 import type { LogitsMask } from '../../src/engines/sequence.js';
 import { allowed, formerCandidates, formerSample, seededRandom } from '../helpers/former-sampler.js';
 

@@ -71,6 +71,11 @@ export interface OnnxToGgufOptions {
   onnxFile?: string;
   out: string;
   type: Exclude<GgmlType, 'F16'>;
+  /**
+   * Metadata written over the defaults (./chat-gguf.ts: the model's real tokenizer and chat
+   * template in place of the benchmark's word list).
+   */
+  metadata?: Record<string, GgufValue>;
 }
 
 type TensorProto = onnxProto.onnx.ITensorProto;
@@ -188,6 +193,7 @@ export function onnxToGguf(options: OnnxToGgufOptions): void {
     'tokenizer.ggml.bos_token_id': { type: 'u32', value: eos },
     'tokenizer.ggml.eos_token_id': { type: 'u32', value: eos },
     'tokenizer.ggml.add_bos_token': { type: 'bool', value: false },
+    ...options.metadata,
   };
   const infos = specs.map(({ name, shape, type }) => ({ name, shape, type }));
   function* tensors(): Generator<GgufTensor> {

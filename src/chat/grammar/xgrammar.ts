@@ -83,20 +83,30 @@ interface ModelGrammars {
 
 const perModel = new WeakMap<ChatTokenizer, Promise<ModelGrammars>>();
 
-/** The vocabulary as XGrammar wants it: token strings by id, in the tokenizer's own encoding. */
-function vocabularyOf(dir: string, vocabSize: number): { vocab: string[]; type: string } {
-  const json = JSON.parse(fs.readFileSync(path.join(dir, 'tokenizer.json'), 'utf8')) as {
-    model: { type?: string; vocab: Record<string, number> | Array<[string, number]>; byte_fallback?: boolean };
-    added_tokens?: Array<{ id: number; content: string }>;
-    decoder?: { type?: string; decoders?: Array<{ type?: string }> };
-  };
+/**
+ * The vocabulary as XGrammar wants it: token strings by id, in the tokenizer's own encoding, read
+ * from the tokenizer as transformers.js built it (its model's id -> token list, added tokens
+ * included, and its decoder), so a tokenizer rebuilt from a GGUF's metadata serves as well as one
+ * read from tokenizer.json.
+ */
+function vocabularyOf(tokenizer: ChatTokenizer['tokenizer'], vocabSize: number): { vocab: string[]; type: string } {
+  const inner = (tokenizer as unknown as { _tokenizer?: Inner })._tokenizer;
+  const ids = inner?.model?.vocab;
+  if (!Array.isArray(ids)) throw new Error('XGrammar: this transformers.js release does not have the tokenizer shape it was written for');
   const vocab = new Array<string>(vocabSize).fill('');
-  if (Array.isArray(json.model.vocab)) json.model.vocab.forEach(([piece], id) => id < vocabSize && (vocab[id] = piece));
-  else for (const [piece, id] of Object.entries(json.model.vocab)) if (id < vocabSize) vocab[id] = piece;
-  for (const added of json.added_tokens ?? []) if (added.id < vocabSize) vocab[added.id] = added.content;
-  const decoders = [json.decoder?.type, ...(json.decoder?.decoders ?? []).map((d) => d.type)];
-  const type = decoders.includes('ByteLevel') ? 'BYTE_LEVEL' : decoders.includes('ByteFallback') || json.model.byte_fallback ? 'BYTE_FALLBACK' : 'RAW';
+  ids.forEach((piece, id) => id < vocabSize && typeof piece === 'string' && (vocab[id] = piece));
+  for (const added of inner?.added_tokens ?? []) if (added.id < vocabSize) vocab[added.id] = added.content;
+  const decoder = inner?.tokenizer?.decoder;
+  const decoders = [decoder?.type, ...(decoder?.decoders ?? []).map((d) => d.type)];
+  const type = decoders.includes('ByteLevel') ? 'BYTE_LEVEL' : decoders.includes('ByteFallback') || inner?.model?.byte_fallback ? 'BYTE_FALLBACK' : 'RAW';
   return { vocab, type };
+}
+
+/** The parts of transformers.js 4.x's tokenizer object read here. */
+interface Inner {
+  model?: { vocab?: unknown; byte_fallback?: boolean };
+  added_tokens?: Array<{ id: number; content: string }>;
+  tokenizer?: { decoder?: { type?: string; decoders?: Array<{ type?: string }> } | null };
 }
 
 function grammarsFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSize: number): Promise<ModelGrammars> {
@@ -104,7 +114,7 @@ function grammarsFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSiz
   if (!entry) {
     entry = (async () => {
       const x = xgrammar();
-      const { vocab, type } = vocabularyOf(loaded.info.dir, vocabSize);
+      const { vocab, type } = vocabularyOf(loaded.tokenizer, vocabSize);
       const info = await x.TokenizerInfo.createTokenizerInfo(vocab, type, false, vocabSize, loaded.eosTokenIds);
       return { compiler: await x.GrammarCompiler.createGrammarCompiler(info, true), vocabSize, compiled: new Map() };
     })();
@@ -115,7 +125,7 @@ function grammarsFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSiz
 
 /** A grammar's matcher for one sequence: the tokens allowed next, and the token chosen. */
 export interface Matcher {
-  /** The allowed tokens as a packed bitset (./decode/sampler.ts LogitsMask). */
+  /** The allowed tokens as a packed bitset (src/engines/sequence.ts LogitsMask). */
   mask(): Promise<Uint32Array>;
   /** Advances by one token; false (state unchanged) when the grammar does not allow it. */
   accept(id: number): boolean;

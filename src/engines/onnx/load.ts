@@ -74,6 +74,7 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
   notes.push(...prepared.notes);
+  if (chat && (engine.kvCacheDtype === 'q8_0' || engine.kvCacheDtype === 'q4_0')) notes.push(`kvCacheDtype ${engine.kvCacheDtype} is llama.cpp's (GGUF models); this ONNX model keeps its graph's KV type`);
   const options = {
     local_files_only: true,
     dtype: info.dtype,

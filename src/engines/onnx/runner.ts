@@ -6,11 +6,11 @@
  *
  * Contract: worker thread; one engine per loaded model, made on its first use and kept with it.
  */
-import type { SamplingSettings, SequenceEngine, SequencePrefix, SequenceSpec } from '../sequence.js';
+import type { SequenceEngine, SequencePrefix, SequenceSpec } from '../sequence.js';
 import { BatchDecoder, type DecoderSpec } from './decode/scheduler.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import type { KvPrefix } from './decode/kv-store.js';
-import { seededRandom, TokenPenalties, type SamplingPlan } from './decode/sampler.js';
+import { samplingPlan } from '../sampler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
@@ -52,15 +52,6 @@ function decoderSpec(spec: SequenceSpec): DecoderSpec {
   const sampling = samplingPlan(spec.sampling, spec.promptIds);
   const { penalties } = sampling;
   return { ...spec, sampling, ...(penalties ? { onToken: (id: number) => (penalties.record(id), spec.onToken(id)) } : {}) };
-}
-
-function samplingPlan(settings: SamplingSettings, promptIds: readonly number[]): SamplingPlan {
-  const { doSample, temperature, topK, topP, seed, penalties } = settings;
-  return {
-    doSample, temperature, topK, topP,
-    ...(seed !== undefined ? { random: seededRandom(seed) } : {}),
-    ...(penalties ? { penalties: new TokenPenalties(penalties, promptIds) } : {}),
-  };
 }
 
 export type { SequencePrefix };

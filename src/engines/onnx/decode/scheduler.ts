@@ -25,7 +25,7 @@ import { KvBatch } from './kv-batch.js';
 import type { StepSession } from './step-session.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
 import type { LogitsMask, SequenceSpec } from '../../sequence.js';
-import { sample, type SamplingPlan } from './sampler.js';
+import { sample, type SamplingPlan } from '../../sampler.js';
 import { cacheShape, kvMode, sessionOf } from './session-info.js';
 import { i64, lastLogits, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from '../tensors.js';
 

@@ -15,9 +15,9 @@
  * Contract: worker thread, synchronous. `logits` and `mask` are only read. The scratch buffers are
  * module state reused by every call (safe: nothing here awaits).
  */
-import { CoreError } from '../../../core/errors.js';
-import { allows, type LogitsMask } from '../../sequence.js';
-import { heapTop, orderKeys, radixCut, shorter, type Cut } from '../../top-tokens.js';
+import { CoreError } from '../core/errors.js';
+import { allows, type LogitsMask, type SamplingSettings } from './sequence.js';
+import { heapTop, orderKeys, radixCut, shorter, type Cut } from './top-tokens.js';
 
 export interface SamplingPlan {
   doSample: boolean;
@@ -266,5 +266,15 @@ export function seededRandom(seed: number): () => number {
     t = Math.imul(t ^ (t >>> 15), t | 1);
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A request's sampling settings as a plan: a seeded generator, and penalties that count the tokens as they come (`record` each). */
+export function samplingPlan(settings: SamplingSettings, promptIds: readonly number[]): SamplingPlan {
+  const { doSample, temperature, topK, topP, seed, penalties } = settings;
+  return {
+    doSample, temperature, topK, topP,
+    ...(seed !== undefined ? { random: seededRandom(seed) } : {}),
+    ...(penalties ? { penalties: new TokenPenalties(penalties, promptIds) } : {}),
   };
 }

@@ -1,0 +1,34 @@
+/**
+ * The GGUF chat model of the test suite: the bundled chat model's weights (models/tiny-qwen3-random)
+ * as a GGUF file with the real Qwen3 tokenizer and chat template in its metadata (./chat-gguf.ts),
+ * so every chat test runs on llama.cpp too, offline. Built once into its own models folder and
+ * rebuilt when the bundled model's version changes (its stamp is the manifest's `bundled` field, as
+ * for the bundled models).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { readBundledVersion } from '../../../src/models/bundled-versions.js';
+import { buildChatGguf } from './chat-gguf.js';
+
+export const TEST_GGUF_MODEL = 'tiny-qwen3-gguf';
+/** The file's name gives its quantization, as published GGUF files do (the model answers to `tiny-qwen3-gguf:F32` too). */
+export const TEST_GGUF_FILE = `${TEST_GGUF_MODEL}-F32.gguf`;
+const SOURCE = 'tiny-qwen3-random';
+
+/** Builds `<modelsDir>/tiny-qwen3-gguf/` from `<bundledDir>/tiny-qwen3-random` unless it is current. */
+export function ensureTestGguf(options: { bundledDir: string; modelsDir: string; log?: (line: string) => void }): void {
+  const source = path.join(options.bundledDir, SOURCE);
+  const version = readBundledVersion(source);
+  if (version === undefined) throw new Error(`${source} is not built (npm run build:models)`);
+  const dir = path.join(options.modelsDir, TEST_GGUF_MODEL);
+  if (readBundledVersion(dir) === version && fs.existsSync(path.join(dir, TEST_GGUF_FILE))) return;
+  const started = Date.now();
+  const tmp = path.join(options.modelsDir, `.building-${TEST_GGUF_MODEL}`);
+  fs.rmSync(tmp, { recursive: true, force: true });
+  fs.mkdirSync(tmp, { recursive: true });
+  buildChatGguf({ modelDir: source, out: path.join(tmp, TEST_GGUF_FILE), pre: 'qwen2' });
+  fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ bundled: { version } }, null, 2) + '\n');
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.renameSync(tmp, dir);
+  options.log?.(`[models] built ${TEST_GGUF_MODEL} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}

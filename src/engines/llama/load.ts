@@ -1,0 +1,171 @@
+/**
+ * A GGUF model loaded in a worker thread on llama.cpp (node-llama-cpp, pinned at 3.21.1: its
+ * prebuilt binaries for CPU, CUDA, Vulkan and Metal are npm packages of the lock; nothing is built
+ * or downloaded at run time). The tokenizer comes from the GGUF's own metadata, or from a
+ * tokenizer.json beside it (src/tokenize/gguf-tokenizer.ts), so the chat layer renders and counts
+ * with the same code as for an ONNX model; llama.cpp runs the weights.
+ *
+ * One llama.cpp runtime per worker, for the backend the `gpu` setting names; one context per chat
+ * model with `generationBatchSize` sequences (llama-server's slots), each with the model's context
+ * length, decoded together in one batch (./runner.ts).
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, TokenBias } from 'node-llama-cpp';
+import type { EngineSettings } from '../../core/engine-settings.js';
+import type { LogFn } from '../../core/log.js';
+import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
+import type { ModelInfo } from '../../models/registry.js';
+import { tokenizerFromGguf } from '../../tokenize/gguf-tokenizer.js';
+import { loadTokenizer, type LoadedTokenizer } from '../onnx/load.js';
+
+/** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
+export interface LlamaLoaded extends LoadedTokenizer {
+  /** End-of-generation ids: the metadata's eos, eot and eom, and every control token llama.cpp ends on. */
+  eosTokenIds: number[];
+  generationDefaults: GenerationDefaults;
+  /** Rows of the logits: the vocabulary's size. */
+  vocabSize: number;
+  llama: Llama;
+  model: LlamaModel;
+  /** Chat models: the context whose sequences ./runner.ts decodes. */
+  context?: LlamaContext;
+  /** Embedding models. */
+  embedding?: LlamaEmbeddingContext;
+  /** Where it runs, for the log and /v1/models: `cpu`, or the GPU backend and the layers on it. */
+  device: string;
+  /** An empty logit bias for this model (node-llama-cpp's class, imported with the runtime). */
+  newTokenBias: () => TokenBias;
+  /** Bytes of KV one token takes in the context (the prompt cache's count). */
+  kvBytesPerToken: number;
+  notes: string[];
+  engine: EngineSettings;
+}
+
+let runtime: { gpu: string; llama: Promise<Llama> } | undefined;
+
+/**
+ * node-llama-cpp, imported when a worker first loads a GGUF model: a worker of an ONNX model never
+ * loads it. (Imported statically, it also kept tsx's loader from starting in worker threads under
+ * Node 20: every worker then failed on its own .ts entry.)
+ */
+const bindings = () => import('node-llama-cpp');
+
+/** The worker's llama.cpp runtime for the backend `gpu` names (one per worker; the first model's setting holds). */
+function llamaRuntime(engine: EngineSettings, log: LogFn): Promise<Llama> {
+  if (runtime) return runtime.llama;
+  const gpu = engine.gpu === 'false' ? false : engine.gpu;
+  const llama = bindings().then(({ getLlama, LlamaLogLevel }) => getLlama({
+    gpu,
+    build: 'never',
+    usePrebuiltBinaries: true,
+    skipDownload: true,
+    progressLogs: false,
+    logLevel: LlamaLogLevel.error,
+    logger: (level, message) => {
+      const text = message.trim();
+      if (text) log(level === LlamaLogLevel.error || level === LlamaLogLevel.fatal ? 'error' : 'warn', `llama.cpp: ${text}`);
+    },
+  })).catch((error: unknown) => {
+    const reason = (error as Error)?.message ?? String(error);
+    throw new Error(gpu === false
+      ? `llama.cpp's CPU binary did not load: ${reason}`
+      : `gpu=${engine.gpu}: llama.cpp's ${gpu === 'auto' ? 'GPU' : gpu} backend did not load on this machine (${reason}); set gpu=false to run on the CPU`);
+  });
+  runtime = { gpu: engine.gpu, llama };
+  return llama;
+}
+
+/** The tokenizer the chat layer uses: tokenizer.json beside the GGUF when there is one, else rebuilt from its metadata. */
+export async function loadGgufTokenizer(info: ModelInfo, metadata?: GgufMetadata): Promise<LoadedTokenizer> {
+  if (fs.existsSync(path.join(info.dir, 'tokenizer.json'))) return loadTokenizer(info);
+  return { info, tokenizer: tokenizerFromGguf(metadata ?? readGgufMetadata(info.gguf!.parts[0]!)) };
+}
+
+/** Sampling defaults the GGUF states (`general.sampling.*`, as llama.cpp's converter writes them from generation_config.json); llama.cpp's own otherwise. */
+function generationDefaults(metadata: GgufMetadata): GenerationDefaults {
+  const temperature = ggufNumber(metadata, 'general.sampling.temp');
+  const topK = ggufNumber(metadata, 'general.sampling.top_k');
+  const topP = ggufNumber(metadata, 'general.sampling.top_p');
+  if (temperature === undefined && topK === undefined && topP === undefined) return { doSample: true, temperature: 0.8, topK: 40, topP: 0.95 };
+  return { doSample: (temperature ?? 1) > 0, ...(temperature !== undefined ? { temperature } : {}), ...(topK !== undefined ? { topK } : {}), ...(topP !== undefined ? { topP } : {}) };
+}
+
+interface GenerationDefaults {
+  doSample: boolean;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+}
+
+const KV_TYPES = { q8_0: 'Q8_0', q4_0: 'Q4_0', float16: 'F16' } as const;
+/** Bytes per value of each KV type (Q8_0: 34 bytes a block of 32, Q4_0: 18). */
+const KV_BYTES = { auto: 2, float16: 2, q8_0: 34 / 32, q4_0: 18 / 32 } as const;
+
+/** Bytes of KV a token takes: layers x (keys + values) per KV head, from the architecture's metadata. */
+function kvBytesPerToken(metadata: GgufMetadata, engine: EngineSettings): number {
+  const arch = String(metadata.get('general.architecture'));
+  const n = (key: string) => ggufNumber(metadata, `${arch}.${key}`);
+  const heads = n('attention.head_count') ?? 1;
+  const kvHeads = n('attention.head_count_kv') ?? heads;
+  const headDim = (n('embedding_length') ?? 0) / heads;
+  const perLayer = kvHeads * ((n('attention.key_length') ?? headDim) + (n('attention.value_length') ?? headDim));
+  return Math.round((n('block_count') ?? 0) * perLayer * KV_BYTES[engine.kvCacheDtype]);
+}
+
+export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, log: LogFn = () => {}): Promise<LlamaLoaded> {
+  const file = info.gguf?.parts[0];
+  if (!file) throw new Error(`${info.id} is not a GGUF model`);
+  const metadata = readGgufMetadata(file);
+  const [{ tokenizer }, llama, { TokenBias }] = await Promise.all([loadGgufTokenizer(info, metadata), llamaRuntime(engine, log), bindings()]);
+  const onGpu = llama.gpu !== false;
+  const model = await llama.loadModel({ modelPath: file, gpuLayers: onGpu ? engine.gpuLayers : 0 });
+  const notes: string[] = [];
+  const device = onGpu ? `${llama.gpu} (${model.gpuLayers} layers)` : 'cpu';
+  const threads = engine.intraOpThreads > 0 ? { threads: engine.intraOpThreads } : {};
+  const flashAttention = engine.flashAttention === 'auto' ? 'auto' as const : engine.flashAttention === 'on';
+  let context: LlamaContext | undefined;
+  let embedding: LlamaEmbeddingContext | undefined;
+  if (info.task === 'chat') {
+    const kv = engine.kvCacheDtype === 'auto' ? {} : { experimentalKvCacheKeyType: KV_TYPES[engine.kvCacheDtype], experimentalKvCacheValueType: KV_TYPES[engine.kvCacheDtype] };
+    context = await model.createContext({
+      contextSize: info.contextLength,
+      sequences: engine.generationBatchSize,
+      batchSize: engine.prefillChunkTokens,
+      flashAttention,
+      ...threads,
+      ...kv,
+    });
+    notes.push(`llama.cpp on ${device}: ${engine.generationBatchSize} sequences of ${info.contextLength} tokens, flash attention ${context.flashAttention ? 'on' : 'off'}`);
+  } else {
+    embedding = await model.createEmbeddingContext({ contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads });
+    notes.push(`llama.cpp on ${device}`);
+  }
+  const eos = ['eos', 'eot', 'eom'].map((k) => ggufNumber(metadata, `tokenizer.ggml.${k}_token_id`)).filter((id): id is number => id !== undefined);
+  // Every token llama.cpp itself ends a generation on (it also finds them by their text: <|im_end|>, <|endoftext|>...).
+  const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  types.forEach((type, id) => type === 3 && model.isEogToken(id as never) && eos.push(id));
+  const tokens = metadata.get('tokenizer.ggml.tokens');
+  return {
+    info,
+    tokenizer,
+    llama,
+    model,
+    ...(context ? { context } : {}),
+    ...(embedding ? { embedding } : {}),
+    device,
+    newTokenBias: () => TokenBias.for(model),
+    kvBytesPerToken: kvBytesPerToken(metadata, engine),
+    notes,
+    engine,
+    eosTokenIds: [...new Set(eos)],
+    generationDefaults: generationDefaults(metadata),
+    vocabSize: Array.isArray(tokens) ? tokens.length : 0,
+  };
+}
+
+export async function disposeLlamaModel(loaded: LlamaLoaded): Promise<void> {
+  await loaded.context?.dispose();
+  await loaded.embedding?.dispose();
+  await loaded.model.dispose();
+}

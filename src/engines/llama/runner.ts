@@ -1,0 +1,215 @@
+/**
+ * The llama.cpp engine as the chat layer sees it (../sequence.ts SequenceEngine), llama-server's
+ * slots on node-llama-cpp: one context with `generationBatchSize` sequences, whose pending tokens
+ * node-llama-cpp decodes in one batch each step (continuous batching: a sequence joins or leaves
+ * between steps).
+ *
+ * - Prefix reuse: a sequence keeps its KV when its request ends. `lookup` finds the free sequence
+ *   whose tokens share the longest prefix with the prompt; `run` takes that very sequence, erases
+ *   what follows the prefix and evaluates the rest, so the count reported before the prefill is
+ *   the count reused. A request that finds none (or finds every sequence busy) takes the least
+ *   recently used free sequence and evaluates its whole prompt.
+ * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
+ *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
+ *   disallows, end-of-generation tokens included (node-llama-cpp's TokenBias skips those, so the map
+ *   is set on it directly: exact for the pinned 3.21.1). When the caller reads each step's
+ *   distribution (log probabilities), or asks for penalties over different spans than llama.cpp's
+ *   one penalty window, the step takes the model's whole distribution from llama.cpp (greedy chain,
+ *   no bias: its softmax of the raw logits) and the token is chosen here by the ONNX engine's
+ *   sampler (../sampler.ts), with the same mask, seed semantics and penalties; that path is slower
+ *   (a vocabulary-sized copy per step).
+ * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
+ *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
+ *
+ * Contract: worker thread; one engine per loaded model, made on its first use and kept with it.
+ */
+import type { LlamaContextSequence, LlamaContextSequenceRepeatPenalty, Token, TokenBias } from 'node-llama-cpp';
+import type { PromptCacheStats } from '../../core/hooks.js';
+import { allows, type LogitsMask, type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
+import { sample, samplingPlan } from '../sampler.js';
+import type { LlamaLoaded } from './load.js';
+
+interface Slot {
+  sequence: LlamaContextSequence;
+  busy: boolean;
+  lastUsed: number;
+}
+
+interface SlotPrefix extends SequencePrefix {
+  slot: Slot;
+}
+
+const engines = new WeakMap<LlamaLoaded, SequenceEngine>();
+
+export function llamaEngine(loaded: LlamaLoaded): SequenceEngine {
+  let engine = engines.get(loaded);
+  if (!engine) engines.set(loaded, (engine = new LlamaSequences(loaded)));
+  return engine;
+}
+
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+const noShift = {
+  strategy: () => {
+    throw new Error('a sequence outgrew its context (the chat turn bounds prompt plus max_tokens by it)');
+  },
+};
+
+class LlamaSequences implements SequenceEngine {
+  readonly constrains = true;
+  private readonly slots: Slot[];
+  private readonly waiting: Array<() => void> = [];
+  private clock = 0;
+  private running = 0;
+  private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
+  private readonly kvBytesPerToken: number;
+
+  constructor(private readonly loaded: LlamaLoaded) {
+    const context = loaded.context;
+    if (!context) throw new Error(`${loaded.info.id} has no generation context`);
+    this.slots = Array.from({ length: context.totalSequences }, () => ({ sequence: context.getSequence({ contextShift: noShift }), busy: false, lastUsed: 0 }));
+    this.kvBytesPerToken = loaded.kvBytesPerToken;
+  }
+
+  lookup(promptIds: readonly number[]): SlotPrefix | null {
+    let best: SlotPrefix | null = null;
+    for (const slot of this.slots) {
+      if (slot.busy) continue;
+      // At least the prompt's last token is evaluated: its logits choose the first output token.
+      const length = Math.min(commonPrefix(slot.sequence.contextTokens, promptIds), promptIds.length - 1);
+      if (length > 0 && (!best || length > best.length)) best = { length, slot };
+    }
+    if (best) {
+      this.stats.hits++;
+      this.stats.tokensReused += best.length;
+    } else this.stats.misses++;
+    return best;
+  }
+
+  async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
+    const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
+    const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
+    slot.busy = true;
+    this.running++;
+    let peak = this.running;
+    try {
+      const reuse = slot === wanted ? prefix!.length : 0;
+      const { sequence } = slot;
+      if (sequence.nextTokenIndex > reuse) {
+        if (reuse === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
+        await sequence.eraseContextTokenRanges([{ start: reuse, end: sequence.nextTokenIndex }]);
+      }
+      await this.decode(sequence, spec, spec.promptIds.slice(reuse), () => (peak = Math.max(peak, this.running)));
+      return peak;
+    } finally {
+      this.running--;
+      slot.busy = false;
+      slot.lastUsed = ++this.clock;
+      this.waiting.shift()?.();
+    }
+  }
+
+  promptCacheStats(): PromptCacheStats {
+    const held = this.slots.reduce((n, s) => n + s.sequence.nextTokenIndex, 0);
+    return { ...this.stats, bytes: held * this.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
+  }
+
+  /** The least recently used free sequence, once there is one. */
+  private async freeSlot(): Promise<Slot> {
+    for (;;) {
+      const free = this.slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+      if (free) return free;
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    }
+  }
+
+  /** Evaluates `input` after what the sequence holds and generates until the spec stops. */
+  private async decode(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[], step: () => void): Promise<void> {
+    const native = nativeSampling(spec.sampling, spec.promptIds);
+    const plan = native && !spec.observe ? undefined : samplingPlan(spec.sampling, spec.promptIds);
+    const vocab = this.loaded.vocabSize;
+    let mask = await spec.logitsMask?.();
+    if (mask === null || spec.cancelled()) return;
+    const generated: number[] = [];
+    let bias = biasOf(this.loaded, mask, vocab);
+    const iterator = plan
+      ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
+      : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!(generated), tokenBias: () => bias, yieldEogToken: true });
+    try {
+      let replacement: Token | undefined;
+      for (;;) {
+        spec.busy?.(true);
+        step();
+        const next = await iterator.next(replacement);
+        spec.busy?.(false);
+        if (next.done) return;
+        let token: number = next.value.token;
+        if (plan) {
+          const row = distribution((next.value as { probabilities?: Map<Token, number> }).probabilities, vocab);
+          token = sample(row, plan, mask);
+          spec.observe?.(row, token);
+          plan.penalties?.record(token);
+          replacement = token as Token;
+        }
+        generated.push(token);
+        if (spec.onToken(token) || generated.length >= spec.maxTokens || spec.cancelled()) return;
+        mask = await spec.logitsMask?.();
+        if (mask === null) return;
+        if (!plan) bias = biasOf(this.loaded, mask, vocab);
+      }
+    } finally {
+      spec.busy?.(false);
+      await iterator.return(undefined);
+    }
+  }
+}
+
+/** A step's log probabilities over the vocabulary from llama.cpp's softmax (tokens it rounds to 0: -inf). */
+function distribution(probabilities: Map<Token, number> | undefined, vocab: number): Float32Array {
+  const row = new Float32Array(vocab).fill(-Infinity);
+  if (probabilities) for (const [token, p] of probabilities) if (token < vocab) row[token] = Math.log(p);
+  return row;
+}
+
+/** A mask as llama.cpp's logit bias: -inf on each token it disallows (empty when there is no mask). */
+function biasOf(loaded: LlamaLoaded, mask: LogitsMask | undefined, vocab: number): TokenBias {
+  const bias = loaded.newTokenBias();
+  if (!mask) return bias;
+  const never = new Map<Token, number>();
+  for (let id = 0; id < vocab; id++) if (!allows(mask, id)) never.set(id as Token, -Infinity);
+  // TokenBias.set refuses end-of-generation tokens; a grammar that is not complete must refuse them too.
+  (bias as unknown as { _biases: Map<Token, number> })._biases = never;
+  return bias;
+}
+
+/**
+ * The sampling settings as llama.cpp's sampler options, given the list the generated tokens go into;
+ * undefined when llama.cpp's samplers cannot apply them exactly (a repetition penalty over the
+ * prompt together with presence or frequency penalties over the output: llama.cpp has one window).
+ */
+function nativeSampling(settings: SamplingSettings, promptIds: readonly number[]) {
+  const { penalties } = settings;
+  const repetition = penalties && penalties.repetition !== 1;
+  const additive = penalties && (penalties.presence !== 0 || penalties.frequency !== 0);
+  if (repetition && additive) return undefined;
+  // Without a seed, a fresh one per request (node-llama-cpp's default is the current second).
+  const seed = settings.seed ?? Math.floor(Math.random() * 2 ** 32);
+  return (generated: number[]) => {
+    const repeatPenalty: LlamaContextSequenceRepeatPenalty | undefined = !penalties || (!repetition && !additive) ? undefined : {
+      punishTokens: () => (repetition ? [...promptIds, ...generated] : generated) as Token[],
+      // node-llama-cpp takes the larger of this and the list's length: the whole list.
+      maxPunishTokens: 0,
+      penalty: penalties.repetition,
+      presencePenalty: penalties.presence,
+      frequencyPenalty: penalties.frequency,
+    };
+    return settings.doSample
+      ? { temperature: settings.temperature, topK: settings.topK, topP: settings.topP, minP: 0, seed, ...(repeatPenalty ? { repeatPenalty } : {}) }
+      : { temperature: 0, ...(repeatPenalty ? { repeatPenalty } : {}) };
+  };
+}

@@ -1,0 +1,26 @@
+import type { ModelDescription } from '../core/model.js';
+import type { Dtype } from './manifest.js';
+
+/**
+ * A scanned model folder: the core's description (src/core/model.ts) and what a worker needs to load
+ * it. Plain data: crosses threads.
+ */
+export interface ModelInfo extends ModelDescription {
+  /** Absolute path of the model folder (a GGUF model: the folder its files are in). */
+  dir: string;
+  /** ONNX models: the transformers.js dtype of the graph served. */
+  dtype: Dtype;
+  /** GGUF models: the file and its split parts (./gguf.ts), and the quantization its name gives. */
+  gguf?: { parts: string[]; quant?: string };
+  /** Relative path of the ONNX file the dtype selects. */
+  onnxFile: string;
+  /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */
+  externalDataChunks: number;
+  poolSize: number;
+  pooling: 'mean' | 'cls';
+  normalize: boolean;
+  /** The vector may be shortened to its first `dimensions` values (then re-normalised). */
+  matryoshka: boolean;
+  /** Put before every string input (embedding models trained with instruction prefixes). */
+  prefix: string;
+}

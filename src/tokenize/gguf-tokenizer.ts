@@ -1,0 +1,92 @@
+/**
+ * A GGUF model's tokenizer as transformers.js runs it, rebuilt from the file's own metadata: the
+ * inverse of what llama.cpp's converter (convert_hf_to_gguf.py) writes for a byte-level BPE
+ * tokenizer. So the chat layer renders, counts and parses with the model's own tokens, the same code
+ * path as an ONNX model's tokenizer.json; a test holds the result to llama.cpp's own tokenization.
+ *
+ * What is read: `tokenizer.ggml.tokens`, `token_type` (control tokens become special added tokens;
+ * user-defined ones, like Qwen3's `<think>`, added tokens that are not special; unused padding rows
+ * are left out), `merges`, the special ids, `add_bos_token`, `tokenizer.chat_template`, and
+ * `tokenizer.ggml.pre`, llama.cpp's name for the pre-tokenizer, which maps to the split expression
+ * the model was trained with (llama.cpp's llama-vocab.cpp, the same expressions as the models'
+ * tokenizer.json files). A pre-tokenizer not in the table is refused when the model is scanned
+ * (src/models/gguf-model.ts): a tokenizer.json beside the file is then the way.
+ */
+import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
+
+/** llama.cpp's token types (llama-vocab.h). */
+const CONTROL = 3;
+const USER_DEFINED = 4;
+const UNUSED = 5;
+
+const QWEN2 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const LLAMA3 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+const byteLevel = (useRegex: boolean) => ({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: useRegex });
+const split = (regex: string) => ({ type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }, byteLevel(false)] });
+
+/** llama.cpp pre-tokenizer names -> tokenizer.json's pre_tokenizer and normalizer. */
+const PRE_TOKENIZERS: Record<GgufPreTokenizer, { pre: unknown; normalizer?: unknown }> = {
+  qwen2: { pre: split(QWEN2), normalizer: { type: 'NFC' } },
+  'deepseek-r1-qwen': { pre: split(QWEN2), normalizer: { type: 'NFC' } },
+  'llama-bpe': { pre: split(LLAMA3) },
+  llama3: { pre: split(LLAMA3) },
+  'smaug-bpe': { pre: split(LLAMA3) },
+  default: { pre: byteLevel(true) },
+  gpt2: { pre: byteLevel(true) },
+  'gpt-2': { pre: byteLevel(true) },
+  smollm: { pre: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, byteLevel(true)] } },
+};
+
+const strings = (m: GgufMetadata, key: string): string[] => {
+  const value = m.get(key);
+  return Array.isArray(value) ? value.map(String) : [];
+};
+
+/** A transformers.js tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata). */
+export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+  const model = ggufString(metadata, 'tokenizer.ggml.model');
+  const preName = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
+  const pre = (PRE_TOKENIZERS as Record<string, { pre: unknown; normalizer?: unknown } | undefined>)[preName];
+  if (model !== 'gpt2' || !pre) throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);
+  const tokens = strings(metadata, 'tokenizer.ggml.tokens');
+  const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  const vocab: Record<string, number> = {};
+  const added: Array<Record<string, unknown>> = [];
+  tokens.forEach((token, id) => {
+    const type = types[id] ?? 1;
+    if (type === UNUSED) return;
+    if (type === CONTROL || type === USER_DEFINED) {
+      added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type === CONTROL });
+    }
+    vocab[token] = id;
+  });
+  const special = (key: string) => {
+    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
+    return typeof id === 'number' && tokens[id] !== undefined ? tokens[id] : null;
+  };
+  const bos = special('bos');
+  const addBos = metadata.get('tokenizer.ggml.add_bos_token') === true && bos !== null;
+  const json = {
+    version: '1.0',
+    added_tokens: added,
+    normalizer: pre.normalizer ?? null,
+    pre_tokenizer: pre.pre,
+    post_processor: addBos
+      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [tokens.indexOf(bos)], tokens: [bos] } } }
+      : null,
+    decoder: byteLevel(true),
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },
+  };
+  const config = {
+    add_bos_token: addBos,
+    bos_token: bos,
+    eos_token: special('eos'),
+    pad_token: special('padding'),
+    unk_token: special('unknown'),
+    clean_up_tokenization_spaces: false,
+    chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
+  };
+  return new PreTrainedTokenizer(json, config);
+}

@@ -1,0 +1,109 @@
+/**
+ * The llama.cpp engine (src/engines/llama/) on the GGUF test model (the bundled chat model's weights
+ * with the real Qwen3 tokenizer and template in the GGUF metadata; scripts/builders/gguf/test-model.ts):
+ * the tokenizer rebuilt from the metadata tokenizes as llama.cpp does, and the server answers through
+ * it with real usage, forced tool calls that parse, prefix reuse that is counted, and log probabilities.
+ */
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { getLlama, type LlamaModel } from 'node-llama-cpp';
+import { readGgufMetadata } from '../../src/models/gguf.js';
+import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
+import { scanModels } from '../../src/models/registry.js';
+import { TEST_GGUF_FILE } from '../../scripts/builders/gguf/test-model.js';
+import { GGUF_CHAT_MODEL, GGUF_MODELS_DIR } from '../helpers/paths.js';
+import { startRealServer, type RealServer } from '../helpers/real-server.js';
+
+const FILE = path.join(GGUF_MODELS_DIR, GGUF_CHAT_MODEL, TEST_GGUF_FILE);
+
+describe('the tokenizer rebuilt from GGUF metadata', () => {
+  let model: LlamaModel;
+  beforeAll(async () => {
+    const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: 'error' as never });
+    model = await llama.loadModel({ modelPath: FILE });
+  });
+  afterAll(() => model?.dispose());
+
+  it('gives llama.cpp\'s own tokens for text with special tokens, digits, accents, CJK, contractions and whitespace runs', () => {
+    const tokenizer = tokenizerFromGguf(readGgufMetadata(FILE));
+    const texts = [
+      "Hello world! <|im_start|>user\n  1234 naïve 日本語 don't\n\n<think>x</think>",
+      'def f(x):\n\treturn x ** 2  # square\n\n\n',
+      '{"city": "Paris", "n": -12.5e3}',
+      "I'LL SEE YOU'RE 😀 emoji and ¿qué? ½",
+      '<tool_call>\n{"name": "get_weather"}\n</tool_call><|im_end|>',
+    ];
+    for (const text of texts) expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(model.tokenize(text, true));
+  });
+});
+
+describe('a GGUF model served', () => {
+  let server: RealServer;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_MODELS_DIR, only: [GGUF_CHAT_MODEL] });
+  });
+  afterAll(() => server?.close());
+  const anthropic = () => new Anthropic({ baseURL: server.url, apiKey: 'x', maxRetries: 0 });
+
+  it('is found under its folder name and its quantization, and says it runs on llama.cpp', async () => {
+    const { models } = scanModels({ modelsDir: GGUF_MODELS_DIR, defaultPoolSize: 1 });
+    const model = models.find((m) => m.id === GGUF_CHAT_MODEL)!;
+    expect(model).toMatchObject({ engine: 'llama', task: 'chat', thinking: true, aliases: [`${GGUF_CHAT_MODEL}:F32`] });
+    const listed = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
+    expect(listed.data.map((m) => m.id)).toContain(GGUF_CHAT_MODEL);
+  });
+
+  it('answers with usage equal to count_tokens, and counts a reused prefix as cache reads', async () => {
+    const params = { model: GGUF_CHAT_MODEL, max_tokens: 6, system: 'You are terse.', messages: [{ role: 'user' as const, content: 'Say hello.' }], ...{ temperature: 0 } };
+    const first = await anthropic().messages.create(params);
+    const count = await anthropic().messages.countTokens({ model: GGUF_CHAT_MODEL, system: params.system, messages: params.messages });
+    expect(first.usage.output_tokens).toBe(6);
+    expect(first.stop_reason).toBe('max_tokens');
+    const second = await anthropic().messages.create(params);
+    expect(second.content).toEqual(first.content); // greedy: the same text
+    expect(second.usage.cache_read_input_tokens).toBe(count.input_tokens - 1);
+    expect(second.usage.input_tokens + (second.usage.cache_read_input_tokens ?? 0)).toBe(count.input_tokens);
+  });
+
+  it('writes a forced tool call that parses against its schema (the grammar as a logit bias)', async () => {
+    const message = await anthropic().messages.create({
+      model: GGUF_CHAT_MODEL, max_tokens: 200, ...{ temperature: 1 },
+      messages: [{ role: 'user', content: 'Weather in Paris?' }],
+      tools: [{ name: 'get_weather', description: 'Weather', input_schema: { type: 'object', properties: { city: { type: 'string', maxLength: 12 }, days: { type: 'integer', minimum: 1, maximum: 7 } }, required: ['city', 'days'], additionalProperties: false } }],
+      tool_choice: { type: 'tool', name: 'get_weather' },
+    });
+    expect(message.stop_reason).toBe('tool_use');
+    const call = message.content.find((b) => b.type === 'tool_use')!;
+    expect(call).toMatchObject({ type: 'tool_use', name: 'get_weather' });
+    const input = call.input as { city: string; days: number };
+    expect(typeof input.city).toBe('string');
+    expect(Number.isInteger(input.days) && input.days >= 1 && input.days <= 7).toBe(true);
+  });
+
+  it('reports log probabilities of the model\'s distribution, and a seed repeats a sampled answer', async () => {
+    const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const body = { model: GGUF_CHAT_MODEL, max_tokens: 5, messages: [{ role: 'user' as const, content: 'Count to three.' }], logprobs: true, top_logprobs: 3, seed: 7, temperature: 1 };
+    const a = await openai.chat.completions.create(body);
+    const b = await openai.chat.completions.create(body);
+    expect(a.choices[0]!.message.content).toBe(b.choices[0]!.message.content);
+    const entries = a.choices[0]!.logprobs!.content!;
+    expect(entries).toHaveLength(5);
+    for (const entry of entries) {
+      expect(entry.logprob).toBeLessThanOrEqual(0);
+      expect(entry.top_logprobs).toHaveLength(3);
+      expect(entry.top_logprobs[0]!.logprob).toBeGreaterThanOrEqual(entry.top_logprobs[2]!.logprob);
+      expect(entry.logprob).toBeLessThanOrEqual(entry.top_logprobs[0]!.logprob + 1e-6);
+    }
+    const seeded = { model: GGUF_CHAT_MODEL, max_tokens: 8, messages: [{ role: 'user' as const, content: 'Tell me a story.' }], seed: 11, temperature: 1 };
+    const c = await openai.chat.completions.create(seeded);
+    const d = await openai.chat.completions.create(seeded);
+    expect(c.choices[0]!.message.content).toBe(d.choices[0]!.message.content);
+  });
+
+  it('decodes concurrent requests together', async () => {
+    const results = await Promise.all(Array.from({ length: 4 }, (_, i) => anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 12, messages: [{ role: 'user', content: `Request ${i}` }], ...{ temperature: 0 } })));
+    for (const r of results) expect(r.usage.output_tokens).toBe(12);
+  });
+});
