@@ -2,6 +2,7 @@
  * The `models` command: fetch models on a machine with a network, carry them to one without.
  *
  *   models pull <owner/name> [--revision main] [--dtype q8|q4|fp16|fp32|...] [--id ID | --hf-cache] [--hub-url URL]
+ *   models pull <owner/name:QUANT> | <owner/name> --quant QUANT  [...]   (one quantization of a GGUF repository)
  *   models list
  *   models rm <id>
  *   models pack <id...> -o FILE.tar
@@ -16,25 +17,33 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { DTYPES, MODEL_ID_PATTERN, type Dtype } from '../models/manifest.js';
+import { DTYPES, type Dtype } from '../models/manifest.js';
 import { defaultHubCacheDir, repoFolderName } from '../models/hf-cache.js';
 import { modelFileBytes } from '../models/signature.js';
 import { scanModelSources } from '../models/sources.js';
 import { formatBytes, listFiles } from '../models/hub/checksums.js';
 import { pack, unpack } from '../models/hub/pack.js';
+import { ggufFiles, removeModel } from '../models/hub/local-models.js';
 import { pull } from '../models/hub/pull.js';
 import { ps } from './ps.js';
 import { table } from './table.js';
 
 const USAGE = `Usage:
   models pull <owner/name> [--revision REV] [--dtype ${DTYPES.join('|')}] [--id ID | --hf-cache] [--hub-url URL]
-      --hf-cache: into the Hugging Face cache (shared with Python tools; served as owner/name)
+      an ONNX export; --hf-cache: into the Hugging Face cache (shared with Python tools; served as owner/name)
+  models pull <owner/name:QUANT> [--revision REV] [--id ID | --hf-cache] [--hub-url URL]
+      one quantization of a GGUF repository (QUANT as in its file names: Q4_K_M, Q8_0, IQ4_XS, F16...;
+      also spelled <owner/name> --quant QUANT), split parts and all, into models/<name>/ beside the
+      quantizations already there (a folder of one serves <name>, of several <name>:QUANT each)
   models list                      models/ and the Hugging Face cache
-      WEIGHTS: bytes of the ONNX graph and its external data files (what a load reads; the
+      DTYPE: the ONNX dtype, or a GGUF model's quantization; WEIGHTS: bytes of the ONNX graph and
+      its external data files, or of the GGUF file and its split parts (what a load reads; the
       same figure as models ps and /metrics' model_loaded_bytes); FOLDER: every file of the model
-      (tokenizer and config too: what pack carries)
-  models rm <id>
-  models pack <id...> -o FILE.tar
+      (tokenizer and config too: what pack carries; for a GGUF model its parts and the manifest
+      and tokenizer files beside them)
+  models rm <id>                   an ONNX model's folder; a GGUF model's files only (its folder
+                                   too when nothing else is left in it)
+  models pack <id...> -o FILE.tar  model folders, or models by id (a GGUF model: its files only)
   models unpack FILE.tar [--force]
   models ps [--url URL] [--all]    what a running server has loaded (API_KEYS' first key is sent)
 Flags for every command: --models-dir DIR (default: models, or MODELS_DIR),
@@ -88,6 +97,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
       'models-dir': { type: 'string' },
       revision: { type: 'string', default: 'main' },
       dtype: { type: 'string' },
+      quant: { type: 'string' },
       id: { type: 'string' },
       endpoint: { type: 'string' },
       'hub-url': { type: 'string' },
@@ -110,12 +120,13 @@ export async function run(argv: string[], env: Record<string, string | undefined
   const log = (line: string) => process.stderr.write(`${line}\n`);
   switch (command) {
     case 'pull': {
-      if (args.length !== 1) throw new UsageError('pull takes one repository, e.g. onnx-community/Qwen2.5-0.5B-Instruct');
+      if (args.length !== 1) throw new UsageError('pull takes one repository, e.g. onnx-community/Qwen2.5-0.5B-Instruct or Qwen/Qwen3-0.6B-GGUF:Q8_0');
       if (values.dtype && !(DTYPES as string[]).includes(values.dtype)) throw new UsageError(`--dtype must be one of ${DTYPES.join(', ')}`);
       await pull({
         repo: args[0]!,
         revision: values.revision!,
         dtype: values.dtype as Dtype | undefined,
+        quant: values.quant,
         id: values.id,
         ...(values['hf-cache'] ? { hfCacheDir } : {}),
         endpoint: values['hub-url'] ?? values.endpoint ?? env.HF_ENDPOINT ?? 'https://huggingface.co',
@@ -129,7 +140,10 @@ export async function run(argv: string[], env: Record<string, string | undefined
     case 'list': {
       const { models, skipped } = scanModelSources({ modelsDir, hfCacheDir, defaultPoolSize: 1 });
       // WEIGHTS is the server's own measure (GET /v1/models file_bytes, which `models ps` shows).
-      const rows = models.map((m) => [m.id, m.task, m.dtype, String(m.contextLength), formatBytes(modelFileBytes(m)), formatBytes(folderSize(m.dir))]);
+      const rows = models.map((m) => [
+        m.id, m.task, m.gguf ? (m.gguf.quant ?? 'gguf') : m.dtype, String(m.contextLength), formatBytes(modelFileBytes(m)),
+        formatBytes(m.gguf ? filesSize(ggufFiles(m, modelsDir)) : folderSize(m.dir)),
+      ]);
       process.stdout.write(table(['ID', 'TASK', 'DTYPE', 'CONTEXT', 'WEIGHTS', 'FOLDER'], rows));
       for (const s of skipped) process.stdout.write(`skipped ${s.folder}: ${s.reason}\n`);
       if (models.length === 0 && skipped.length === 0) log(`no models in ${modelsDir} or ${hfCacheDir}`);
@@ -138,14 +152,14 @@ export async function run(argv: string[], env: Record<string, string | undefined
     case 'rm': {
       if (args.length === 0) throw new UsageError('rm takes one or more model ids');
       for (const id of args) {
-        const dir = path.join(modelsDir, id);
-        if (id.includes('/') && fs.existsSync(path.join(hfCacheDir, repoFolderName(id)))) {
+        const repo = id.split(':')[0]!; // org/name:Q4_K_M, a GGUF model of a cached repository
+        if (repo.includes('/') && fs.existsSync(path.join(hfCacheDir, repoFolderName(repo)))) {
           // Shared with Python tools: their cache, their tool to prune it.
-          throw new UsageError(`${id} is in the Hugging Face cache (${path.join(hfCacheDir, repoFolderName(id))}), which other tools share; remove it with \`huggingface-cli delete-cache\` or delete that folder`);
+          throw new UsageError(`${id} is in the Hugging Face cache (${path.join(hfCacheDir, repoFolderName(repo))}), which other tools share; remove it with \`huggingface-cli delete-cache\` or delete that folder`);
         }
-        if (!MODEL_ID_PATTERN.test(id) || !fs.existsSync(dir)) throw new UsageError(`no model folder ${dir}`);
-        fs.rmSync(dir, { recursive: true, force: true });
-        log(`removed ${dir}`);
+        const removed = removeModel(modelsDir, id);
+        if (!removed) throw new UsageError(`no model or model folder ${id} in ${modelsDir}`);
+        for (const file of removed) log(`removed ${file}`);
       }
       return 0;
     }
@@ -171,7 +185,11 @@ export async function run(argv: string[], env: Record<string, string | undefined
 }
 
 function folderSize(dir: string): number {
-  return listFiles(dir).reduce((sum, rel) => sum + fs.statSync(path.join(dir, rel)).size, 0);
+  return filesSize(listFiles(dir).map((rel) => path.join(dir, rel)));
+}
+
+function filesSize(files: string[]): number {
+  return files.reduce((sum, file) => sum + fs.statSync(file).size, 0);
 }
 
 // Run when executed directly (tsx src/cli/models.ts or the npm bin), not when imported by tests.

@@ -2,7 +2,9 @@
  * `models ps`: what a running server has loaded (as `ollama ps`), read from its GET /v1/models
  * (the lifecycle extension fields): state, weights, how long loaded and idle, when it unloads.
  * WEIGHTS is the server's `file_bytes`: the bytes of the ONNX graph and its external data files on
- * disk (what a load reads), the figure `models list` shows under the same header.
+ * disk, or of a GGUF file and its split parts (what a load reads), the figure `models list` shows
+ * under the same header. A GGUF model's quantization shows in its id where its folder holds several
+ * (`name:Q4_K_M`); the listing does not say which engine runs a model, so neither does this table.
  */
 import { formatBytes } from '../models/hub/checksums.js';
 import { table } from './table.js';

@@ -384,7 +384,7 @@ export class LocalInferenceService implements InferenceService {
       try {
         const notes = await pool.start();
         const { id, task, dtype, poolSize: workers } = info;
-        this.context.logger.info({ model: id, task, dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
+        this.context.logger.info({ model: id, task, engine: info.engine, format: info.gguf ? (info.gguf.quant ?? 'gguf') : dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
       } catch (error) {
         await closeLoaded(loaded);
         throw error;

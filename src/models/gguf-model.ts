@@ -18,7 +18,14 @@ const ENCODERS = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2'
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK: a cross-encoder's score. */
 const POOLING_RANK = 4;
 
+/** The context when the GGUF names none. */
 const DEFAULT_CONTEXT = 4096;
+/**
+ * At most this many tokens of context per sequence unless manifest.json's contextLength says more:
+ * llama.cpp allocates every sequence's KV when the model loads (8 sequences of Qwen3-0.6B's trained
+ * 40,960 tokens would take 35 GiB; of 8,192, 7 GiB). /v1/models reports the figure served.
+ */
+export const GGUF_CONTEXT_CAP = 8192;
 
 export interface GgufDescribeOptions {
   id: string;
@@ -48,7 +55,7 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
     throw new Error(`${path.basename(file)}: its tokenizer (${tokenizerModel ?? 'none'}, pre-tokenizer ${pre}) is not one the server rebuilds from GGUF metadata (gpt2 with ${GGUF_PRE_TOKENIZERS.join(', ')}); put the model's tokenizer.json beside it`);
   }
   const trained = ggufNumber(metadata, `${arch}.context_length`);
-  const contextLength = manifest.contextLength ?? (trained && trained > 0 ? trained : DEFAULT_CONTEXT);
+  const contextLength = manifest.contextLength ?? Math.min(trained && trained > 0 ? trained : DEFAULT_CONTEXT, GGUF_CONTEXT_CAP);
   const quant = quantOf(files.stem);
   return {
     id: options.id,

@@ -45,6 +45,8 @@ export interface PoolContext {
  * that still has not answered this long afterwards is stuck inside one operation and is replaced.
  */
 export const HANG_GRACE_MS = 2_000;
+/** How long closing a pool waits for its running tasks to stop at their next step (see close). */
+const CLOSE_GRACE_MS = 3_000;
 
 /** Times a generation lost with its worker before it began is run again. */
 const MAX_RERUNS = 1;
@@ -238,9 +240,23 @@ export class ModelPool {
     return this.threads;
   }
 
+  /**
+   * Asks every running task to stop, gives them CLOSE_GRACE_MS to end at their next step, then
+   * closes the workers. A llama.cpp worker must not be torn down while a decode is in flight (its
+   * native callback would then throw into the dead thread and end the process); an ONNX worker loses
+   * nothing by the wait.
+   */
   async close(): Promise<void> {
+    for (const control of this.running.keys()) Atomics.store(control, TaskControl.CANCEL, 1);
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
+    await Promise.race([Promise.allSettled(this.running.values()), grace]);
+    clearTimeout(timer);
     await this.piscina.close({ force: true });
   }
+
+  /** Tasks running now, by their control block. */
+  private readonly running = new Map<Int32Array, Promise<unknown>>();
 
   /**
    * Runs one task. With a watchdog and a deadline: at the deadline the task is asked to stop
@@ -275,9 +291,12 @@ export class ModelPool {
 
   private async run<K extends TaskType>(task: TaskOf<K>, transferList?: MessagePort[], watchdog?: Watchdog<K>): Promise<ReplyOf<K>> {
     const release = task.type === 'load' ? () => {} : this.admit();
+    const running = this.runAdmitted(task, transferList, watchdog);
+    if (watchdog) this.running.set(watchdog.control, running);
     try {
-      return await this.runAdmitted(task, transferList, watchdog);
+      return await running;
     } finally {
+      if (watchdog) this.running.delete(watchdog.control);
       release();
     }
   }

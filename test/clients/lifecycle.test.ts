@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
 import type { LifecycleOptions } from '../../src/inference/service.js';
-import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, SERVED_MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 let dir: string;
@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const link = (id: string) => fs.symlinkSync(path.join(MODELS_DIR, id), path.join(dir, id));
+const link = (id: string) => fs.symlinkSync(path.join(SERVED_MODELS_DIR, id), path.join(dir, id));
 const unlink = (id: string) => fs.rmSync(path.join(dir, id));
 
 async function start(lifecycle: Partial<LifecycleOptions> = {}, pingIntervalMs?: number) {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoTokenizer, env, type PreTrainedTokenizer } from '@huggingface/transformers';
 import { parseSse } from '../helpers/inject.js';
-import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+import { CHAT_MODEL, MODELS_DIR, ONNX_CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const POLL_MS = 10;
@@ -21,7 +21,8 @@ beforeAll(async () => {
   server = await startRealServer();
   env.allowRemoteModels = false;
   env.localModelPath = `${MODELS_DIR}/`;
-  tokenizer = await AutoTokenizer.from_pretrained(CHAT_MODEL);
+  // The bundled model's tokenizer.json: the GGUF test model carries the same tokenizer (test/model/llama-engine.test.ts).
+  tokenizer = await AutoTokenizer.from_pretrained(ONNX_CHAT_MODEL);
 });
 afterAll(() => server?.close());
 

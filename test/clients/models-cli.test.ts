@@ -1,7 +1,8 @@
 /**
  * The models command as a user runs it (the npm bin, in a child process): `list` and `ps` give a
- * model's size in one measure under one header (WEIGHTS: the ONNX graph and its external data, the
- * server's file_bytes), and `unpack` names the folder it would overwrite, wherever --models-dir points.
+ * model's size in one measure under one header (WEIGHTS: the ONNX graph and its external data, or
+ * the GGUF file, the server's file_bytes), and `unpack` names the folder it would overwrite, wherever
+ * --models-dir points. Run on either engine's models folder (TEST_CHAT_ENGINE).
  */
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
@@ -11,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../src/models/hub/checksums.js';
-import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { CHAT_ENGINE, CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 /** Asynchronous: the server this test runs in its own process must keep answering. */
@@ -43,7 +44,8 @@ describe('models list and models ps', () => {
   afterAll(() => server?.close());
 
   it('report the same WEIGHTS for every model: the server\'s file_bytes', async () => {
-    const listed = await cli(['list', '--models-dir', MODELS_DIR]);
+    // The folder the server serves: on llama.cpp, the chat model is a GGUF file.
+    const listed = await cli(['list', '--models-dir', SERVED_MODELS_DIR]);
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/^ID\s+TASK\s+DTYPE\s+CONTEXT\s+WEIGHTS\s+FOLDER\n/);
     const shown = await cli(['ps', '--url', server.url, '--all']);
@@ -57,9 +59,14 @@ describe('models list and models ps', () => {
       const weights = formatBytes(data.find((m) => m.id === id)!.file_bytes);
       expect(list.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
       expect(ps.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
-      // The folder holds more than the weights (tokenizer, config), and says so in its own column.
-      expect(list.find((r) => r.ID === id)?.FOLDER).not.toBe(weights);
+      // The folder holds more than the weights (tokenizer, config), and says so in its own column; a
+      // GGUF file holds its tokenizer itself, and its manifest is a few bytes.
+      const gguf = CHAT_ENGINE === 'llama' && id === CHAT_MODEL;
+      if (gguf) expect(list.find((r) => r.ID === id)?.FOLDER).toBe(weights);
+      else expect(list.find((r) => r.ID === id)?.FOLDER).not.toBe(weights);
     }
+    // A GGUF model's DTYPE is its quantization.
+    expect(list.find((r) => r.ID === CHAT_MODEL)?.DTYPE).toBe(CHAT_ENGINE === 'llama' ? 'F32' : 'fp32');
   });
 
   it('ps says when no server answers, and where it looked', async () => {

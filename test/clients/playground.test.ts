@@ -8,7 +8,7 @@ import path from 'node:path';
 import puppeteer, { type Browser, type BrowserContext, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
-import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 import { modelVariant } from '../helpers/model-variant.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
@@ -34,7 +34,7 @@ function modelsFolder(): string {
   const dir = modelVariant(CHAT_MODEL, SECOND_MODEL, { 'manifest.json': { contextLength: 4096 } });
   for (const id of [CHAT_MODEL, EMBED_MODEL]) {
     fs.mkdirSync(path.join(dir, id));
-    for (const entry of fs.readdirSync(path.join(MODELS_DIR, id))) fs.symlinkSync(path.join(MODELS_DIR, id, entry), path.join(dir, id, entry));
+    for (const entry of fs.readdirSync(path.join(SERVED_MODELS_DIR, id))) fs.symlinkSync(path.join(SERVED_MODELS_DIR, id, entry), path.join(dir, id, entry));
   }
   return dir;
 }

@@ -57,7 +57,7 @@ describe('resilience (real workers)', () => {
     expect(body.error.message).not.toMatch(/\/|exit code|at /);
     await untilReady();
     expect((await chat()).status).toBe(200);
-    expect(await metric(/worker_restarts_total\{model="tiny-qwen3-random",reason="crashed"\} (\d+)/)).toBe(1);
+    expect(await metric(new RegExp(String.raw`worker_restarts_total\{model="${CHAT_MODEL}",reason="crashed"\} (\d+)`))).toBe(1);
   });
 
   it('a worker that hangs gets its request a 504 timeout_error, is killed and replaced', async () => {
@@ -66,7 +66,7 @@ describe('resilience (real workers)', () => {
     expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'timeout_error', message: expect.stringMatching(/restarted/) } });
     await untilReady();
     expect((await chat()).status).toBe(200);
-    expect(await metric(/worker_restarts_total\{model="tiny-qwen3-random",reason="hung"\} (\d+)/)).toBe(1);
+    expect(await metric(new RegExp(String.raw`worker_restarts_total\{model="${CHAT_MODEL}",reason="hung"\} (\d+)`))).toBe(1);
   });
 
   it('an exception in a worker is a 500 and costs no restart', async () => {
@@ -100,9 +100,9 @@ describe('resilience (real workers)', () => {
     const text = await (await fetch(`${server.url}/metrics`)).text();
     expect(text).toMatch(/http_requests_total\{method="POST",route="\/v1\/messages",status="200"\} \d+/);
     expect(text).toMatch(/http_requests_total\{method="POST",route="\/v1\/messages",status="529"\} 1/);
-    expect(text).toMatch(/model_tokens_total\{model="tiny-qwen3-random",direction="output"\} \d+/);
-    expect(text).toMatch(/generation_time_to_first_token_seconds_count\{model="tiny-qwen3-random"\} \d+/);
-    expect(text).toMatch(/model_queue_depth\{model="tiny-qwen3-random"\} 0/);
-    expect(text).toMatch(/model_ready\{model="tiny-qwen3-random"\} 1/);
+    expect(text).toMatch(new RegExp(String.raw`model_tokens_total\{model="${CHAT_MODEL}",direction="output"\} \d+`));
+    expect(text).toMatch(new RegExp(String.raw`generation_time_to_first_token_seconds_count\{model="${CHAT_MODEL}"\} \d+`));
+    expect(text).toMatch(new RegExp(String.raw`model_queue_depth\{model="${CHAT_MODEL}"\} 0`));
+    expect(text).toMatch(new RegExp(String.raw`model_ready\{model="${CHAT_MODEL}"\} 1`));
   });
 });

@@ -15,6 +15,7 @@
  *
  * `{rev}` is `main` or the commit. Unknown repositories, revisions and files get the hub's 404s
  * (JSON with X-Error-Code). It can cut a transfer short or corrupt a file on purpose.
+ * writeGgufRepo lays out a GGUF repository for it to serve.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -22,6 +23,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { listFiles } from '../../src/models/hub/checksums.js';
+import { writeGguf } from '../../scripts/builders/gguf/gguf-writer.js';
 import { commitOf, gitBlobSha1, LFS_THRESHOLD } from './hf-cache-fixture.js';
 
 /** Tree entries per page: small, so listing crosses a page boundary as on the real hub. */
@@ -166,4 +168,40 @@ export async function startHubServer(repo: string, folder: string): Promise<HubS
     corrupt,
     close: () => new Promise((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
+}
+
+/** The files of the repository writeGgufRepo lays out, by quantization (repository paths). */
+export const GGUF_REPO_FILES = {
+  Q4_K_M: ['tiny-Q4_K_M.gguf'],
+  // Split, in a folder named after its quantization, as the repositories of large models keep them.
+  Q8_0: ['Q8_0/tiny-Q8_0-00001-of-00002.gguf', 'Q8_0/tiny-Q8_0-00002-of-00002.gguf'],
+  // A multimodal projector: no model of its own, never pulled.
+  projector: ['mmproj-tiny-F16.gguf'],
+} as const;
+
+/**
+ * A GGUF repository as llama.cpp's tools publish one (GGUF_REPO_FILES and a README), in `folder`.
+ * The files hold only the metadata the scanner reads (no tensors): a llama chat model whose tokenizer
+ * the server rebuilds from metadata, padded past LFS_THRESHOLD so the hub lists them as LFS files
+ * with a sha256. A second split part is any bytes: only the first part's header is read.
+ */
+export function writeGgufRepo(folder: string): void {
+  const header = (name: string, file: string, architecture = 'llama') => {
+    fs.mkdirSync(path.dirname(path.join(folder, file)), { recursive: true });
+    writeGguf(path.join(folder, file), {
+      'general.architecture': { type: 'string', value: architecture },
+      'general.name': { type: 'string', value: name },
+      [`${architecture}.context_length`]: { type: 'u32', value: 512 },
+      'tokenizer.ggml.model': { type: 'string', value: 'gpt2' },
+      'tokenizer.ggml.pre': { type: 'string', value: 'qwen2' },
+      'tokenizer.ggml.tokens': { type: 'strings', value: ['a', 'b', 'c'] },
+      'tokenizer.chat_template': { type: 'string', value: '{% for m in messages %}{{ m.content }}{% endfor %}' },
+      'general.description': { type: 'string', value: `${name} `.repeat(LFS_THRESHOLD / 4) },
+    }, [], []);
+  };
+  header('tiny Q4_K_M', GGUF_REPO_FILES.Q4_K_M[0]);
+  header('tiny Q8_0', GGUF_REPO_FILES.Q8_0[0]);
+  fs.writeFileSync(path.join(folder, GGUF_REPO_FILES.Q8_0[1]), Buffer.alloc(2 * LFS_THRESHOLD, 0x5a));
+  header('tiny projector', GGUF_REPO_FILES.projector[0], 'clip');
+  fs.writeFileSync(path.join(folder, 'README.md'), '# tiny\n\nGGUF quantizations of a tiny model.\n');
 }

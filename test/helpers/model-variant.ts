@@ -1,15 +1,15 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { MODELS_DIR } from './paths.js';
+import { MODELS_DIR, SERVED_MODELS_DIR } from './paths.js';
 
 /**
- * A models folder holding one variant of a bundled model: its files linked, with some JSON files
+ * A models folder holding one variant of a served model (a bundled one, or the GGUF test model): its files linked, with some JSON files
  * replaced. Returns the folder; the caller removes it.
  */
 export function modelVariant(sourceId: string, variantId: string, replace: Record<string, unknown>): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${variantId}-`));
-  const source = path.join(MODELS_DIR, sourceId);
+  const source = path.join(SERVED_MODELS_DIR, sourceId);
   const target = path.join(dir, variantId);
   fs.mkdirSync(target);
   for (const entry of fs.readdirSync(source)) {

@@ -7,9 +7,9 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
 import { TEST_ENGINE, testEngine } from './engine.js';
-import { MODELS_DIR } from './paths.js';
+import { SERVED_MODELS_DIR } from './paths.js';
 
-/** Starts real worker pools on the bundled models (or on `modelsDir`). */
+/** Starts real worker pools on the bundled models (the GGUF test model's folder under TEST_CHAT_ENGINE=llama; or on `modelsDir`). */
 export const TEST_BATCHING = { enabled: true, maxBatchTokens: 16_384, maxWaitMs: 0, truncate: false };
 
 
@@ -34,7 +34,7 @@ export async function startRealService(
     script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions;
   } = {},
 ): Promise<RealService> {
-  const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
+  const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? SERVED_MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
   if (skipped.length) throw new Error(`unexpected skipped model folders: ${JSON.stringify(skipped)}`);
   const chosen: ModelInfo[] = models
     .filter((m) => !options.only || options.only.includes(m.id))

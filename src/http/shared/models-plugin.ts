@@ -90,6 +90,8 @@ export function renderModel(model: ModelDescription, status?: ModelStatus) {
     line: null,
     // Not in either dialect; clients ignore them and people find them useful.
     task: model.task,
+    /** onnx (onnxruntime) or llama (llama.cpp, a GGUF file). */
+    engine: model.engine,
     context_length: model.contextLength,
     ...lifecycle(status),
   };

@@ -32,11 +32,13 @@ export function listFiles(dir: string, prefix = ''): string[] {
 }
 
 export async function checksumFolder(dir: string, except: string[] = []): Promise<FileSums> {
+  return checksumFiles(dir, listFiles(dir).filter((rel) => !except.includes(rel)));
+}
+
+/** Sums of some files of `dir` (forward-slash relative paths). */
+export async function checksumFiles(dir: string, files: string[]): Promise<FileSums> {
   const sums: FileSums = {};
-  for (const rel of listFiles(dir)) {
-    if (except.includes(rel)) continue;
-    sums[rel] = { size: fs.statSync(path.join(dir, rel)).size, sha256: await sha256File(path.join(dir, rel)) };
-  }
+  for (const rel of files) sums[rel] = { size: fs.statSync(path.join(dir, rel)).size, sha256: await sha256File(path.join(dir, rel)) };
   return sums;
 }
 

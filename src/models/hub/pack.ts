@@ -2,16 +2,20 @@
  * `models pack` / `models unpack`: move model folders between machines as one tar archive.
  *
  * The archive holds CHECKSUMS.json (size and sha256 of every file of every model) followed by the
- * model folders. `unpack` extracts into a dot folder the registry ignores, verifies every file
- * against the list (and refuses files that are not on it), and only then moves the models into
- * place, so a corrupted or tampered archive never produces a loadable folder.
+ * model folders: a folder named whole, or what one model the server serves needs (a GGUF model: its
+ * parts and its manifest and tokenizer files, not the other quantizations beside it; a loose GGUF
+ * file becomes a folder of its own, which serves it under the same id). `unpack` extracts into a dot
+ * folder the registry ignores, verifies every file against the list (and refuses files that are not
+ * on it), and only then moves the models into place, so a corrupted or tampered archive never
+ * produces a loadable folder.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import * as tar from 'tar';
 import { MODEL_ID_PATTERN } from '../manifest.js';
-import { isDerivedFile } from '../derived-files.js';
-import { checksumFolder, verifyFolder, type FileSums } from './checksums.js';
+import { isDirectory } from '../registry.js';
+import { checksumFiles, listFiles, verifyFolder, type FileSums } from './checksums.js';
+import { findModel, ggufFiles, isLooseGguf } from './local-models.js';
 
 export const CHECKSUMS_FILE = 'CHECKSUMS.json';
 
@@ -19,31 +23,62 @@ export class ArchiveError extends Error {}
 
 export interface PackOptions {
   modelsDir: string;
+  /** Folder names in models/, or ids or aliases of the models it serves. */
   ids: string[];
   output: string;
   log?: (line: string) => void;
 }
 
 export async function pack(options: PackOptions): Promise<Record<string, FileSums>> {
-  const sums: Record<string, FileSums> = {};
-  for (const id of options.ids) {
-    if (!MODEL_ID_PATTERN.test(id)) throw new ArchiveError(`"${id}" is not a model id`);
-    const dir = path.join(options.modelsDir, id);
-    if (!fs.existsSync(dir)) throw new ArchiveError(`no model folder ${dir}`);
-    options.log?.(`checksumming ${id}`);
-    sums[id] = await checksumFolder(dir);
+  const entries = new Map<string, PackEntry>();
+  for (const name of options.ids) {
+    const entry = packEntry(options.modelsDir, name);
+    const same = entries.get(entry.folder);
+    if (same && same.dir !== entry.dir) throw new ArchiveError(`${name} would be packed as ${entry.folder}, which another name already is`);
+    entries.set(entry.folder, { ...entry, files: [...new Set([...(same?.files ?? []), ...entry.files])].sort() });
   }
-  // CHECKSUMS.json goes in first, written beside the models in a temporary folder.
+  const sums: Record<string, FileSums> = {};
+  for (const { folder, dir, files } of entries.values()) {
+    options.log?.(`checksumming ${folder}`);
+    sums[folder] = await checksumFiles(dir, files);
+  }
+  // CHECKSUMS.json goes in first, written beside the models in a temporary folder that links to them.
   const work = fs.mkdtempSync(path.join(options.modelsDir, '.pack-'));
   try {
     fs.writeFileSync(path.join(work, CHECKSUMS_FILE), JSON.stringify(sums, null, 2) + '\n');
-    for (const id of options.ids) fs.symlinkSync(path.resolve(options.modelsDir, id), path.join(work, id));
+    for (const { folder, dir } of entries.values()) fs.symlinkSync(path.resolve(dir), path.join(work, folder));
     options.log?.(`writing ${options.output}`);
-    await tar.c({ file: options.output, cwd: work, follow: true, portable: true, filter: (p) => !isDerivedFile(p) }, [CHECKSUMS_FILE, ...options.ids]);
+    const paths = [...entries.values()].flatMap(({ folder, files }) => files.map((rel) => `${folder}/${rel}`));
+    await tar.c({ file: options.output, cwd: work, follow: true, portable: true }, [CHECKSUMS_FILE, ...paths]);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
   return sums;
+}
+
+/** One folder of the archive: its name there (and in models/ once unpacked), where its files are, which of them. */
+interface PackEntry {
+  folder: string;
+  dir: string;
+  /** Forward-slash paths relative to `dir`. */
+  files: string[];
+}
+
+/**
+ * What a name packs: the folder of that name in models/, whole (files the server derives left out);
+ * else the model the scan serves under that id or alias: an ONNX export's folder, or a GGUF model's
+ * parts and the files describing it, under its folder's name (a loose file: under its id).
+ */
+function packEntry(modelsDir: string, name: string): PackEntry {
+  if (!MODEL_ID_PATTERN.test(name)) throw new ArchiveError(`"${name}" is not a model id`);
+  const dir = path.join(modelsDir, name);
+  if (isDirectory(dir)) return { folder: name, dir, files: listFiles(dir) };
+  const model = findModel(modelsDir, name);
+  if (!model) throw new ArchiveError(`no model folder ${dir}`);
+  if (!model.gguf) return { folder: path.basename(model.dir), dir: model.dir, files: listFiles(model.dir) };
+  const folder = isLooseGguf(model, modelsDir) ? model.id : path.basename(model.dir);
+  if (!MODEL_ID_PATTERN.test(folder)) throw new ArchiveError(`${name} is in folder "${folder}", which is not a model id`);
+  return { folder, dir: model.dir, files: ggufFiles(model, modelsDir).map((file) => path.relative(model.dir, file).split(path.sep).join('/')) };
 }
 
 export interface UnpackOptions {

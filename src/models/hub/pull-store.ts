@@ -1,7 +1,7 @@
 /**
- * Where `models pull` (pull.ts) keeps the files it fetches, one Store per layout: a staging folder
- * that becomes models/<id>, or the Hugging Face cache (blobs/, snapshots/<commit>/, refs/) as
- * huggingface_hub writes it. pull.ts fetches and verifies; a Store says where the finished and
+ * Where `models pull` (pull.ts, pull-gguf.ts) keeps the files it fetches, one Store per layout: a
+ * staging folder whose files become models/<id>, or the Hugging Face cache (blobs/, snapshots/<commit>/, refs/) as
+ * huggingface_hub writes it. hub-repo.ts fetches and verifies; a Store says where the finished and
  * partial files are and lays out what the server reads once every file is in.
  */
 import { createHash } from 'node:crypto';
@@ -27,8 +27,11 @@ export interface Store {
   done(file: Expected): FileSum | undefined;
   /** Moves a verified partial file into place. */
   complete(file: Expected, sum: FileSum): void;
-  /** Every file is in: lays out the folder the server reads (not yet visible to it); returns that folder. */
-  finish(o: { files: Expected[]; manifest: object }): string;
+  /**
+   * Every file is in: lays out the folder the server reads (not yet visible to it); returns that
+   * folder. `manifest`: written as the folder's manifest.json (models/ only; a GGUF pull writes none).
+   */
+  finish(o: { files: Expected[]; manifest?: object }): string;
   /** The cache only: points the revision's ref at the commit (the snapshot becomes the one served). */
   publish(revision: string): void;
 }
@@ -45,7 +48,7 @@ export function folderStore(staging: string): Store {
     },
     finish({ files, manifest }) {
       for (const file of files) fs.rmSync(sumFile(file), { force: true });
-      fs.writeFileSync(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+      if (manifest) fs.writeFileSync(path.join(staging, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
       return staging;
     },
     publish() {},
