@@ -10,7 +10,9 @@ import { loadModel, loadTokenizer, type LoadedModel, type LoadedTokenizer } from
 import { runChatTask } from './chat-task.js';
 import { withTestHooks } from './test-hooks.js';
 import { onnxEngine } from '../engines/onnx/runner.js';
-import { embedBatch } from '../engines/onnx/embed.js';
+import { embedBatch } from '../engines/embed-batch.js';
+import { onnxEmbedder } from '../engines/onnx/embed.js';
+import { llamaEmbedder } from '../engines/llama/embed.js';
 import { workerLog } from './log.js';
 import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from '../chat/prompt.js';
@@ -40,7 +42,7 @@ async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   return loaded;
 }
 
-/** A task only the ONNX engine runs so far (embeddings, rerank). */
+/** A task only the ONNX engine runs so far (rerank). */
 async function onnxModel(task: string): Promise<LoadedModel> {
   const loaded = await loadedModel();
   if ('llama' in loaded) throw new CoreError('internal', `${task} task sent to a llama.cpp worker`);
@@ -48,6 +50,7 @@ async function onnxModel(task: string): Promise<LoadedModel> {
 }
 
 const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model));
+const embedderOf = (model: LoadedModel | LlamaLoaded) => ('llama' in model ? llamaEmbedder(model) : onnxEmbedder(model));
 
 /** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
@@ -97,7 +100,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   async embed(task) {
     // The whole batch is this task's own work (one embedding task per worker at a time).
     markBusy(new Int32Array(task.control), true);
-    const results = await embedBatch(await onnxModel('embed'), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
+    const results = await embedBatch(embedderOf(await loadedModel()), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
     // Vectors are small (KBs); structured clone copies them, which is cheaper than transfer bookkeeping.
     return { results, threadId, heapUsedBytes: heapUsed() };
   },

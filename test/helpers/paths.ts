@@ -13,6 +13,9 @@ export const ONNX_CHAT_MODEL = 'tiny-qwen3-random';
  */
 export const GGUF_MODELS_DIR = path.join(ROOT, 'test-artifacts', 'models-gguf');
 export const GGUF_CHAT_MODEL = 'tiny-qwen3-gguf';
+/** The GGUF embedding test model's folder (apart: the client tests' servers on GGUF_MODELS_DIR serve what they did). */
+export const GGUF_EMBED_MODELS_DIR = path.join(ROOT, 'test-artifacts', 'models-gguf-embed');
+export const GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 
 /**
  * The engine the suite's chat model runs on. The client tests run twice (README's test command):

@@ -13,7 +13,7 @@ import { readGgufMetadata } from '../../src/models/gguf.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
 import { scanModels } from '../../src/models/registry.js';
 import { TEST_GGUF_FILE } from '../../scripts/builders/gguf/test-model.js';
-import { GGUF_CHAT_MODEL, GGUF_MODELS_DIR } from '../helpers/paths.js';
+import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const FILE = path.join(GGUF_MODELS_DIR, GGUF_CHAT_MODEL, TEST_GGUF_FILE);
@@ -105,5 +105,40 @@ describe('a GGUF model served', () => {
   it('decodes concurrent requests together', async () => {
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 12, messages: [{ role: 'user', content: `Request ${i}` }], ...{ temperature: 0 } })));
     for (const r of results) expect(r.usage.output_tokens).toBe(12);
+  });
+});
+
+describe('a GGUF embedding model served', () => {
+  let server: RealServer;
+  let model: LlamaModel;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_EMBED_MODELS_DIR });
+    const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: 'error' as never });
+    model = await llama.loadModel({ modelPath: path.join(GGUF_EMBED_MODELS_DIR, GGUF_EMBED_MODEL, `${GGUF_EMBED_MODEL}-F32.gguf`) });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await model?.dispose();
+  });
+
+  it('answers the embeddings route with llama.cpp\'s pooled vectors, normalised, and real usage', async () => {
+    const openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'x', maxRetries: 0 });
+    const input = ['The cat sat on the mat.', 'A kitten rested on the rug.', 'Stocks rose today.'];
+    const response = await openai.embeddings.create({ model: GGUF_EMBED_MODEL, input, encoding_format: 'float' });
+    expect(response.data).toHaveLength(3);
+    const context = await model.createEmbeddingContext({ contextSize: 512 });
+    try {
+      for (const [i, text] of input.entries()) {
+        const vector = response.data[i]!.embedding;
+        expect(vector).toHaveLength(64);
+        const direct = (await context.getEmbeddingFor(model.tokenize(text))).vector;
+        const norm = Math.hypot(...direct);
+        direct.forEach((v, d) => expect(vector[d]!).toBeCloseTo(v / norm, 4));
+      }
+    } finally {
+      await context.dispose();
+    }
+    const count = input.reduce((n, text) => n + model.tokenize(text).length, 0);
+    expect(response.usage.prompt_tokens).toBe(count);
   });
 });

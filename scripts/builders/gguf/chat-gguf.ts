@@ -27,6 +27,8 @@ export interface ChatGgufOptions {
   /** llama.cpp's name for the tokenizer's pre-tokenizer (`qwen2`, `llama-bpe`, ...). */
   pre: string;
   type?: 'F32' | 'Q8_0' | 'Q4_0';
+  /** An embedding model instead: no chat template, and llama.cpp's mean pooling over the last hidden states. */
+  embedding?: boolean;
 }
 
 const readJson = (file: string) => JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, any>;
@@ -77,6 +79,8 @@ export function buildChatGguf(options: ChatGgufOptions): void {
     if (typeof generation.top_k === 'number') sampling['general.sampling.top_k'] = { type: 'i32', value: generation.top_k };
     if (typeof generation.top_p === 'number') sampling['general.sampling.top_p'] = { type: 'f32', value: generation.top_p };
   }
+  const tokenizer = tokenizerMetadata(options.modelDir, config.vocab_size, options.pre);
+  if (options.embedding) delete tokenizer['tokenizer.chat_template'];
   const name = path.basename(options.out).replace(/\.gguf$/, '');
   onnxToGguf({
     modelDir: options.modelDir,
@@ -84,8 +88,8 @@ export function buildChatGguf(options: ChatGgufOptions): void {
     type: options.type ?? 'F32',
     metadata: {
       'general.name': { type: 'string', value: name },
-      ...tokenizerMetadata(options.modelDir, config.vocab_size, options.pre),
-      ...sampling,
+      ...tokenizer,
+      ...(options.embedding ? { 'llama.pooling_type': { type: 'u32', value: 1 } as GgufValue } : sampling),
     },
   });
 }

@@ -13,22 +13,28 @@ import { buildChatGguf } from './chat-gguf.js';
 export const TEST_GGUF_MODEL = 'tiny-qwen3-gguf';
 /** The file's name gives its quantization, as published GGUF files do (the model answers to `tiny-qwen3-gguf:F32` too). */
 export const TEST_GGUF_FILE = `${TEST_GGUF_MODEL}-F32.gguf`;
+/** The same weights as an embedding model (mean pooling, no chat template): llama.cpp's embeddings. */
+export const TEST_GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 const SOURCE = 'tiny-qwen3-random';
 
-/** Builds `<modelsDir>/tiny-qwen3-gguf/` from `<bundledDir>/tiny-qwen3-random` unless it is current. */
-export function ensureTestGguf(options: { bundledDir: string; modelsDir: string; log?: (line: string) => void }): void {
+/** Builds `<modelsDir>/tiny-qwen3-gguf/` and `<embedModelsDir>/tiny-qwen3-embed-gguf/` from `<bundledDir>/tiny-qwen3-random` unless they are current. */
+export function ensureTestGguf(options: { bundledDir: string; modelsDir: string; embedModelsDir: string; log?: (line: string) => void }): void {
   const source = path.join(options.bundledDir, SOURCE);
   const version = readBundledVersion(source);
   if (version === undefined) throw new Error(`${source} is not built (npm run build:models)`);
-  const dir = path.join(options.modelsDir, TEST_GGUF_MODEL);
-  if (readBundledVersion(dir) === version && fs.existsSync(path.join(dir, TEST_GGUF_FILE))) return;
-  const started = Date.now();
-  const tmp = path.join(options.modelsDir, `.building-${TEST_GGUF_MODEL}`);
-  fs.rmSync(tmp, { recursive: true, force: true });
-  fs.mkdirSync(tmp, { recursive: true });
-  buildChatGguf({ modelDir: source, out: path.join(tmp, TEST_GGUF_FILE), pre: 'qwen2' });
-  fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ bundled: { version } }, null, 2) + '\n');
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.renameSync(tmp, dir);
-  options.log?.(`[models] built ${TEST_GGUF_MODEL} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  for (const [id, embedding, modelsDir] of [[TEST_GGUF_MODEL, false, options.modelsDir], [TEST_GGUF_EMBED_MODEL, true, options.embedModelsDir]] as const) {
+    const dir = path.join(modelsDir, id);
+    const file = `${id}-F32.gguf`;
+    if (readBundledVersion(dir) === version && fs.existsSync(path.join(dir, file))) continue;
+    const started = Date.now();
+    fs.mkdirSync(modelsDir, { recursive: true });
+    const tmp = path.join(modelsDir, `.building-${id}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    fs.mkdirSync(tmp, { recursive: true });
+    buildChatGguf({ modelDir: source, out: path.join(tmp, file), pre: 'qwen2', embedding });
+    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ bundled: { version } }, null, 2) + '\n');
+    fs.rmSync(dir, { recursive: true, force: true });
+    fs.renameSync(tmp, dir);
+    options.log?.(`[models] built ${id} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
 }
