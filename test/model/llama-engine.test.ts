@@ -15,6 +15,7 @@ import { scanModels } from '../../src/models/registry.js';
 import { TEST_GGUF_FILE } from '../../scripts/builders/gguf/test-model.js';
 import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { testEngine } from '../helpers/engine.js';
 
 const FILE = path.join(GGUF_MODELS_DIR, GGUF_CHAT_MODEL, TEST_GGUF_FILE);
 
@@ -140,5 +141,19 @@ describe('a GGUF embedding model served', () => {
     }
     const count = input.reduce((n, text) => n + model.tokenize(text).length, 0);
     expect(response.usage.prompt_tokens).toBe(count);
+  });
+});
+
+describe('a GPU backend asked for but absent', () => {
+  it.skipIf(process.platform === 'darwin')('fails the load with a message that names the setting and the way back to the CPU, not a crash', async () => {
+    const { loadLlamaModel } = await import('../../src/engines/llama/load.js');
+    const info = scanModels({ modelsDir: GGUF_MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === GGUF_CHAT_MODEL)!;
+    // This machine has no CUDA device (CI's has none either); where one is present the load succeeds and this says so.
+    const outcome = await loadLlamaModel(info, testEngine({ gpu: 'cuda' })).then(
+      (loaded) => ({ ok: true as const, device: loaded.device }),
+      (error: Error) => ({ ok: false as const, message: error.message }),
+    );
+    if (outcome.ok) expect(outcome.device).toMatch(/^cuda/);
+    else expect(outcome.message).toMatch(/^gpu=cuda: llama\.cpp's cuda backend did not load on this machine \(.+\); set gpu=false to run on the CPU$/s);
   });
 });
