@@ -16,6 +16,16 @@ export const TEST_GGUF_FILE = `${TEST_GGUF_MODEL}-F32.gguf`;
 /** The same weights as an embedding model (mean pooling, no chat template): llama.cpp's embeddings. */
 export const TEST_GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 const SOURCE = 'tiny-qwen3-random';
+/** Bump when this builder's output changes (the folders carry it beside the source's version, and are rebuilt when either differs). */
+const BUILD = 2;
+
+function builtBy(dir: string): number | undefined {
+  try {
+    return (JSON.parse(fs.readFileSync(path.join(dir, 'manifest.json'), 'utf8')) as { ggufBuild?: number }).ggufBuild;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Builds `<modelsDir>/tiny-qwen3-gguf/` and `<embedModelsDir>/tiny-qwen3-embed-gguf/` from `<bundledDir>/tiny-qwen3-random` unless they are current. */
 export function ensureTestGguf(options: { bundledDir: string; modelsDir: string; embedModelsDir: string; log?: (line: string) => void }): void {
@@ -25,14 +35,16 @@ export function ensureTestGguf(options: { bundledDir: string; modelsDir: string;
   for (const [id, embedding, modelsDir] of [[TEST_GGUF_MODEL, false, options.modelsDir], [TEST_GGUF_EMBED_MODEL, true, options.embedModelsDir]] as const) {
     const dir = path.join(modelsDir, id);
     const file = `${id}-F32.gguf`;
-    if (readBundledVersion(dir) === version && fs.existsSync(path.join(dir, file))) continue;
+    if (readBundledVersion(dir) === version && builtBy(dir) === BUILD && fs.existsSync(path.join(dir, file))) continue;
     const started = Date.now();
     fs.mkdirSync(modelsDir, { recursive: true });
     const tmp = path.join(modelsDir, `.building-${id}`);
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.mkdirSync(tmp, { recursive: true });
     buildChatGguf({ modelDir: source, out: path.join(tmp, file), pre: 'qwen2', embedding });
-    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ bundled: { version } }, null, 2) + '\n');
+    // The whole trained window, as the ONNX model serves it (a GGUF is capped at 8192 per sequence
+    // unless its manifest says more; this model's KV is 256 bytes a token, so 8 x 32k is 64 MiB).
+    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ contextLength: 32_768, bundled: { version }, ggufBuild: BUILD }, null, 2) + '\n');
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
     options.log?.(`[models] built ${id} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);

@@ -128,13 +128,35 @@ class LlamaSequences implements SequenceEngine {
     }
   }
 
+  /**
+   * Evaluates all of `input` but its last token in chunks of prefillChunkTokens, checking for
+   * cancellation between them (node-llama-cpp decodes other sequences' steps in between, and a
+   * deadline can stop a long prompt at a chunk's end rather than after the whole prompt: the
+   * watchdog would otherwise find the sequence stuck in one long pass and end the worker). False
+   * when cancelled.
+   */
+  private async prefill(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[]): Promise<boolean> {
+    const chunk = this.loaded.engine.prefillChunkTokens;
+    for (let at = 0; at < input.length - 1; at += chunk) {
+      if (spec.cancelled()) return false;
+      spec.busy?.(true);
+      try {
+        await sequence.evaluateWithoutGeneratingNewTokens(input.slice(at, Math.min(at + chunk, input.length - 1)) as Token[]);
+      } finally {
+        spec.busy?.(false);
+      }
+    }
+    return !spec.cancelled();
+  }
+
   /** Evaluates `input` after what the sequence holds and generates until the spec stops. */
   private async decode(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[], step: () => void): Promise<void> {
     const native = nativeSampling(spec.sampling, spec.promptIds);
     const plan = native && !spec.observe ? undefined : samplingPlan(spec.sampling, spec.promptIds);
     const vocab = this.loaded.vocabSize;
     let mask = await spec.logitsMask?.();
-    if (mask === null || spec.cancelled()) return;
+    if (mask === null || !(await this.prefill(sequence, spec, input))) return;
+    input = input.slice(-1);
     const generated: number[] = [];
     let bias = biasOf(this.loaded, mask, vocab);
     const iterator = plan
