@@ -197,6 +197,8 @@ export interface ModelStatus {
   state?: 'loaded' | 'loading' | 'unloaded';
   /** Bytes of its graph and weights on disk. */
   fileBytes?: number;
+  /** Loaded: where it runs (`cpu`; a GGUF model on a GPU: the backend and its layers there). */
+  device?: string;
   /** Requests holding it now. */
   inflight?: number;
   pinned?: boolean;

@@ -64,6 +64,8 @@ interface Loaded {
   batcher?: EmbedBatcher;
   /** Rerank models (cross-encoders): the same for their (query, document) pairs. */
   ranker?: RerankBatcher;
+  /** Where its workers run it (the first worker's load says). */
+  device?: string;
   at: number;
 }
 
@@ -153,7 +155,7 @@ export class LocalInferenceService implements InferenceService {
           workerRestarts: pool?.workerRestarts ?? 0,
           fileBytes: entry.fileBytes,
           inflight: entry.inflight,
-          ...(loaded ? { loadedAt: loaded.at, lastUsed: entry.lastUsed } : {}),
+          ...(loaded ? { loadedAt: loaded.at, lastUsed: entry.lastUsed, ...(loaded.device ? { device: loaded.device } : {}) } : {}),
           ...(loaded && entry.inflight === 0 && !entry.pinned && entry.keepAliveMs >= 0 ? { expiresAt: entry.lastUsed + entry.keepAliveMs } : {}),
           pinned: entry.pinned,
           ...(entry.failure && !loaded ? { loadError: { message: entry.failure.error.message, retryAt: entry.failure.retryAt } } : {}),
@@ -382,9 +384,10 @@ export class LocalInferenceService implements InferenceService {
       if (info.task === 'embedding') loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
       if (info.task === 'rerank') loaded.ranker = new RerankBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
       try {
-        const notes = await pool.start();
+        const { notes, device } = await pool.start();
+        loaded.device = device;
         const { id, task, dtype, poolSize: workers } = info;
-        this.context.logger.info({ model: id, task, engine: info.engine, format: info.gguf ? (info.gguf.quant ?? 'gguf') : dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
+        this.context.logger.info({ model: id, task, engine: info.engine, device, format: info.gguf ? (info.gguf.quant ?? 'gguf') : dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
       } catch (error) {
         await closeLoaded(loaded);
         throw error;

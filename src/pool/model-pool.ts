@@ -141,11 +141,11 @@ export class ModelPool {
     });
   }
 
-  /** Resolves when every worker has loaded the model, with what the first worker noted about the load. */
-  async start(): Promise<string[]> {
+  /** Resolves when every worker has loaded the model, with what the first worker noted about the load and where it runs. */
+  async start(): Promise<{ notes: string[]; device: string }> {
     const replies = await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
     this.ready = true;
-    return replies[0]?.notes ?? [];
+    return { notes: replies[0]?.notes ?? [], device: replies[0]?.device ?? 'cpu' };
   }
 
   /**

@@ -66,7 +66,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
       log('error', 'model failed to load', error);
       throw error instanceof CoreError ? error : new CoreError('model_unavailable', (error as Error)?.message ?? String(error), { model: init.model.id });
     }
-    return { notes: 'notes' in loaded ? loaded.notes : [] };
+    return { notes: 'notes' in loaded ? loaded.notes : [], device: 'device' in loaded ? loaded.device : 'cpu' };
   },
   async count(task) {
     return { inputTokens: renderPrompt(await loading, task.prompt).ids.length };

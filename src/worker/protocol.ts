@@ -46,7 +46,8 @@ export function markBusy(control: Int32Array, on: boolean): void {
 
 /** Every task type with what it carries and what its reply carries. */
 export interface TaskMap {
-  load: { task: {}; reply: { notes: string[] } };
+  /** device: where the model runs (`cpu`, `cuda (28 layers)`...). */
+  load: { task: {}; reply: { notes: string[]; device: string } };
   generate: {
     task: {
       request: ChatRequest;

@@ -52,8 +52,8 @@ describe('a GGUF model served', () => {
     const { models } = scanModels({ modelsDir: GGUF_MODELS_DIR, defaultPoolSize: 1 });
     const model = models.find((m) => m.id === GGUF_CHAT_MODEL)!;
     expect(model).toMatchObject({ engine: 'llama', task: 'chat', thinking: true, aliases: [`${GGUF_CHAT_MODEL}:F32`] });
-    const listed = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string }> };
-    expect(listed.data.map((m) => m.id)).toContain(GGUF_CHAT_MODEL);
+    const listed = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string; engine: string; device: string | null; context_length: number }> };
+    expect(listed.data.find((m) => m.id === GGUF_CHAT_MODEL)).toMatchObject({ engine: 'llama', device: 'cpu', context_length: 32_768 });
   });
 
   it('answers with usage equal to count_tokens, and counts a reused prefix as cache reads', async () => {

@@ -64,6 +64,7 @@ function lifecycle(status: ModelStatus | undefined) {
     state,
     pinned: status.pinned ?? true,
     file_bytes: status.fileBytes ?? null,
+    device: status.device ?? null,
     loaded_at: iso(status.loadedAt),
     last_used_at: iso(status.lastUsed || undefined),
     expires_at: iso(status.expiresAt),
