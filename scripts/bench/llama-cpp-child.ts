@@ -2,7 +2,8 @@
  * llama.cpp (node-llama-cpp's prebuilt CPU binary) in its own process, driven by the long-context
  * benchmark over IPC, so its threads, memory and peak RSS are its own.
  *
- * Messages in: {type:'load', modelPath, contextSize, threads, sequences}; {type:'run', prompts:
+ * Messages in: {type:'load', modelPath, contextSize (tokens of each sequence: node-llama-cpp gives
+ * every sequence its own contextSize cells), threads, sequences}; {type:'run', prompts:
  * number[][], decode} (one prompt per sequence, all decoded at once); {type:'exit'}.
  * Messages out: {type:'loaded', flashAttention}; {type:'result', runs: [{ttftMs, decodeTps, tokens}],
  * aggregateTps, rssMiB, peakMiB}; {type:'error', message}.
