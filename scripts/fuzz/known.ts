@@ -88,5 +88,7 @@ export function knownCases(): FuzzCase[] {
     },
     known('client aborts mid-stream', request('POST', '/v1/messages', ANTHROPIC, chat({ stream: true, max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-stream' }),
     known('client aborts before the answer', request('POST', '/v1/messages', ANTHROPIC, chat({ max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-early' }),
+    // Found by seed 509443479: transformers.js throws decoding no tokens (a 500 until detokenize answered '').
+    known('detokenize of no tokens', post('/detokenize', OPENAI, JSON.stringify({ model: CHAT_MODEL, tokens: [] })), { envelopes: ['openai'] }),
   ];
 }

@@ -75,5 +75,6 @@ export function detokenize(tokenizer: PreTrainedTokenizer, ids: number[], skipSp
   if (bad >= 0) {
     throw new CoreError('token_out_of_vocabulary', `Token ${bad} (${ids[bad]}) is outside this model's vocabulary (0..${size - 1}).`, { item: bad, limit: size });
   }
-  return tokenizer.decode(ids, { skip_special_tokens: skipSpecial });
+  // transformers.js throws on an empty list; no tokens are no text.
+  return ids.length === 0 ? '' : tokenizer.decode(ids, { skip_special_tokens: skipSpecial });
 }
