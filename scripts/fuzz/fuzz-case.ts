@@ -5,7 +5,8 @@
  * (per endpoint), raw-cases.ts (malformed HTTP) and known.ts (hand-written).
  */
 
-export const CHAT_MODEL = 'tiny-qwen3-random';
+/** The chat model the cases name: the bundled one, or FUZZ_CHAT_MODEL (the suite's llama.cpp run: the GGUF test model). */
+export const CHAT_MODEL = process.env.FUZZ_CHAT_MODEL ?? 'tiny-qwen3-random';
 export const EMBED_MODEL = 'glove-sif-100d';
 /** The fuzz server is started with this key, so authentication errors are exercised too. */
 export const API_KEY = 'sk-fuzz';

@@ -16,6 +16,7 @@ import { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS } from '../../scripts/fuzz/
 import { formatSummary, runFuzz, type FuzzSummary } from '../../scripts/fuzz/harness.js';
 import { knownCases } from '../../scripts/fuzz/known.js';
 import { startChildServer, type ChildServer } from '../../scripts/fuzz/server.js';
+import { CHAT_MODEL as SERVED_CHAT_MODEL, SERVED_MODELS_DIR } from '../helpers/paths.js';
 
 /** Generated cases per endpoint: small, so the file takes well under 30 s on two shared cores. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
@@ -28,8 +29,10 @@ const HANG_TIMEOUT_MS = 40_000;
 let server: ChildServer;
 const summaries: FuzzSummary[] = [];
 beforeAll(async () => {
+  if (CHAT_MODEL !== SERVED_CHAT_MODEL) throw new Error(`the fuzz cases name ${CHAT_MODEL}, the server serves ${SERVED_CHAT_MODEL}: set FUZZ_CHAT_MODEL`);
   console.log(`[fuzz-server] seed ${SEED} (replay: FUZZ_SEED=${SEED}), ${RUNS} cases per endpoint`);
-  server = await startChildServer({ args: ['--api-key', API_KEY] });
+  // A later --models-dir wins: the GGUF test model's folder under TEST_CHAT_ENGINE=llama (npm run test:llama names it in FUZZ_CHAT_MODEL).
+  server = await startChildServer({ args: ['--api-key', API_KEY, '--models-dir', SERVED_MODELS_DIR] });
 });
 afterAll(async () => {
   await server?.stop();
