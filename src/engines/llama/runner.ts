@@ -94,7 +94,7 @@ class LlamaSequences implements SequenceEngine {
   async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
     const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
     const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
-    slot.busy = true;
+    slot.busy = true; // (freeSlot claimed it already; a wanted slot is claimed here, synchronously after lookup)
     this.running++;
     let peak = this.running;
     try {
@@ -119,11 +119,17 @@ class LlamaSequences implements SequenceEngine {
     return { ...this.stats, bytes: held * this.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
   }
 
-  /** The least recently used free sequence, once there is one. */
+  /**
+   * The least recently used free sequence, once there is one, claimed before it is handed back: two
+   * runs started in one tick must not both take it (the await between here and the caller would let them).
+   */
   private async freeSlot(): Promise<Slot> {
     for (;;) {
       const free = this.slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (free) return free;
+      if (free) {
+        free.busy = true;
+        return free;
+      }
       await new Promise<void>((resolve) => this.waiting.push(resolve));
     }
   }
