@@ -62,9 +62,13 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     }
     vocab[token] = id;
   });
-  const special = (key: string) => {
+  const specialId = (key: string) => {
     const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
-    return typeof id === 'number' && tokens[id] !== undefined ? tokens[id] : null;
+    return typeof id === 'number' && tokens[id] !== undefined ? id : null;
+  };
+  const special = (key: string) => {
+    const id = specialId(key);
+    return id === null ? null : tokens[id]!;
   };
   const bos = special('bos');
   const addBos = metadata.get('tokenizer.ggml.add_bos_token') === true && bos !== null;
@@ -74,7 +78,7 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     normalizer: pre.normalizer ?? null,
     pre_tokenizer: pre.pre,
     post_processor: addBos
-      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [tokens.indexOf(bos)], tokens: [bos] } } }
+      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [specialId('bos')], tokens: [bos] } } }
       : null,
     decoder: byteLevel(true),
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },

@@ -67,13 +67,11 @@ class LlamaSequences implements SequenceEngine {
   private clock = 0;
   private running = 0;
   private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
-  private readonly kvBytesPerToken: number;
 
   constructor(private readonly loaded: LlamaLoaded) {
     const context = loaded.context;
     if (!context) throw new Error(`${loaded.info.id} has no generation context`);
     this.slots = Array.from({ length: context.totalSequences }, () => ({ sequence: context.getSequence({ contextShift: noShift }), busy: false, lastUsed: 0 }));
-    this.kvBytesPerToken = loaded.kvBytesPerToken;
   }
 
   lookup(promptIds: readonly number[]): SlotPrefix | null {
@@ -116,7 +114,7 @@ class LlamaSequences implements SequenceEngine {
 
   promptCacheStats(): PromptCacheStats {
     const held = this.slots.reduce((n, s) => n + s.sequence.nextTokenIndex, 0);
-    return { ...this.stats, bytes: held * this.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
+    return { ...this.stats, bytes: held * this.loaded.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
   }
 
   /**
@@ -157,17 +155,17 @@ class LlamaSequences implements SequenceEngine {
 
   /** Evaluates `input` after what the sequence holds and generates until the spec stops. */
   private async decode(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[], step: () => void): Promise<void> {
-    const native = nativeSampling(spec.sampling, spec.promptIds);
+    const generated: number[] = [];
+    const native = nativeSampling(spec.sampling, spec.promptIds, generated);
     const plan = native && !spec.observe ? undefined : samplingPlan(spec.sampling, spec.promptIds);
     const vocab = this.loaded.vocabSize;
     let mask = await spec.logitsMask?.();
     if (mask === null || !(await this.prefill(sequence, spec, input))) return;
     input = input.slice(-1);
-    const generated: number[] = [];
     let bias = biasOf(this.loaded, mask, vocab);
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
-      : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!(generated), tokenBias: () => bias, yieldEogToken: true });
+      : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: () => bias, yieldEogToken: true });
     try {
       let replacement: Token | undefined;
       for (;;) {
@@ -216,28 +214,28 @@ function biasOf(loaded: LlamaLoaded, mask: LogitsMask | undefined, vocab: number
 }
 
 /**
- * The sampling settings as llama.cpp's sampler options, given the list the generated tokens go into;
- * undefined when llama.cpp's samplers cannot apply them exactly (a repetition penalty over the
- * prompt together with presence or frequency penalties over the output: llama.cpp has one window).
+ * The sampling settings as llama.cpp's sampler options, its penalties reading `generated` (the
+ * tokens generated so far, as they come); undefined when llama.cpp's samplers cannot apply them
+ * exactly (a repetition penalty over the prompt together with presence or frequency penalties over
+ * the output: llama.cpp has one window).
  */
-function nativeSampling(settings: SamplingSettings, promptIds: readonly number[]) {
+function nativeSampling(settings: SamplingSettings, promptIds: readonly number[], generated: readonly number[]) {
   const { penalties } = settings;
   const repetition = penalties && penalties.repetition !== 1;
   const additive = penalties && (penalties.presence !== 0 || penalties.frequency !== 0);
   if (repetition && additive) return undefined;
+  const repeatPenalty: LlamaContextSequenceRepeatPenalty | undefined = !penalties || (!repetition && !additive) ? undefined : {
+    punishTokens: () => (repetition ? [...promptIds, ...generated] : [...generated]) as Token[],
+    // node-llama-cpp takes the larger of this and the list's length: the whole list.
+    maxPunishTokens: 0,
+    penalty: penalties.repetition,
+    presencePenalty: penalties.presence,
+    frequencyPenalty: penalties.frequency,
+  };
+  const penalize = repeatPenalty ? { repeatPenalty } : {};
   // Without a seed, a fresh one per request (node-llama-cpp's default is the current second).
   const seed = settings.seed ?? Math.floor(Math.random() * 2 ** 32);
-  return (generated: number[]) => {
-    const repeatPenalty: LlamaContextSequenceRepeatPenalty | undefined = !penalties || (!repetition && !additive) ? undefined : {
-      punishTokens: () => (repetition ? [...promptIds, ...generated] : generated) as Token[],
-      // node-llama-cpp takes the larger of this and the list's length: the whole list.
-      maxPunishTokens: 0,
-      penalty: penalties.repetition,
-      presencePenalty: penalties.presence,
-      frequencyPenalty: penalties.frequency,
-    };
-    return settings.doSample
-      ? { temperature: settings.temperature, topK: settings.topK, topP: settings.topP, minP: 0, seed, ...(repeatPenalty ? { repeatPenalty } : {}) }
-      : { temperature: 0, ...(repeatPenalty ? { repeatPenalty } : {}) };
-  };
+  return settings.doSample
+    ? { temperature: settings.temperature, topK: settings.topK, topP: settings.topP, minP: 0, seed, ...penalize }
+    : { temperature: 0, ...penalize };
 }
