@@ -119,9 +119,17 @@ function ggufFor(subject: string): { file: string; type: Exclude<GgmlType, 'F16'
   return { file, type };
 }
 
-const peakOf = (pid: number) => {
+/** The process's children (Linux /proc/PID/task/TID/children). */
+const childrenOf = (pid: number): number[] =>
+  fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+
+/**
+ * Peak RSS of a process and every process under it, in MiB: the sum of their peaks (VmHWM), an upper
+ * bound of the peak they held together. The server runs a GGUF model in a child process of its own.
+ */
+const peakOf = (pid: number): number => {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024;
+  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + peakOf(child), 0);
 };
 
 interface Run { ttftMs: number; decodeTps: number }
@@ -360,7 +368,7 @@ writeResults(values.name!, data, tables, [
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16 and the float16 KV cache variant; F16 for GGUF subjects), llama.cpp F16).`,
   `llama.cpp's context: one sequence of prompt + ${DECODE} + 8 tokens for the one-sequence runs; ${CONCURRENCY} sequences of that length each for the concurrent run.`,
   ...(SUBJECTS.some(isGgufSubject) ? [
-    `GGUF subjects (-gguf-): the project is the server serving the GGUF file on its llama.cpp engine (src/engines/llama/, node-llama-cpp 3.21.1), llama.cpp is node-llama-cpp driving the same file directly, so the ratios are what the server adds around the same kernels. The file: the shape's fp32 subject converted by scripts/builders/gguf/from-onnx.ts (F32, or quantized by its Q8_0 / Q4_0 reference code), with the subject's ChatML template in its metadata and the output rows of the 4 special tokens zeroed so greedy decoding never ends early (scripts/bench/gguf-subject.ts). The server reads the subject's word-level tokenizer.json beside the GGUF (the llama engine takes a tokenizer.json over the metadata's), so every prompt counts n tokens (checked on each run against the n ids llama.cpp is fed). Server: GENERATION_BATCH_SIZE=1 for the one-sequence runs and ${CONCURRENCY} for the concurrent run, each sequence as long as llama.cpp's (the manifest's contextLength), batch 512 (PREFILL_CHUNK_TOKENS), flash attention auto, F16 KV, INTRA_OP_THREADS=${THREADS} as llama.cpp's threads; its peak RSS is the whole server process (HTTP, the chat layer, its worker thread and llama.cpp in it).`,
+    `GGUF subjects (-gguf-): the project is the server serving the GGUF file on its llama.cpp engine (src/engines/llama/, node-llama-cpp 3.21.1), llama.cpp is node-llama-cpp driving the same file directly, so the ratios are what the server adds around the same kernels. The file: the shape's fp32 subject converted by scripts/builders/gguf/from-onnx.ts (F32, or quantized by its Q8_0 / Q4_0 reference code), with the subject's ChatML template in its metadata and the output rows of the 4 special tokens zeroed so greedy decoding never ends early (scripts/bench/gguf-subject.ts). The server reads the subject's word-level tokenizer.json beside the GGUF (the llama engine takes a tokenizer.json over the metadata's), so every prompt counts n tokens (checked on each run against the n ids llama.cpp is fed). Server: GENERATION_BATCH_SIZE=1 for the one-sequence runs and ${CONCURRENCY} for the concurrent run, each sequence as long as llama.cpp's (the manifest's contextLength), batch 512 (PREFILL_CHUNK_TOKENS), flash attention auto, F16 KV, INTRA_OP_THREADS=${THREADS} as llama.cpp's threads; its peak RSS is the server process (HTTP, the chat layer) plus the child process it runs the GGUF model in (a worker thread and llama.cpp), each one's peak, summed.`,
   ] : []),
 ]);
 recordRows(tableRows, { subjects: FULL_TABLE, contexts: FULL_CONTEXTS, concurrency: FULL_CONCURRENCY });

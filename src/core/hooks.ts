@@ -65,10 +65,12 @@ export interface InferenceObserver {
 }
 
 /**
- * What a test can make a worker do in a generation: crash the worker, hang in it, throw, or hold
- * the worker thread inside this request's prefill for a while (as a very long prompt would).
+ * What a test can make a worker do in a generation: crash the worker, hang in it, throw, abort the
+ * whole process as a crash in native code does (only where the model runs in a process of its own:
+ * src/pool/process-pool.ts), or hold the worker thread inside this request's prefill for a while
+ * (as a very long prompt would).
  */
-export type Fault = 'crash' | 'hang' | 'throw' | { slowPrefillMs: number };
+export type Fault = 'crash' | 'hang' | 'throw' | 'abort' | { slowPrefillMs: number };
 
 export interface InferenceHooks {
   observers?: InferenceObserver[];

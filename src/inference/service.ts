@@ -2,7 +2,7 @@
  * The inference core: the models available (id or alias -> entry) and their lifecycle: a model is
  * loaded on its first request (or at start when pinned), its workers are stopped after it has been
  * idle for its keep-alive, at most maxLoadedModels are loaded at once, and the available set follows
- * the models folder while the server runs. One ModelPool (and a tokenizer pool or an embedding
+ * the models folder while the server runs. One pool (and a tokenizer pool or an embedding
  * batcher) per loaded model. A model is never unloaded under a request that holds it. The names a
  * model answers to are kept by the catalog (catalog.ts).
  *
@@ -17,7 +17,9 @@ import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult,
 import type { ModelInfo } from '../models/registry.js';
 import { modelFileBytes, modelSignature } from '../models/signature.js';
 import { EmbedBatcher, RerankBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
-import { ModelPool, type ModelPoolOptions, type PoolContext } from '../pool/model-pool.js';
+import type { ModelPoolOptions, PoolContext } from '../pool/model-pool.js';
+import { openPool } from '../pool/open-pool.js';
+import type { InferencePool } from '../pool/pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
 import { ModelCatalog } from './catalog.js';
 
@@ -57,9 +59,9 @@ export interface LocalServiceOptions extends ModelPoolOptions {
 
 /** A loaded model's pools. */
 interface Loaded {
-  pool: ModelPool;
+  pool: InferencePool;
   /** A tokenizer-only pool (token counting and the tokenize routes): see tokenizerPool. */
-  counter?: ModelPool;
+  counter?: InferencePool;
   /** Embedding models: gathers concurrent requests into shared forward passes. */
   batcher?: EmbedBatcher;
   /** Rerank models (cross-encoders): the same for their (query, document) pairs. */
@@ -210,9 +212,9 @@ export class LocalInferenceService implements InferenceService {
    * started on first use (a tokenizer's objects cost tens of MiB per worker; many clients never
    * count). Until it is up, the model's own pool serves.
    */
-  private tokenizerPool(loaded: Loaded): ModelPool {
+  private tokenizerPool(loaded: Loaded): InferencePool {
     if (!loaded.counter) {
-      const counter = new ModelPool(loaded.pool.model, this.options, this.context, 'tokenizer');
+      const counter = openPool(loaded.pool.model, this.options, this.context, 'tokenizer');
       loaded.counter = counter;
       void counter.start().catch((error: unknown) => this.context.logger.error({ err: error, model: counter.model.id }, 'token counting pool failed to start'));
     }
@@ -379,7 +381,7 @@ export class LocalInferenceService implements InferenceService {
       await this.makeRoom(entry);
       const { info } = entry;
       const started = Date.now();
-      const pool = new ModelPool(info, this.options, this.context);
+      const pool = openPool(info, this.options, this.context);
       const loaded: Loaded = { pool, at: 0 };
       if (info.task === 'embedding') loaded.batcher = new EmbedBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });
       if (info.task === 'rerank') loaded.ranker = new RerankBatcher(pool, { ...this.options.embedBatching, maxQueue: this.options.maxQueue });

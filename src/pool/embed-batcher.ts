@@ -12,7 +12,7 @@
 import { CoreError, overloaded, type CoreErrorData } from '../core/errors.js';
 import type { EmbedResult, RerankRequest, RerankResult } from '../core/types.js';
 import type { EmbedBatchItem } from '../core/types.js';
-import type { ModelPool } from './model-pool.js';
+import type { InferencePool } from './pool.js';
 
 export interface EmbedBatchingOptions {
   /** Off: every request is its own worker task (the baseline the benchmark compares against). */
@@ -55,7 +55,7 @@ export class DynamicBatcher<Item, Result> {
   private scheduled = false;
 
   constructor(
-    private readonly pool: ModelPool,
+    private readonly pool: InferencePool,
     private readonly options: EmbedBatchingOptions,
     private readonly job: BatchJob<Item, Result>,
   ) {}
@@ -127,7 +127,7 @@ export class DynamicBatcher<Item, Result> {
 
 /** Embedding requests gathered into shared worker tasks and forward passes. */
 export class EmbedBatcher extends DynamicBatcher<EmbedBatchItem, EmbedResult> {
-  constructor(pool: ModelPool, options: EmbedBatchingOptions) {
+  constructor(pool: InferencePool, options: EmbedBatchingOptions) {
     super(pool, options, {
       estimate,
       run: async (items) =>
@@ -144,7 +144,7 @@ export class EmbedBatcher extends DynamicBatcher<EmbedBatchItem, EmbedResult> {
 
 /** A cross-encoder's rerank requests gathered the same way: their pairs share forward passes. */
 export class RerankBatcher extends DynamicBatcher<Omit<RerankRequest, 'model'>, RerankResult> {
-  constructor(pool: ModelPool, options: EmbedBatchingOptions) {
+  constructor(pool: InferencePool, options: EmbedBatchingOptions) {
     super(pool, options, {
       estimate: (item) => item.documents.reduce((sum, d) => sum + textTokens(item.query) + textTokens(d), 0),
       run: (items) => pool.rerankBatch(items, { maxBatchTokens: options.maxBatchTokens, truncate: options.truncate }),

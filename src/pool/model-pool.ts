@@ -8,9 +8,7 @@
  * Cancellation never goes through piscina's AbortSignal (aborting a running task kills the thread and
  * the loaded model with it): a shared flag is flipped instead, and the worker stops at its next step.
  */
-import path from 'node:path';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { CoreError, isCoreError, overloaded } from '../core/errors.js';
@@ -22,6 +20,8 @@ import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
 import type { EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
 import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import type { GenerateOptions, InferencePool } from './pool.js';
+import { scriptBeside } from './script.js';
 
 export interface ModelPoolOptions {
   /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
@@ -80,17 +80,7 @@ interface Watchdog<K extends TaskType> {
  */
 const WORKER_YOUNG_GENERATION_MB = 8;
 
-/** The worker entry beside this module: .ts under tsx/vitest, .js once compiled. */
-function workerScript(): { filename: string; execArgv: string[] } {
-  const here = fileURLToPath(import.meta.url);
-  const ext = path.extname(here);
-  const filename = path.join(path.dirname(here), '..', 'worker', `entry${ext}`);
-  if (ext !== '.ts') return { filename, execArgv: [] };
-  const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  return { filename, execArgv: ['--import', tsx] };
-}
-
-export class ModelPool {
+export class ModelPool implements InferencePool {
   private readonly piscina: Piscina;
   private readonly threads: number;
   /** Tasks one worker runs at once: a chat worker batches its generations; other work is one at a time. */
@@ -109,7 +99,7 @@ export class ModelPool {
     private readonly context: PoolContext,
     readonly role: WorkerInit['role'] = 'model',
   ) {
-    const { filename, execArgv } = workerScript();
+    const { filename, execArgv } = scriptBeside(import.meta.url, '../worker/entry');
     const workerData: WorkerInit = {
       model,
       role,
@@ -153,7 +143,7 @@ export class ModelPool {
    * queued inside the worker, or waited for admission to its batch) is not this request's failure:
    * it runs again, once, on the replacement; the batch the worker was decoding fails with it.
    */
-  async generate(request: ChatRequest, options: { signal?: AbortSignal; onEvent?: (event: ChatEvent) => void }): Promise<ChatResult> {
+  async generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult> {
     let control = newControl();
     const stop = () => Atomics.store(control, TaskControl.CANCEL, 1);
     if (options.signal?.aborted) stop();
@@ -181,6 +171,7 @@ export class ModelPool {
     } finally {
       options.signal?.removeEventListener('abort', stop);
       notify(this.context.hooks, 'generationEnded', this.model.id, finished);
+      options.onEnded?.(finished);
     }
   }
 

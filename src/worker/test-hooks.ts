@@ -3,7 +3,7 @@
  * around the engine a chat task runs on, made at the worker's entry when the task carries them.
  * Nothing test-only runs inside the chat turn or the engine.
  *
- * - `fault`: crash the worker, hang in it, or throw, once the prompt is accepted (when the turn hands
+ * - `fault`: crash the worker, abort its process, hang in it, or throw, once the prompt is accepted (when the turn hands
  *   the engine its sequence); or hold the thread inside this sequence's first forward pass (its
  *   prefill), as a very long prompt would.
  * - `script`: the text the model is made to write, then its end token. The model runs as usual; the
@@ -14,6 +14,9 @@ import type { GenerationTestHooks } from '../core/hooks.js';
 import { onlyToken, type SequenceEngine } from '../engines/sequence.js';
 import type { ChatModel } from '../chat/model.js';
 import { markBusy } from './protocol.js';
+
+/** How long an `abort` fault's forward pass runs before the process ends. */
+const ABORT_AFTER_MS = 300;
 
 /** Holds this thread, as one long synchronous operation does. */
 const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
@@ -26,6 +29,13 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
     lookup: (ids) => engine.lookup(ids),
     ...(engine.promptCacheStats ? { promptCacheStats: () => engine.promptCacheStats!() } : {}),
     run(spec, prefix) {
+      if (fault === 'abort') {
+        // The process ends during the sequence's first forward pass, as a crash in native code does
+        // (process.abort() is refused in a worker thread; a signal does the same). The pass runs a
+        // moment first: a process pool's parent hears the prompt was accepted (the `start` event it
+        // sent on) before the crash, as it would before a real one, and does not run it again.
+        return engine.run({ ...spec, busy: (on: boolean) => (spec.busy?.(on), on ? (block(ABORT_AFTER_MS), process.kill(process.pid, 'SIGKILL')) : undefined) }, prefix);
+      }
       if (typeof fault === 'string') {
         // A fault is this task's own work, in a forward pass as far as the watchdog can tell: a
         // worker it kills must not run it again, and a hang is a stuck pass.

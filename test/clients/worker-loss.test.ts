@@ -54,12 +54,10 @@ describe('a worker lost under a batch', () => {
   /** Holds the first request in its prefill while the others reach the worker. */
   const SLOW_PREFILL_MS = 1_500;
 
-  // Not on llama.cpp yet: a worker thread that exits while node-llama-cpp still has a decode in flight
-  // takes the whole process with it (its native callback throws into the torn-down thread: "terminate
-  // called after throwing an instance of 'Napi::Error'"). A crash with nothing else in flight is
-  // survived (resilience.test.ts). The way out is running GGUF models in a child process
-  // (docs/not-done-yet.md).
-  it.skipIf(CHAT_ENGINE === 'llama')('fails the batch it was decoding, runs again what never began, and counts the worker once', async () => {
+  // On llama.cpp the worker thread's exit under a decode in flight ends the model's process (its
+  // native callback throws into the torn-down thread): the server survives it, since GGUF models run
+  // in a child process of their own (src/pool/process-pool.ts), and the outcome is the same.
+  it('fails the batch it was decoding, runs again what never began, and counts the worker once', async () => {
     server = await startRealServer({ faults: true, generationBatchSize: 8, only: [CHAT_MODEL] });
     // In flight in the worker (its prefill under way) when the crash comes.
     const inFlight = await streamUntil(`[fault:slow-prefill:${SLOW_PREFILL_MS}] Tell me a long story`, 'message_start');
@@ -86,7 +84,8 @@ describe('a deadline behind another request’s long prefill', () => {
 
   // Not on llama.cpp: its sequences share one batch, so the fault (which blocks the worker's thread
   // inside one sequence's prefill) holds the waiting sequence's step too; the watchdog then rightly
-  // finds it stuck in a forward pass and kills the worker, which llama.cpp does not survive (above).
+  // finds it stuck in a forward pass and kills the worker (and with it the model's process), where
+  // this test asks that no worker be lost.
   it.skipIf(CHAT_ENGINE === 'llama')('answers the waiting request 504 without killing the worker that runs the long prefill', async () => {
     server = await startRealServer({ faults: true, generationBatchSize: 8, requestTimeoutMs: TIMEOUT_MS, only: [CHAT_MODEL] });
     const waiting = await streamUntil('Tell me a long story', 'content_block_delta');

@@ -21,7 +21,7 @@ export function faultByMarker(request: ChatRequest): Fault | undefined {
   const text = request.messages.at(-1)?.content ?? '';
   const slow = /^\[fault:slow-prefill:(\d+)\]/.exec(text);
   if (slow) return { slowPrefillMs: Number(slow[1]) };
-  const match = /^\[fault:(crash|hang|throw)\]/.exec(text);
+  const match = /^\[fault:(crash|hang|throw|abort)\]/.exec(text);
   return match ? (match[1] as Fault) : undefined;
 }
 

@@ -157,3 +157,35 @@ describe('a GPU backend asked for but absent', () => {
     else expect(outcome.message).toMatch(/^gpu=cuda: llama\.cpp's cuda backend did not load on this machine \(.+\); set gpu=false to run on the CPU$/s);
   });
 });
+
+describe('a GGUF model whose process dies', () => {
+  let server: RealServer;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_MODELS_DIR, only: [GGUF_CHAT_MODEL], faults: true });
+  });
+  afterAll(() => server?.close());
+
+  const chat = (content: string) =>
+    fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: GGUF_CHAT_MODEL, max_tokens: 3, temperature: 0, messages: [{ role: 'user', content }] }),
+    });
+
+  // `abort` ends the whole process the worker thread is in, as a crash in llama.cpp's native code
+  // does: GGUF models run in a child process of their own (src/pool/process-pool.ts), so it is that
+  // process, not the server (this test's own process), that goes.
+  it('fails only the request it was serving, is counted once, and a new process serves the next', async () => {
+    const res = await chat('[fault:abort] Hello');
+    expect(res.status).toBe(500);
+    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'api_error', message: expect.stringMatching(/restarted/) } });
+    for (let waited = 0; !server.service.status().models[0]!.ready; waited += 50) {
+      expect(waited).toBeLessThan(60_000);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect((await chat('Hello')).status).toBe(200);
+    expect(server.service.status().models[0]!.workerRestarts).toBe(1);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    expect(metrics).toMatch(new RegExp(String.raw`worker_restarts_total\{model="${GGUF_CHAT_MODEL}",reason="crashed"\} 1`));
+  });
+});

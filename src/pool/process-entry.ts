@@ -1,0 +1,109 @@
+/**
+ * Entry of the child process a ProcessPool starts (process-pool.ts): it runs an ordinary ModelPool
+ * (worker threads, batching, deadlines, watchdog) for its parent, over the IPC channel. Whatever
+ * takes a worker thread down here, native code included, ends this process at worst, never the
+ * server. The parent's end of the channel closing ends it too.
+ */
+import { CoreError, toCoreError } from '../core/errors.js';
+import type { GenerationEvent, GenerationTestHooks, InferenceHooks } from '../core/hooks.js';
+import type { Logger } from '../core/log.js';
+import type { ChatRequest } from '../core/types.js';
+import { ModelPool } from './model-pool.js';
+import type { FromChild, PoolMethod, PoolState, ToChild } from './process-protocol.js';
+import { listenToWorkerLogs } from './worker-logs.js';
+
+const send = (message: FromChild) => {
+  if (process.connected) process.send!(message);
+};
+
+/** Errors in log fields cross as their name, message and stack. */
+const plain = (fields: object): Record<string, unknown> =>
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v]));
+const logger: Logger = {
+  error: (fields, msg) => send({ type: 'log', level: 'error', fields: plain(fields), msg }),
+  warn: (fields, msg) => send({ type: 'log', level: 'warn', fields: plain(fields), msg }),
+  info: (fields, msg) => send({ type: 'log', level: 'info', fields: plain(fields), msg }),
+  debug: (fields, msg) => send({ type: 'log', level: 'debug', fields: plain(fields), msg }),
+};
+
+/** Test hooks the parent chose for a request, found by the request object the pool is handed. */
+const testHooks = new WeakMap<ChatRequest, GenerationTestHooks>();
+const hooks: InferenceHooks = {
+  fault: (request) => testHooks.get(request)?.fault,
+  script: (request) => testHooks.get(request)?.script,
+  observers: [{
+    embedBatch: (event) => send({ type: 'observed', name: 'embedBatch', args: [event] }),
+    workerLost: (model, reason) => send({ type: 'observed', name: 'workerLost', args: [model, reason] }),
+  }],
+};
+
+let pool: ModelPool | undefined;
+const cancels = new Map<number, AbortController>();
+let state: PoolState = { ready: false, workerRestarts: 0, queueSize: 0 };
+
+/** How often the pool's counters are looked at besides each call's start and end (a reload ends with no call). */
+const STATE_POLL_MS = 100;
+
+/** Tells the parent the pool's counters when they have changed. */
+function sendState(): void {
+  if (!pool) return;
+  const now: PoolState = { ready: pool.ready, workerRestarts: pool.workerRestarts, queueSize: pool.queueSize };
+  if (now.ready === state.ready && now.workerRestarts === state.workerRestarts && now.queueSize === state.queueSize) return;
+  state = now;
+  send({ type: 'state', ...now });
+}
+
+async function call(message: Extract<ToChild, { type: 'call' }>): Promise<void> {
+  const { id, method, args } = message;
+  if (!pool) throw new CoreError('internal', 'model process not initialised');
+  let ended: GenerationEvent | undefined;
+  try {
+    let value: unknown;
+    if (method === 'generate') {
+      const request = args[0] as ChatRequest;
+      if (message.test) testHooks.set(request, message.test);
+      const abort = new AbortController();
+      cancels.set(id, abort);
+      value = await pool.generate(request, {
+        signal: abort.signal,
+        onEvent: (event) => (message.stream || event.type === 'start' ? send({ type: 'event', id, event }) : undefined),
+        onEnded: (event) => (ended = event),
+      });
+    } else {
+      const run = pool[method as Exclude<PoolMethod, 'generate'>] as (...a: unknown[]) => Promise<unknown>;
+      const started = run.apply(pool, args);
+      sendState();
+      value = await started;
+    }
+    send({ type: 'reply', id, value, ...(ended ? { ended } : {}) });
+  } catch (error) {
+    send({ type: 'failed', id, error: toCoreError(error).toData(), ...(ended ? { ended } : {}) });
+    if (toCoreError(error).code === 'internal') logger.error({ err: error, method }, 'model process call failed');
+  } finally {
+    cancels.delete(id);
+    sendState();
+  }
+}
+
+process.on('message', (message: ToChild) => {
+  switch (message.type) {
+    case 'init': {
+      const logs = listenToWorkerLogs(logger);
+      pool = new ModelPool(message.model, message.options, { logger, hooks, logChannel: logs.channel });
+      setInterval(sendState, STATE_POLL_MS).unref();
+      return;
+    }
+    case 'call':
+      void call(message);
+      sendState();
+      return;
+    case 'cancel':
+      cancels.get(message.id)?.abort();
+      return;
+    case 'close':
+      void (pool?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+      return;
+  }
+});
+// The server is gone (or closed the channel): nothing is left to serve.
+process.on('disconnect', () => void (pool?.close() ?? Promise.resolve()).finally(() => process.exit(0)));
