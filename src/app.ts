@@ -17,6 +17,7 @@ import { makeKeyChecker } from './http/shared/auth.js';
 import { answerExpectation, capConnections, clientErrorHandler, lingerOnClose, refuseTunnel } from './http/shared/connection.js';
 import { dialectChooser } from './http/shared/dialect.js';
 import { HttpError, sendError } from './http/shared/errors.js';
+import { modelAdminPlugin } from './http/shared/model-admin-plugin.js';
 import { modelsPlugin } from './http/shared/models-plugin.js';
 import { teiPaths } from './http/retrieval/errors.js';
 import { retrievalPlugin } from './http/retrieval/plugin.js';
@@ -28,7 +29,7 @@ import { sendPage, wantsPage, webPlugin } from './web/plugin.js';
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
 type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
   Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit' | 'responsesStoreEntries' | 'responsesStoreMaxAgeMs' | 'responsesReasoningKey'>> &
-  Partial<Pick<Config, 'teiModel'>>;
+  Partial<Pick<Config, 'teiModel' | 'modelAdmin'>>;
 
 export interface AppDeps {
   config: HttpSettings;
@@ -158,6 +159,8 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     ...(config.responsesReasoningKey ? { reasoningKey: config.responsesReasoningKey } : {}),
   });
   await app.register(modelsPlugin, { inference, checkKey, dialectOf });
+  // Load and unload on request (the playground's buttons), in OpenAI's envelope as llama-server answers.
+  if (config.modelAdmin) await app.register(modelAdminPlugin, { inference, checkKey, errors: openAiErrors });
   await app.register(webPlugin);
   await app.register(referencePlugin);
   await app.register(retrievalPlugin, { inference, checkKey, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });

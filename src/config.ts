@@ -93,6 +93,11 @@ export const configSchema = z.object({
   /** Ollama's OLLAMA_MAX_LOADED_MODELS. */
   maxLoadedModels: z.coerce.number().int().min(0).default(0).describe('Most models loaded at once; loading another unloads the least recently used idle one (0: no limit)'),
   modelLoadTimeoutMs: z.coerce.number().int().min(0).default(120_000).describe('How long a request waits for its model to load before it is answered 503/529 (0: no bound)'),
+  /**
+   * The playground's Load and Unload buttons use them. Anyone holding an API key can then unload a
+   * model another client is about to use (never one in use: that is refused); off, they are not served.
+   */
+  modelAdmin: bool.default(true).describe('Serve POST /models/load and /models/unload (also under /v1/), behind the API keys, to load or unload a model on request; false: not served (404)'),
   modelsRescanMs: z.coerce.number().int().min(0).default(2_000).describe('How often the models folder is read again for added, removed or replaced models (0: only at start)'),
 }).refine((c) => c.bodyTimeoutMs > c.headersTimeoutMs, { message: 'bodyTimeoutMs must be larger than headersTimeoutMs (it counts from the first byte, headers included)', path: ['bodyTimeoutMs'] });
 

@@ -109,6 +109,12 @@ export function createMetrics(): Metrics {
     },
   });
   new client.Gauge({
+    name: 'model_requests_inflight', help: 'Requests holding the model now (running, queued, or waiting for it to load)', labelNames: ['model'], registers: [registry],
+    collect() {
+      for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.inflight ?? 0);
+    },
+  });
+  new client.Gauge({
     name: 'model_loaded', help: '1 while the model is loaded (its workers hold it), 0 when its next request will load it', labelNames: ['model'], registers: [registry],
     collect() {
       for (const m of service?.status().models ?? []) this.set({ model: m.id }, m.state === 'unloaded' || m.state === 'loading' ? 0 : 1);

@@ -15,6 +15,8 @@ import { rerankRequest, retrievalEnvelopes, teiRequest, tokenizeRequest, type Re
 export { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS, type Endpoint, type Envelope, type ExpectedResponse, type FuzzCase } from './fuzz-case.js';
 
 const NORMAL_TIMEOUT_MS = 30_000;
+/** POST /models/load and /models/unload, in both spellings (src/http/shared/model-admin-plugin.ts). */
+const ADMIN_PATHS = ['/models/load', '/models/unload', '/v1/models/load', '/v1/models/unload'] as const;
 
 // ---------------------------------------------------------------------------------------------
 // Dialects
@@ -41,6 +43,8 @@ export function envelopesFor(target: string, headers: Array<[string, string]>, m
   // The retrieval routes answer in their own envelopes whatever the headers (./retrieval-cases.ts).
   const retrieval = decoded === undefined ? undefined : retrievalEnvelopes(method, decoded);
   if (retrieval) return retrieval;
+  // The load and unload routes answer in OpenAI's envelope whatever the headers.
+  if (method === 'POST' && decoded !== undefined && (ADMIN_PATHS as readonly string[]).includes(decoded)) return ['openai'];
   const present = headers.filter(([n]) => ANTHROPIC_HEADERS.includes(n.toLowerCase()));
   const anthropic = present.some(([, v]) => v.trim() !== '');
   const emptyOnly = present.length > 0 && !anthropic;
@@ -287,6 +291,22 @@ function opsCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'ops', draft);
 }
 
+/**
+ * A load or unload as the playground sends it. Loads name either model (both are loaded already, so
+ * it answers at once, unless an unload came before); an unload names the embedding model now and
+ * then (it loads again on its next request: a second or so, so not often), else a model that does
+ * not exist or an odd string.
+ */
+function adminCase(rng: Random, id: string): FuzzCase {
+  const unload = rng.chance(0.4);
+  const target = rng.pick(unload ? ADMIN_PATHS.filter((p) => p.endsWith('unload')) : ADMIN_PATHS.filter((p) => p.endsWith('/load')));
+  const real = unload ? [1, EMBED_MODEL] as [number, string] : [6, rng.pick([CHAT_MODEL, EMBED_MODEL])] as [number, string];
+  const model = rng.weighted<string>([real, [1, 'nope'], [1, oddString(rng, 4096)]]);
+  const draft = postDraft(rng, target, rng.chance(0.8) ? 'openai' : 'anthropic', { model }, ['model']);
+  draft.labels.unshift(`${target} ${model.slice(0, 40)}`);
+  return finish(id, 'admin', draft);
+}
+
 /** A retrieval route's case: its body as clients send it, then the usual mutations. */
 const retrievalCase = (endpoint: Endpoint, request: (rng: Random) => RetrievalRequest) => (rng: Random, id: string): FuzzCase => {
   const { target, body, fields } = request(rng);
@@ -307,6 +327,7 @@ const GENERATORS: Record<Endpoint, (rng: Random, id: string) => FuzzCase> = {
   rerank: retrievalCase('rerank', rerankRequest),
   tokenize: retrievalCase('tokenize', tokenizeRequest),
   tei: retrievalCase('tei', teiRequest),
+  admin: adminCase,
 };
 
 /** Case `index` of `endpoint` under `seed`: the same arguments always give the same bytes. */

@@ -51,5 +51,6 @@ export interface FuzzCase {
   then?: { bytes: Buffer; response: ExpectedResponse };
 }
 
-export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'responses', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw', 'rerank', 'tokenize', 'tei'] as const;
+/** `admin`: POST /models/load and /models/unload (and under /v1/), last, since an unload makes the next request load its model again. */
+export const ENDPOINTS = ['messages', 'count_tokens', 'chat', 'responses', 'embeddings', 'engines', 'models', 'model', 'ops', 'raw', 'rerank', 'tokenize', 'tei', 'admin'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];

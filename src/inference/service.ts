@@ -233,6 +233,35 @@ export class LocalInferenceService implements InferenceService {
     return true;
   }
 
+  /**
+   * Loads a model now, as its first request would (the load route, POST /models/load), and resolves
+   * once it is loaded; its idle timer then runs (again) as after a request. An unknown name: model_not_found;
+   * a failed load: model_unavailable with the reason.
+   */
+  async loadModel(name: string): Promise<ModelStatus> {
+    const entry = this.anyEntry(name);
+    await this.load(entry);
+    // Already loaded: asked for again, it counts as used now (its idle timer starts over).
+    if (entry.loaded && entry.inflight === 0) {
+      entry.lastUsed = Date.now();
+      this.scheduleIdle(entry);
+    }
+    return this.status().models.find((m) => m.id === entry.info.id)!;
+  }
+
+  /**
+   * Unloads a model now (the unload route, POST /models/unload), after a load under way ends. A model
+   * that requests hold is not taken from under them: `busy` says so and it stays loaded. A pinned
+   * model is unloaded too; its next request loads it again. An unknown name: model_not_found.
+   */
+  async unloadModel(name: string): Promise<{ busy: boolean; status: ModelStatus }> {
+    const entry = this.anyEntry(name);
+    if (entry.loading) await entry.loading.catch(() => undefined);
+    const busy = entry.inflight > 0;
+    if (!busy) await this.unloadEntry(entry, 'asked');
+    return { busy, status: this.status().models.find((m) => m.id === entry.info.id)! };
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.rescanTimer);

@@ -1,6 +1,6 @@
 // The playground: plain JavaScript, no build step, nothing from another host. It talks to this
-// server's public routes like any client. Model output is only ever written as text (textContent),
-// never parsed as HTML.
+// server's public routes like any client. Model output is never parsed as HTML: a user's message is
+// written as text (textContent), a reply as Markdown built from DOM nodes (markdown.js).
 'use strict';
 
 const KEY_STORAGE = 'local-inference-server.api-key';
@@ -71,13 +71,14 @@ $('key-form').addEventListener('submit', (event) => {
 
 // ---------------------------------------------------------------- tabs
 
-const TABS = ['chat', 'embed', 'models'];
+const TABS = ['chat', 'embed', 'server'];
 function showTab(name) {
   for (const tab of TABS) {
     $(`tab-${tab}`).setAttribute('aria-selected', String(tab === name));
     $(`view-${tab}`).hidden = tab !== name;
   }
-  if (name === 'models') renderModels();
+  if (name === 'server') startPolling();
+  else stopPolling();
 }
 for (const tab of TABS) $(`tab-${tab}`).addEventListener('click', () => showTab(tab));
 
@@ -95,10 +96,14 @@ async function loadModels() {
     $('chat-model-info').textContent = `Could not list the models: ${error.message}`;
     return;
   }
+  showModels();
+}
+
+/** The model pickers from `models` (a choice already made is kept). */
+function showModels() {
   fill($('chat-model'), models.filter((m) => m.task === 'chat'));
   fill($('embed-model'), models.filter((m) => m.task === 'embedding' || m.task === 'embed'));
   describeChatModel();
-  renderModels();
 }
 
 function fill(select, list) {
@@ -127,80 +132,564 @@ function describeChatModel() {
 }
 $('chat-model').addEventListener('change', describeChatModel);
 
-function renderModels() {
-  const table = $('models-table');
-  const head = el('tr');
-  for (const h of ['Model', 'Task', 'State', 'Context', 'Files', 'Last used']) head.append(el('th', '', h));
-  const rows = models.map((m) => {
-    const tr = el('tr');
-    const files = typeof m.file_bytes === 'number' ? `${(m.file_bytes / 1048576).toFixed(1)} MiB` : '';
-    for (const v of [m.id, m.task, m.state || '', String(m.context_length ?? ''), files, m.last_used_at || '']) tr.append(el('td', '', v));
-    return tr;
-  });
-  table.replaceChildren(head, ...rows);
+
+// ---------------------------------------------------------------- server view
+
+/**
+ * Loaded models, their memory, idle timers, queue and throughput: GET /metrics (Prometheus text,
+ * parsed here) and GET /v1/models, polled while the view is open. Rates are the counters'
+ * differences between two polls. Charts are hand-made SVG polylines.
+ */
+const POLL_MS = 2000;
+/** 3 minutes of samples at POLL_MS. */
+const HISTORY = 90;
+const SVG_NS = 'http://www.w3.org/2000/svg';
+
+let pollTimer = null;
+let polling = false;
+/** The previous poll's counters, for rates: {t, tokens: Map('model\u0000direction' -> total)}. */
+let previous = null;
+/** One sample a poll: {out, in, inflight, queued, rss, modelBytes, perModel: Map(id -> generated tokens/s)}. */
+const samples = [];
+/** The table's rows, kept from poll to poll (so a focused button stays focused): id -> row parts. */
+const rows = new Map();
+/** The load and unload routes answered 404: the server does not serve them (--model-admin false). */
+let adminOff = false;
+/** Models with a load or unload under way (their button waits). */
+const busy = new Set();
+
+/** Prometheus text exposition format: one sample a line, `name{label="value",...} number`. */
+function parseMetrics(text) {
+  const out = [];
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const m = /^([A-Za-z_:][\w:]*)(?:\{(.*)\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const labels = {};
+    for (const l of (m[2] || '').matchAll(/([A-Za-z_]\w*)="((?:[^"\\]|\\.)*)"/g)) {
+      labels[l[1]] = l[2].replace(/\\(.)/g, (_, c) => (c === 'n' ? '\n' : c));
+    }
+    out.push({ name: m[1], labels, value: Number(m[3]) });
+  }
+  return out;
 }
-$('refresh-models').addEventListener('click', loadModels);
+
+/** A metric's values by model. */
+function byModel(metrics, name) {
+  const map = new Map();
+  for (const s of metrics) if (s.name === name && s.labels.model !== undefined) map.set(s.labels.model, (map.get(s.labels.model) || 0) + s.value);
+  return map;
+}
+
+const mib = (bytes) => `${(bytes / 1048576).toFixed(1)} MiB`;
+
+function duration(ms) {
+  if (ms <= 0) return 'now';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min ${String(s % 60).padStart(2, '0')} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, '0')} min`;
+}
+
+function ago(iso) {
+  if (!iso) return '';
+  return `${duration(Date.now() - Date.parse(iso))} ago`;
+}
+
+async function poll() {
+  if (polling) return;
+  polling = true;
+  try {
+    const [metricsResponse, modelsResponse] = await Promise.all([api('/metrics'), api('/v1/models')]);
+    if (!metricsResponse.ok) throw new Error(`/metrics ${metricsResponse.status}: ${await errorMessage(metricsResponse)}`);
+    if (!modelsResponse.ok) throw new Error(`/v1/models ${modelsResponse.status}: ${await errorMessage(modelsResponse)}`);
+    const metrics = parseMetrics(await metricsResponse.text());
+    models = (await modelsResponse.json()).data || [];
+    showModels();
+    record(metrics);
+    drawServer(metrics);
+    $('server-updated').textContent = `Updated ${new Date().toLocaleTimeString()}.`;
+    $('server-updated').className = 'status';
+  } catch (error) {
+    // Asked for a key: no more polls (each would ask again) until one is given.
+    if (error.status === 401) {
+      stopPolling();
+      afterKey = () => {
+        loadModels();
+        if (!$('view-server').hidden) startPolling();
+      };
+    }
+    $('server-updated').textContent = `Could not read the server: ${error.message}`;
+    $('server-updated').className = 'status error';
+  } finally {
+    polling = false;
+  }
+}
+
+function record(metrics) {
+  const t = performance.now() / 1000;
+  const tokens = new Map();
+  for (const s of metrics) if (s.name === 'model_tokens_total') tokens.set(`${s.labels.model}\u0000${s.labels.direction}`, s.value);
+  const rate = (model, direction) => {
+    if (!previous) return null;
+    const key = `${model}\u0000${direction}`;
+    const dt = t - previous.t;
+    return dt > 0 ? Math.max(0, ((tokens.get(key) || 0) - (previous.tokens.get(key) || 0)) / dt) : null;
+  };
+  const ids = models.map((m) => m.id);
+  const perModel = new Map(ids.map((id) => [id, rate(id, 'output')]));
+  const sum = (values) => values.reduce((a, b) => a + (b || 0), 0);
+  const sumOf = (name) => sum([...byModel(metrics, name).values()]);
+  const rss = metrics.find((s) => s.name === 'process_resident_memory_bytes');
+  if (previous) {
+    samples.push({
+      out: sum([...perModel.values()]),
+      in: sum(ids.map((id) => rate(id, 'input'))),
+      inflight: sumOf('model_requests_inflight'),
+      queued: sumOf('model_queue_depth'),
+      rss: rss ? rss.value / 1048576 : 0,
+      modelBytes: (sumOf('model_loaded_bytes') + sumOf('worker_heap_used_bytes') + sumOf('prompt_cache_bytes')) / 1048576,
+      perModel,
+    });
+    if (samples.length > HISTORY) samples.shift();
+  }
+  previous = { t, tokens };
+}
+
+/** An SVG line chart of `series` (each {values, className}), scaled to the largest value. */
+function lineChart(series, label, width = 300, height = 64) {
+  const svg = document.createElementNS(SVG_NS, 'svg');
+  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
+  svg.setAttribute('preserveAspectRatio', 'none');
+  svg.setAttribute('class', 'chart');
+  svg.setAttribute('role', 'img');
+  svg.setAttribute('aria-label', label);
+  const max = Math.max(1e-9, ...series.flatMap((s) => s.values.filter((v) => Number.isFinite(v))));
+  const grid = document.createElementNS(SVG_NS, 'line');
+  for (const [k, v] of Object.entries({ x1: 0, x2: width, y1: height - 0.5, y2: height - 0.5, class: 'axis' })) grid.setAttribute(k, String(v));
+  svg.append(grid);
+  for (const s of series) {
+    // The samples so far span the width (up to HISTORY of them: the last 3 minutes).
+    const step = width / Math.max(1, s.values.length - 1);
+    const points = s.values.map((v, i) => `${(i * step).toFixed(1)},${(height - 2 - ((v || 0) / max) * (height - 6)).toFixed(1)}`);
+    if (points.length === 1) points.push(points[0].replace(/^[^,]+/, String(width))); // one sample: a flat line
+    const line = document.createElementNS(SVG_NS, 'polyline');
+    line.setAttribute('points', points.join(' '));
+    line.setAttribute('class', s.className);
+    svg.append(line);
+  }
+  return svg;
+}
+
+function setChart(id, series, value, label) {
+  const card = $(id);
+  card.querySelector('svg')?.remove();
+  card.insertBefore(lineChart(series, label), $(`${id}-value`));
+  $(`${id}-value`).textContent = value;
+}
+
+function drawServer(metrics) {
+  const last = samples.at(-1);
+  const fixed = (v, digits = 1) => (v === null || v === undefined ? '–' : v.toFixed(digits));
+  setChart('chart-tokens', [{ values: samples.map((s) => s.in), className: 's2' }, { values: samples.map((s) => s.out), className: 's1' }],
+    last ? `${fixed(last.out)} generated · ${fixed(last.in)} prompt tokens/s` : 'measuring…', 'Tokens per second, generated and prompt');
+  setChart('chart-requests', [{ values: samples.map((s) => s.queued), className: 's2' }, { values: samples.map((s) => s.inflight), className: 's1' }],
+    last ? `${last.inflight} in flight · ${last.queued} queued` : 'measuring…', 'Requests in flight and queued');
+  setChart('chart-memory', [{ values: samples.map((s) => s.modelBytes), className: 's2' }, { values: samples.map((s) => s.rss), className: 's1' }],
+    last ? `${fixed(last.rss, 0)} MiB process · ${fixed(last.modelBytes, 0)} MiB models` : 'measuring…', 'Memory of the process and of the loaded models, MiB');
+
+  const files = byModel(metrics, 'model_loaded_bytes');
+  const heaps = byModel(metrics, 'worker_heap_used_bytes');
+  const caches = byModel(metrics, 'prompt_cache_bytes');
+  const inflight = byModel(metrics, 'model_requests_inflight');
+  const queued = byModel(metrics, 'model_queue_depth');
+  const body = $('server-table').tBodies[0];
+  for (const [id, row] of rows) {
+    if (!models.some((m) => m.id === id)) {
+      row.tr.remove();
+      rows.delete(id);
+    }
+  }
+  for (const model of models) {
+    const row = rows.get(model.id) || serverRow(model.id);
+    body.append(row.tr);
+    const state = busy.has(model.id) ? row.pending : model.state || 'loaded';
+    const loaded = model.state === 'loaded' || model.state === undefined;
+    row.tr.dataset.state = model.state || 'loaded';
+    const memory = (files.get(model.id) || 0) + (heaps.get(model.id) || 0) + (caches.get(model.id) || 0);
+    const cells = {
+      task: model.task,
+      state,
+      memory: loaded && memory > 0 ? mib(memory) : '–',
+      idle: !loaded ? '–' : model.pinned ? 'pinned (kept loaded)' : (inflight.get(model.id) || 0) > 0 ? 'in use' : model.expires_at ? duration(Date.parse(model.expires_at) - Date.now()) : 'never',
+      inflight: String(inflight.get(model.id) ?? 0),
+      queued: String(queued.get(model.id) ?? 0),
+      speed: last && last.perModel.get(model.id) != null ? last.perModel.get(model.id).toFixed(1) : '–',
+      context: String(model.context_length ?? ''),
+      used: ago(model.last_used_at),
+    };
+    for (const [k, v] of Object.entries(cells)) row.cells[k].textContent = v;
+    row.cells.memory.title = loaded ? `files ${mib(files.get(model.id) || 0)} + worker heap ${mib(heaps.get(model.id) || 0)} + prefix cache ${mib(caches.get(model.id) || 0)}` : '';
+    if (model.load_error) row.cells.state.title = `Last load failed: ${model.load_error.message}`;
+    row.spark.replaceChildren(lineChart([{ values: samples.map((s) => s.perModel.get(model.id) ?? 0), className: 's1' }], `Generated tokens per second of ${model.id}`, 80, 18));
+    row.action.hidden = adminOff;
+    row.action.disabled = busy.has(model.id) || model.state === 'loading';
+    row.action.textContent = busy.has(model.id) ? `${row.pending === 'loading' ? 'Loading' : 'Unloading'}…` : loaded ? 'Unload' : 'Load';
+    row.action.setAttribute('aria-label', `${loaded ? 'Unload' : 'Load'} ${model.id}`);
+    row.action.dataset.verb = loaded ? 'unload' : 'load';
+  }
+}
+
+function serverRow(id) {
+  const tr = el('tr');
+  tr.dataset.model = id;
+  const cells = {};
+  const th = el('th', '', id);
+  th.scope = 'row';
+  tr.append(th);
+  for (const key of ['task', 'state', 'memory', 'idle', 'inflight', 'queued', 'speed', 'context', 'used']) {
+    cells[key] = el('span', key);
+    const td = el('td', `cell-${key}`);
+    td.append(cells[key]);
+    tr.append(td);
+  }
+  const spark = el('span', 'spark');
+  cells.speed.parentElement.prepend(spark);
+  const actionCell = el('td');
+  const action = el('button', 'model-action', 'Load');
+  action.type = 'button';
+  actionCell.append(action);
+  tr.append(actionCell);
+  const row = { tr, cells, spark, action, pending: 'loading' };
+  action.addEventListener('click', () => loadOrUnload(id, action.dataset.verb, row));
+  rows.set(id, row);
+  return row;
+}
+
+async function loadOrUnload(id, verb, row) {
+  if (busy.has(id)) return;
+  busy.add(id);
+  row.pending = verb === 'load' ? 'loading' : 'unloading';
+  row.action.disabled = true;
+  row.action.textContent = verb === 'load' ? 'Loading…' : 'Unloading…';
+  row.cells.state.textContent = row.pending;
+  const status = $('server-status');
+  status.className = 'status';
+  status.textContent = `${verb === 'load' ? 'Loading' : 'Unloading'} ${id}…`;
+  const started = performance.now();
+  try {
+    const response = await api(`/models/${verb}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: id }) });
+    if (response.status === 404 && !(await response.clone().text()).includes('model_not_found')) {
+      adminOff = true;
+      throw new Error('this server does not serve the load and unload routes (started with --model-admin false)');
+    }
+    if (!response.ok) throw new Error(`${response.status}: ${await errorMessage(response)}`);
+    const body = await response.json();
+    status.textContent = `${body.model} ${body.state} (${((performance.now() - started) / 1000).toFixed(1)} s).`;
+  } catch (error) {
+    if (error.status === 401) afterKey = poll;
+    status.className = 'status error';
+    status.textContent = `Could not ${verb} ${id}: ${error.message}`;
+  } finally {
+    busy.delete(id);
+  }
+  await poll();
+}
+
+function startPolling() {
+  if (pollTimer) return;
+  poll();
+  pollTimer = setInterval(() => {
+    if (!document.hidden) poll();
+  }, POLL_MS);
+}
+
+/** Leaving the view ends its history: the charts start again when it is opened. */
+function stopPolling() {
+  clearInterval(pollTimer);
+  pollTimer = null;
+  previous = null;
+  samples.length = 0;
+}
 
 // ---------------------------------------------------------------- chat
 
-/** The conversation so far, as chat completions messages (the system prompt is added per request). */
-let history = [];
-/** What the log shows, to draw it again after a reload: {role, text, thinking?, stats?, failed?}. */
-let shown = [];
-/** The current conversation is kept in this browser (localStorage) until "New conversation". */
-const CONVERSATION_STORAGE = 'local-inference-server.conversation';
+/**
+ * Conversations are kept in this browser (localStorage), several of them: each a list of entries
+ * {role, text, thinking?, stats?, failed?, excluded?}, drawn again as they were after a reload.
+ * `excluded`: a user message whose turn failed before any text; it is shown but not sent again.
+ */
+const CONVERSATIONS_STORAGE = 'local-inference-server.conversations';
+/** Where the first version of the page kept its one conversation: read once, then moved. */
+const OLD_CONVERSATION_STORAGE = 'local-inference-server.conversation';
 
-function saveConversation() {
+/** Every conversation: {id, updated, entries}; `current` is the one shown. */
+let conversations = [];
+let current = null;
+
+const newConversation = () => ({ id: `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 8)}`, updated: Date.now(), entries: [] });
+
+function saveConversations() {
   try {
-    localStorage.setItem(CONVERSATION_STORAGE, JSON.stringify({ history, shown }));
+    // An empty conversation is not listed (a new one is made again after a reload).
+    const kept = conversations.filter((c) => c.entries.length > 0);
+    localStorage.setItem(CONVERSATIONS_STORAGE, JSON.stringify({ version: 1, current: current.id, conversations: kept }));
   } catch {
-    // storage full or disabled: the conversation stays in the page only
+    // storage full or disabled: the conversations stay in the page only
   }
 }
 
-function restoreConversation() {
-  let saved;
+/** Entries read back from storage, keeping only what the page wrote (strings where strings were). */
+function validEntries(list) {
+  if (!Array.isArray(list)) return [];
+  return list
+    .filter((e) => e && (e.role === 'user' || e.role === 'assistant') && typeof e.text === 'string')
+    .map((e) => ({
+      role: e.role,
+      text: e.text,
+      ...(typeof e.thinking === 'string' ? { thinking: e.thinking } : {}),
+      ...(typeof e.stats === 'string' ? { stats: e.stats } : {}),
+      ...(e.failed === true ? { failed: true } : {}),
+      ...(e.excluded === true ? { excluded: true } : {}),
+    }));
+}
+
+function readStorage(key) {
   try {
-    saved = JSON.parse(localStorage.getItem(CONVERSATION_STORAGE) || 'null');
+    return JSON.parse(localStorage.getItem(key) || 'null');
   } catch {
-    saved = null;
-  }
-  if (!saved || !Array.isArray(saved.history) || !Array.isArray(saved.shown)) return;
-  history = saved.history.filter((m) => m && (m.role === 'user' || m.role === 'assistant') && typeof m.content === 'string');
-  shown = saved.shown.filter((e) => e && typeof e.text === 'string');
-  for (const entry of shown) {
-    const message = addMessage(entry.role === 'user' ? 'user' : 'assistant', entry.text);
-    if (typeof entry.thinking === 'string') thinkingOf(message).textContent = entry.thinking;
-    if (typeof entry.stats === 'string') addStats(message, entry.stats, entry.failed === true);
+    return null;
   }
 }
 
-/** The folded thinking block of a reply, made on first use. */
-function thinkingOf(message) {
-  if (!message.thinking) {
-    const details = el('details');
-    details.append(el('summary', '', 'Thinking'));
-    message.thinking = el('div', 'thinking');
-    details.append(message.thinking);
-    message.item.insertBefore(details, message.body);
+function restoreConversations() {
+  const saved = readStorage(CONVERSATIONS_STORAGE);
+  if (saved && Array.isArray(saved.conversations)) {
+    conversations = saved.conversations
+      .filter((c) => c && typeof c.id === 'string')
+      .map((c) => ({ id: c.id, updated: Number(c.updated) || 0, entries: validEntries(c.entries) }))
+      .filter((c) => c.entries.length > 0);
   }
-  return message.thinking;
+  const old = readStorage(OLD_CONVERSATION_STORAGE);
+  if (old && Array.isArray(old.shown)) {
+    const entries = validEntries(old.shown);
+    // That version dropped a failed turn's message from what it sent: the same, by `excluded`.
+    entries.forEach((e, i) => {
+      if (e.role === 'assistant' && e.failed && e.text === '' && entries[i - 1]?.role === 'user') entries[i - 1].excluded = true;
+    });
+    if (entries.length > 0) conversations.push({ ...newConversation(), entries });
+    localStorage.removeItem(OLD_CONVERSATION_STORAGE);
+  }
+  current = conversations.find((c) => saved && c.id === saved.current) || null;
+  if (!current) {
+    current = newConversation();
+    conversations.push(current);
+  }
+  drawConversation();
+  drawConversationList();
 }
 
-function addStats(message, text, failed) {
-  message.item.append(el('div', failed ? 'stats error' : 'stats', text));
+/** What a conversation sends: its messages, less failed turns and empty replies. */
+const messagesOf = (conversation) =>
+  conversation.entries.filter((e) => !e.excluded && (e.role === 'user' || e.text !== '')).map((e) => ({ role: e.role, content: e.text }));
+
+/** A conversation's name in the list: its first message, cut short. */
+function titleOf(conversation) {
+  const first = conversation.entries.find((e) => e.role === 'user');
+  const line = first ? first.text.trim().split('\n')[0] : '';
+  if (!line) return 'New conversation';
+  return line.length > 48 ? `${line.slice(0, 47)}…` : line;
 }
+
+function drawConversationList() {
+  const list = $('conversations');
+  const shown = [...conversations].filter((c) => c.entries.length > 0 || c === current).sort((a, b) => b.updated - a.updated);
+  list.replaceChildren(...shown.map((c) => {
+    const li = el('li', c === current ? 'conversation current' : 'conversation');
+    const open = el('button', 'conversation-open', titleOf(c));
+    open.type = 'button';
+    open.title = `${titleOf(c)} (${new Date(c.updated).toLocaleString()})`;
+    if (c === current) open.setAttribute('aria-current', 'true');
+    open.addEventListener('click', () => switchTo(c));
+    const remove = el('button', 'conversation-delete', '×');
+    remove.type = 'button';
+    remove.title = 'Delete this conversation';
+    remove.setAttribute('aria-label', `Delete the conversation “${titleOf(c)}”`);
+    remove.addEventListener('click', () => deleteConversation(c));
+    li.append(open, remove);
+    return li;
+  }));
+}
+
+function switchTo(conversation) {
+  if (conversation === current) return;
+  stop();
+  // An empty conversation left behind is dropped.
+  if (current.entries.length === 0) conversations = conversations.filter((c) => c !== current);
+  current = conversation;
+  saveConversations();
+  drawConversation();
+  drawConversationList();
+}
+
+function deleteConversation(conversation) {
+  if (conversation === current) stop();
+  conversations = conversations.filter((c) => c !== conversation);
+  if (conversation === current) {
+    current = [...conversations].sort((a, b) => b.updated - a.updated)[0] || null;
+    if (!current) {
+      current = newConversation();
+      conversations.push(current);
+    }
+    drawConversation();
+  }
+  saveConversations();
+  drawConversationList();
+}
+
+$('clear').addEventListener('click', () => {
+  stop();
+  if (current.entries.length > 0) {
+    current = newConversation();
+    conversations.push(current);
+  }
+  saveConversations();
+  drawConversation();
+  drawConversationList();
+  $('prompt').focus();
+});
+
+// ------------------------------------------------ drawing the log
+
 /** The request streaming now: its AbortController. */
 let running = null;
 
+/** Draws the current conversation's entries from scratch. */
+function drawConversation() {
+  $('log').replaceChildren();
+  current.entries.forEach((entry, index) => {
+    const view = addMessage(entry.role, entry.text);
+    view.item.dataset.index = String(index);
+    if (typeof entry.thinking === 'string') thinkingOf(view).textContent = entry.thinking;
+    if (typeof entry.stats === 'string') addStats(view, entry.stats, entry.failed === true);
+  });
+  drawActions();
+}
+
+/** A message in the log: a user's as text, a reply's as Markdown (built from DOM nodes, never HTML). */
 function addMessage(role, text) {
   const item = el('li', `msg ${role}`);
-  const body = el('div', 'text', text);
+  const body = el('div', 'text');
   item.append(body);
+  const view = { item, body, role };
+  setText(view, text);
   $('log').append(item);
   item.scrollIntoView({ block: 'end' });
-  return { item, body };
+  return view;
 }
+
+function setText(view, text) {
+  if (view.role === 'assistant') view.body.replaceChildren(Markdown.render(text));
+  else view.body.textContent = text;
+}
+
+/** The folded thinking block of a reply, made on first use. */
+function thinkingOf(view) {
+  if (!view.thinking) {
+    const details = el('details');
+    details.append(el('summary', '', 'Thinking'));
+    view.thinking = el('div', 'thinking');
+    details.append(view.thinking);
+    view.item.insertBefore(details, view.body);
+  }
+  return view.thinking;
+}
+
+function addStats(view, text, failed) {
+  view.item.append(el('div', failed ? 'stats error' : 'stats', text));
+}
+
+function button(className, text, label, onClick) {
+  const b = el('button', className, text);
+  b.type = 'button';
+  if (label) b.setAttribute('aria-label', label);
+  b.addEventListener('click', onClick);
+  b.disabled = running !== null;
+  return b;
+}
+
+/** Edit under each of the user's messages; Regenerate under the last reply. */
+function drawActions() {
+  for (const old of $('log').querySelectorAll('.msg-actions')) old.remove();
+  const items = [...$('log').children];
+  items.forEach((item) => {
+    const index = Number(item.dataset.index);
+    const entry = current.entries[index];
+    if (!entry) return;
+    const actions = el('div', 'msg-actions');
+    if (entry.role === 'user') actions.append(button('edit', 'Edit', 'Edit this message and send it again', () => startEdit(item, index)));
+    else if (index === current.entries.length - 1) actions.append(button('regenerate', 'Regenerate', 'Answer the last message again', regenerate));
+    if (actions.childElementCount > 0) item.append(actions);
+  });
+}
+
+function setRunning(controller) {
+  running = controller;
+  $('send').disabled = controller !== null;
+  $('stop').disabled = controller === null;
+  for (const b of $('log').querySelectorAll('.msg-actions button, .edit-form button')) b.disabled = controller !== null;
+}
+
+/** Replaces a user message's text with a box to edit it: sending drops what followed and asks again. */
+function startEdit(item, index) {
+  if (running) return;
+  const entry = current.entries[index];
+  const form = el('form', 'edit-form');
+  const area = el('textarea');
+  area.value = entry.text;
+  area.rows = Math.min(10, Math.max(2, entry.text.split('\n').length));
+  area.setAttribute('aria-label', 'Edited message');
+  const send = el('button', 'edit-send', 'Send');
+  send.type = 'submit';
+  const cancel = button('edit-cancel', 'Cancel', '', () => drawConversation());
+  const row = el('div', 'buttons');
+  row.append(send, cancel);
+  form.append(area, row);
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    if (area.value.trim() === '' || running) return;
+    current.entries = current.entries.slice(0, index);
+    current.entries.push({ role: 'user', text: area.value });
+    drawConversation();
+    runTurn(current);
+  });
+  area.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    } else if (event.key === 'Escape') {
+      event.stopPropagation();
+      drawConversation();
+    }
+  });
+  item.querySelector('.text').replaceWith(form);
+  item.querySelector('.msg-actions')?.remove();
+  area.focus();
+}
+
+/** The last reply again: it is dropped and the conversation up to it sent again. */
+function regenerate() {
+  if (running) return;
+  const last = current.entries.at(-1);
+  if (!last || last.role !== 'assistant') return;
+  current.entries.pop();
+  const user = current.entries.at(-1);
+  if (user) delete user.excluded;
+  drawConversation();
+  runTurn(current);
+}
+
+// ------------------------------------------------ sending
 
 /**
  * Server-sent events from a fetch body: calls onData with each event's data (the lines joined), as
@@ -226,23 +715,39 @@ async function readEvents(body, onData) {
   }
 }
 
-async function send() {
+function send() {
   if (running) return;
   const text = $('prompt').value;
-  const model = $('chat-model').value;
-  if (text.trim() === '' || !model) return;
+  if (text.trim() === '' || !$('chat-model').value) return;
   $('prompt').value = '';
-  history.push({ role: 'user', content: text });
-  shown.push({ role: 'user', text });
-  addMessage('user', text);
+  const conversation = current;
+  conversation.entries.push({ role: 'user', text });
+  const view = addMessage('user', text);
+  view.item.dataset.index = String(conversation.entries.length - 1);
+  runTurn(conversation);
+}
+
+/** How often a streaming reply's Markdown is drawn again (each draw parses the whole reply). */
+const REDRAW_MS = 50;
+
+/** Streams the reply to a conversation whose last entry is the user's message. */
+async function runTurn(conversation) {
+  const model = $('chat-model').value;
+  if (!model || running) return;
+  const userEntry = conversation.entries.at(-1);
+  const messagesSoFar = messagesOf(conversation);
+  const entry = { role: 'assistant', text: '' };
+  conversation.entries.push(entry);
+  conversation.updated = Date.now();
   const reply = addMessage('assistant', '');
+  reply.item.dataset.index = String(conversation.entries.length - 1);
+  for (const old of $('log').querySelectorAll('.msg-actions')) old.remove();
   const controller = new AbortController();
-  running = controller;
-  $('send').disabled = true;
-  $('stop').disabled = false;
+  setRunning(controller);
+  drawConversationList();
 
   const system = $('system').value.trim();
-  const messages = [...(system ? [{ role: 'system', content: system }] : []), ...history];
+  const messages = [...(system ? [{ role: 'system', content: system }] : []), ...messagesSoFar];
   const stops = $('stop-sequences').value.split('\n').filter((line) => line !== '').slice(0, 4);
   const body = {
     model,
@@ -264,6 +769,13 @@ async function send() {
   let thought = '';
   let finish = null;
   let failure = null;
+  let redraw = null;
+  const drawSoon = () => {
+    redraw ??= setTimeout(() => {
+      redraw = null;
+      setText(reply, content);
+    }, REDRAW_MS);
+  };
   try {
     const response = await api('/v1/chat/completions', {
       method: 'POST',
@@ -296,7 +808,7 @@ async function send() {
       }
       if (delta.content) {
         content += delta.content;
-        reply.body.textContent = content;
+        drawSoon();
       }
       return true;
     });
@@ -307,17 +819,22 @@ async function send() {
       if (error.status === 401) afterKey = null;
     }
   } finally {
-    running = null;
-    $('send').disabled = false;
-    $('stop').disabled = true;
+    clearTimeout(redraw);
+    setRunning(null);
   }
-  if (content !== '') history.push({ role: 'assistant', content });
-  else if (failure) history.pop();
+  setText(reply, content);
   const line = failure ? `Error: ${failure}` : describeStats({ usage, started, firstAt, lastAt, finish });
   addStats(reply, line, Boolean(failure));
-  shown.push({ role: 'assistant', text: content, ...(thought !== '' ? { thinking: thought } : {}), stats: line, failed: Boolean(failure) });
-  saveConversation();
-  reply.item.scrollIntoView({ block: 'end' });
+  Object.assign(entry, { text: content, ...(thought !== '' ? { thinking: thought } : {}), stats: line, ...(failure ? { failed: true } : {}) });
+  // A turn that failed before any text: its message stays on screen but is not sent again.
+  if (content === '' && failure && userEntry) userEntry.excluded = true;
+  conversation.updated = Date.now();
+  saveConversations();
+  if (conversation === current) {
+    drawActions();
+    reply.item.scrollIntoView({ block: 'end' });
+  }
+  drawConversationList();
 }
 
 /**
@@ -336,8 +853,7 @@ function describeStats({ usage, started, firstAt, lastAt, finish }) {
     parts.push(`${((usage.completion_tokens - 1) / ((lastAt - firstAt) / 1000)).toFixed(1)} tokens/s`);
   }
   if (finish) parts.push(finish === 'stopped' ? 'stopped' : `finish: ${finish}`);
-  const line = parts.join(' · ');
-  return line;
+  return parts.join(' · ');
 }
 
 function stop() {
@@ -357,14 +873,6 @@ $('prompt').addEventListener('keydown', (event) => {
 });
 document.addEventListener('keydown', (event) => {
   if (event.key === 'Escape') stop();
-});
-$('clear').addEventListener('click', () => {
-  stop();
-  history = [];
-  shown = [];
-  localStorage.removeItem(CONVERSATION_STORAGE);
-  $('log').replaceChildren();
-  $('prompt').focus();
 });
 
 // ---------------------------------------------------------------- embeddings
@@ -459,5 +967,5 @@ $('texts').addEventListener('keydown', (event) => {
   }
 });
 
-restoreConversation();
+restoreConversations();
 loadModels();

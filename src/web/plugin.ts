@@ -30,7 +30,7 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
-const ASSETS = ['app.js', 'style.css', 'icon.svg', 'docs.js', 'docs.css'] as const;
+const ASSETS = ['app.js', 'markdown.js', 'style.css', 'icon.svg', 'docs.js', 'docs.css'] as const;
 
 interface Asset {
   body: Buffer;

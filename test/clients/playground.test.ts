@@ -12,6 +12,9 @@ import { CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/pat
 import { modelVariant } from '../helpers/model-variant.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
+/** The page's renderer (src/web/markdown.js), a global of its scripts: used inside page.evaluate. */
+declare const Markdown: { render(text: string): DocumentFragment };
+
 const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => fs.existsSync(p));
 if (!CHROMIUM) console.warn('playground.test.ts: SKIPPED, no Chromium at /usr/bin/chromium (apt-get install chromium)');
 
@@ -20,12 +23,47 @@ const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'playground');
 const KEY = 'sk-playground-test';
 /** How long the page may take to show a reply or a result. */
 const PAGE_TIMEOUT_MS = 30_000;
+/** Tests that load models or generate a few hundred tokens (slower on llama.cpp: npm run test:llama). */
+const SLOW_TEST_TIMEOUT_MS = 120_000;
+/** The keep-alive of the model that is not pinned (its idle timer shows in the server view). */
+const IDLE_MS = 30 * 60_000;
 
 const FIXED_REPLY = 'Hello from the playground.';
 const XSS_REPLY = '<img src=x onerror="window.__pwned = 1"> and <b>bold</b>';
 const THINKING_REPLY = '<think>\nPlanning the answer.\n</think>\n\nDone thinking.';
 /** Long enough that a stop lands mid-stream: the scripted model writes it all unless cancelled. */
 const LONG_REPLY = 'word '.repeat(2500);
+/** Markdown the page must build as elements: a heading, bold, italic, inline code, a list, links, a code block. */
+const MARKDOWN_REPLY = [
+  '## Steps',
+  '',
+  'Use **bold** and *care* with `npm test`:',
+  '',
+  '- first item',
+  '- the [docs](https://example.com/docs)',
+  '- a [bad link](javascript:window.__pwned=1)',
+  '',
+  '```js',
+  'const x = 1 < 2; // <b>not bold</b>',
+  '```',
+].join('\n');
+/** A reply as a model would write it: the README's screenshot (docs/images/playground.png) is of it. */
+const EXAMPLE_REPLY = [
+  'To embed texts, call **`POST /v1/embeddings`** with the model\'s id:',
+  '',
+  '```sh',
+  'curl http://127.0.0.1:8080/v1/embeddings \\',
+  "  -H 'content-type: application/json' \\",
+  '  -d \'{"model": "glove-sif-100d", "input": ["The cat sat.", "A cat sat down."]}\'',
+  '```',
+  '',
+  'The answer holds:',
+  '',
+  '1. one vector per input, in `data[i].embedding`;',
+  '2. the token count, in `usage.prompt_tokens`.',
+  '',
+  'The *Embeddings* tab shows the cosine similarity of each pair.',
+].join('\n');
 /** The bundled chat model again under another id (a manifest of its own), to switch between two. */
 const SECOND_MODEL = 'tiny-qwen3-second';
 
@@ -40,9 +78,14 @@ function modelsFolder(): string {
 }
 
 const lastUserText = (request: ChatRequest) => [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+/** Each "numbered please" gets the next number: a regenerated reply differs from the one it replaces. */
+let numbered = 0;
 const script = (request: ChatRequest) => {
   const text = lastUserText(request);
   if (text.includes('fixed please')) return FIXED_REPLY;
+  if (text.includes('markdown please')) return MARKDOWN_REPLY;
+  if (text.includes('How do I embed two sentences?')) return EXAMPLE_REPLY;
+  if (text.includes('numbered please')) return `Reply number ${++numbered}.`;
   if (text.includes('xss please')) return XSS_REPLY;
   if (text.includes('long please')) return LONG_REPLY;
   if (text.includes('think please')) return THINKING_REPLY;
@@ -114,7 +157,9 @@ const api = (pathname: string, body: unknown, key = KEY) =>
 describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
   beforeAll(async () => {
     modelsDir = modelsFolder();
-    server = await startRealServer({ apiKeys: [KEY], modelsDir, only: [CHAT_MODEL, SECOND_MODEL, EMBED_MODEL], script });
+    // SECOND_MODEL is not pinned: it loads on first use and has an idle timer (the server view shows it).
+    const lifecycle = { pinned: [CHAT_MODEL, EMBED_MODEL], keepAliveMs: IDLE_MS, maxLoadedModels: 0, loadTimeoutMs: PAGE_TIMEOUT_MS };
+    server = await startRealServer({ apiKeys: [KEY], modelsDir, only: [CHAT_MODEL, SECOND_MODEL, EMBED_MODEL], script, lifecycle });
     browser = await puppeteer.launch({ executablePath: CHROMIUM!, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
   });
   afterAll(async () => {
@@ -151,8 +196,9 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
       expect(requests.length).toBeGreaterThan(3);
       expect(requests.filter((u) => !u.startsWith(server.url))).toEqual([]);
       await shot(page, 'chat-empty');
-      await page.click('#tab-models');
-      await shot(page, 'models');
+      await page.click('#tab-server');
+      await page.waitForSelector('#server-table tbody tr');
+      expect(consoleErrors).toEqual([]);
     } finally {
       await context.close();
     }
@@ -293,6 +339,335 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
     } finally {
       await context.close();
     }
+  });
+
+  it('a reply in Markdown is built as elements: heading, bold, italic, code, a list, http(s) links only, a code block with Copy', async () => {
+    const { page, context, consoleErrors, requests } = await openPage({ key: KEY });
+    try {
+      await context.overridePermissions(server.url, ['clipboard-read', 'clipboard-write', 'clipboard-sanitized-write']);
+      await page.goto(server.url);
+      await chat(page, 'markdown please', { temperature: 0, maxTokens: 200 });
+      const shown = () =>
+        page.$eval('.msg.assistant .text', (text) => ({
+          heading: text.querySelector('h2')?.textContent,
+          strong: [...text.querySelectorAll('strong')].map((n) => n.textContent),
+          em: [...text.querySelectorAll('em')].map((n) => n.textContent),
+          inlineCode: [...text.querySelectorAll('p code')].map((n) => n.textContent),
+          items: [...text.querySelectorAll('ul > li')].map((n) => n.textContent),
+          links: [...text.querySelectorAll('a')].map((a) => ({ href: a.getAttribute('href'), rel: a.getAttribute('rel'), target: a.getAttribute('target'), text: a.textContent })),
+          code: [...text.querySelectorAll('pre > code')].map((n) => ({ text: n.textContent, language: n.className })),
+          copy: text.querySelectorAll('.md-code button.md-copy').length,
+          tags: [...text.querySelectorAll('*')].map((n) => n.tagName.toLowerCase()),
+        }));
+      const expected = {
+        heading: 'Steps',
+        strong: ['bold'],
+        em: ['care'],
+        inlineCode: ['npm test'],
+        items: ['first item', 'the docs', 'a [bad link](javascript:window.__pwned=1)'],
+        links: [{ href: 'https://example.com/docs', rel: 'noopener noreferrer', target: '_blank', text: 'docs' }],
+        code: [{ text: 'const x = 1 < 2; // <b>not bold</b>', language: 'language-js' }],
+        copy: 1,
+      };
+      expect(await shown()).toMatchObject(expected);
+      // Only the elements the renderer makes: nothing from the reply's own markup.
+      expect(new Set((await shown()).tags)).toEqual(new Set(['h2', 'p', 'strong', 'em', 'code', 'ul', 'li', 'a', 'div', 'span', 'button', 'pre']));
+      expect(await page.$$('#log b, #log img, #log script')).toHaveLength(0);
+
+      await page.click('.msg.assistant .md-copy');
+      await page.waitForFunction(() => document.querySelector('.msg.assistant .md-copy')?.textContent === 'Copied', { timeout: PAGE_TIMEOUT_MS });
+      expect(await page.evaluate(() => navigator.clipboard.readText())).toBe('const x = 1 < 2; // <b>not bold</b>');
+      await shot(page, 'chat-markdown');
+
+      // Drawn again from storage, the same elements.
+      await page.reload();
+      await page.waitForSelector('.msg.assistant .stats');
+      expect(await shown()).toMatchObject(expected);
+      expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+      expect(requests.filter((u) => !u.startsWith(server.url))).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a reply as a model writes it (the README screenshot, docs/images/playground.png, is of this view)', async () => {
+    const { page, context, consoleErrors } = await openPage({ key: KEY });
+    try {
+      await page.goto(server.url);
+      await chat(page, 'markdown please', { temperature: 0, maxTokens: 200 });
+      await page.click('#clear');
+      await chat(page, 'How do I embed two sentences?', { temperature: 0, maxTokens: 300 });
+      expect(await page.$$eval('.msg.assistant .text', (nodes) => ({ code: nodes.at(-1)!.querySelector('pre code')?.textContent, items: nodes.at(-1)!.querySelectorAll('ol > li').length })))
+        .toEqual({ code: EXAMPLE_REPLY.split('```')[1]!.replace(/^sh\n/, '').replace(/\n$/, ''), items: 2 });
+      await shot(page, 'chat-example');
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, SLOW_TEST_TIMEOUT_MS);
+
+  it('the Markdown renderer: nesting, tables, quotes, unclosed fences, escapes; markup and non-http links stay text', async () => {
+    const { page, context, consoleErrors } = await openPage({ key: KEY });
+    try {
+      await page.goto(server.url);
+      await page.waitForSelector('#chat-model option');
+      const cases: Array<[string, string]> = [
+        ['a *b* **c** ~~d~~ `e`', '<p>a <em>b</em> <strong>c</strong> <del>d</del> <code>e</code></p>'],
+        ['snake_case_name and 2 * 3 * 4', '<p>snake_case_name and 2 * 3 * 4</p>'],
+        ['\\*not em\\* and **unclosed', '<p>*not em* and **unclosed</p>'],
+        ['line one\nline two', '<p>line one\nline two</p>'],
+        ['# One\n### Three ###', '<h1>One</h1><h3>Three</h3>'],
+        ['- a\n  - b\n  - c\n- d', '<ul><li><p>a</p><ul><li>b</li><li>c</li></ul></li><li>d</li></ul>'],
+        ['3. x\n4. y', '<ol start="3"><li>x</li><li>y</li></ol>'],
+        ['> quoted **text**\n> more', '<blockquote><p>quoted <strong>text</strong>\nmore</p></blockquote>'],
+        ['| a | b |\n|---|--:|\n| 1 | 2 |', '<div><table><thead><tr><th>a</th><th>br</th></tr></thead><tbody><tr><td>1</td><td>2r</td></tr></tbody></table></div>'],
+        ['```py\nprint(1)\n', '<div><div><span>py</span><button>Copy</button></div><pre><code>print(1)\n</code></pre></div>'],
+        ['~~~\n<script>x</script>\n~~~\nafter', '<div><div><span></span><button>Copy</button></div><pre><code><script>x</script></code></pre></div><p>after</p>'],
+        ['<script>alert(1)</script> <img src=x onerror=alert(1)>', '<p><script>alert(1)</script> <img src=x onerror=alert(1)></p>'],
+        ['[a](javascript:alert(1)) [b](data:text/html,x) [c](/relative)', '<p>[a](javascript:alert(1)) [b](data:text/html,x) [c](/relative)</p>'],
+        ['see https://example.com/a_b. or <http://example.org>', '<p>see <a href="https://example.com/a_b">https://example.com/a_b</a>. or <a href="http://example.org/">http://example.org</a></p>'],
+        ['[https://a.example](https://a.example/x) **<https://b.example/>**', '<p><a href="https://a.example/x">https://a.example</a> <strong><a href="https://b.example/">https://b.example/</a></strong></p>'],
+        ['---', '<hr>'],
+      ];
+      const rendered = await page.evaluate((inputs: string[]) => {
+        /** A small serialization: tags, the attributes that matter here, and text as text. */
+        const ser = (node: Node): string => {
+          if (node.nodeType === Node.TEXT_NODE) return node.textContent ?? '';
+          const e = node as HTMLElement;
+          const tag = e.tagName.toLowerCase();
+          const attrs = tag === 'a' ? ` href="${e.getAttribute('href')}"` : tag === 'ol' && e.getAttribute('start') ? ` start="${e.getAttribute('start')}"` : '';
+          const align = e.className.startsWith('align-right') ? 'r' : '';
+          const inner = [...e.childNodes].map(ser).join('') + align;
+          return tag === 'hr' ? '<hr>' : `<${tag}${attrs}>${inner}</${tag}>`;
+        };
+        const links = (fragment: DocumentFragment) => [...fragment.querySelectorAll('a')].every((a) => a.rel === 'noopener noreferrer' && a.target === '_blank' && /^https?:/.test(a.href));
+        return inputs.map((text) => {
+          const fragment = Markdown.render(text);
+          return { html: [...fragment.childNodes].map(ser).join(''), links: links(fragment) };
+        });
+      }, cases.map(([input]) => input));
+      cases.forEach(([input, expected], i) => {
+        expect(rendered[i]!.html, input).toBe(expected);
+        expect(rendered[i]!.links, input).toBe(true);
+      });
+      // Nesting past the renderer's depth becomes text: no reply exhausts the stack.
+      const deep = await page.evaluate(() => {
+        const quotes = Markdown.render(`${'>'.repeat(5000)} deep`);
+        const emphasis = Markdown.render(`${'**a '.repeat(3000)}b${' c**'.repeat(3000)}`);
+        const started = performance.now();
+        Markdown.render(`${'*a _b ~~c '.repeat(4000)}`);
+        const unclosedMs = performance.now() - started;
+        const lists = Markdown.render(Array.from({ length: 300 }, (_, i) => `${'  '.repeat(i)}- item ${i}`).join('\n'));
+        return {
+          quotes: quotes.querySelectorAll('blockquote').length, quoteText: quotes.textContent!.includes('deep'),
+          strong: emphasis.querySelectorAll('strong').length, emphasisText: emphasis.textContent!.includes('b'),
+          lists: lists.querySelectorAll('ul').length, listText: lists.textContent!.includes('item 299'), unclosedMs,
+        };
+      });
+      expect(deep).toMatchObject({ quoteText: true, emphasisText: true, listText: true });
+      for (const n of [deep.quotes, deep.strong, deep.lists]) expect(n).toBeLessThanOrEqual(24);
+      // 12,000 openers without a closer: linear, not quadratic (a reply is drawn again every 50 ms as it streams).
+      expect(deep.unclosedMs).toBeLessThan(1000);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the page writes model output without HTML sinks (its scripts use none)', () => {
+    for (const file of ['app.js', 'markdown.js']) {
+      const source = fs.readFileSync(path.join(ROOT, 'src', 'web', file), 'utf8');
+      expect(source, file).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/);
+    }
+  });
+
+  it('regenerate answers the last message again; edit drops what followed and sends the edited message', async () => {
+    const { page, context, consoleErrors } = await openPage({ key: KEY });
+    /** The messages of each chat request the page sends. */
+    const sent: { role: string; content: string }[][] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === '/v1/chat/completions') sent.push((JSON.parse(request.postData() ?? '{}') as { messages: { role: string; content: string }[] }).messages);
+    });
+    const log = () => page.$$eval('.msg', (nodes) => nodes.map((n) => `${n.classList.contains('user') ? 'user' : 'assistant'}: ${n.querySelector('.text')!.textContent}`));
+    const lastDone = () => page.waitForFunction(() => document.querySelector('.msg.assistant:last-child .stats') !== null && !(document.getElementById('send') as HTMLButtonElement).disabled, { timeout: PAGE_TIMEOUT_MS });
+    try {
+      await page.goto(server.url);
+      const first = await chat(page, 'numbered please', { temperature: 0, maxTokens: 32 });
+      const n = Number(/Reply number (\d+)\./.exec(first.text)?.[1]);
+      expect(n).toBeGreaterThan(0);
+      expect(await page.$$('.msg.assistant .regenerate')).toHaveLength(1);
+
+      await page.click('.msg.assistant .regenerate');
+      await lastDone();
+      expect(await log()).toEqual(['user: numbered please', `assistant: Reply number ${n + 1}.`]);
+      expect(sent.at(-1)).toEqual([{ role: 'user', content: 'numbered please' }]);
+
+      // A second turn, then edit the first message: the turns after it are dropped.
+      await chat(page, 'fixed please', { temperature: 0 });
+      expect(await page.$$('.msg.user .edit')).toHaveLength(2);
+      expect(await page.$$('.msg.assistant .regenerate')).toHaveLength(1);
+      await page.click('.msg.user .edit');
+      await page.waitForSelector('.edit-form textarea');
+      await page.$eval('.edit-form textarea', (n) => ((n as HTMLTextAreaElement).value = ''));
+      await page.type('.edit-form textarea', 'fixed please, edited');
+      await page.keyboard.press('Enter');
+      await lastDone();
+      expect(await log()).toEqual(['user: fixed please, edited', `assistant: ${FIXED_REPLY}`]);
+      expect(sent.at(-1)).toEqual([{ role: 'user', content: 'fixed please, edited' }]);
+
+      // Kept as edited.
+      await page.reload();
+      await page.waitForSelector('.msg.assistant .stats');
+      expect(await log()).toEqual(['user: fixed please, edited', `assistant: ${FIXED_REPLY}`]);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('several conversations are kept: New conversation, a list to switch, delete', async () => {
+    const { page, context, consoleErrors } = await openPage({ key: KEY });
+    const log = () => page.$$eval('.msg .text', (nodes) => nodes.map((n) => n.textContent));
+    const list = () => page.$$eval('#conversations .conversation', (nodes) => nodes.map((n) => ({ title: n.querySelector('.conversation-open')!.textContent, current: n.classList.contains('current') })));
+    const open = async (title: string) => {
+      const buttons = await page.$$('#conversations .conversation-open');
+      for (const b of buttons) if ((await b.evaluate((n) => n.textContent)) === title) return b.click();
+      throw new Error(`no conversation ${title}`);
+    };
+    try {
+      await page.goto(server.url);
+      await chat(page, 'fixed please', { temperature: 0 });
+      await page.click('#clear');
+      expect(await log()).toEqual([]);
+      await chat(page, 'markdown please', { temperature: 0, maxTokens: 200 });
+      expect(await list()).toEqual([{ title: 'markdown please', current: true }, { title: 'fixed please', current: false }]);
+      await shot(page, 'chat-conversations');
+
+      await open('fixed please');
+      expect(await log()).toEqual(['fixed please', FIXED_REPLY]);
+      expect(await list()).toEqual([{ title: 'markdown please', current: false }, { title: 'fixed please', current: true }]);
+      // The next turn goes to this conversation, with its own history only.
+      const next = await chat(page, 'Count to three.', { temperature: 0, maxTokens: 2 });
+      expect(shownUsage(next.stats).prompt).toBeGreaterThan(0);
+      expect((await log()).slice(0, 2)).toEqual(['fixed please', FIXED_REPLY]);
+
+      await page.reload();
+      await page.waitForSelector('.msg.assistant .stats');
+      expect((await log())[0]).toBe('fixed please');
+      expect((await list()).map((c) => c.title).sort()).toEqual(['fixed please', 'markdown please']);
+
+      // Deleting the current conversation shows the other; deleting that leaves a new, empty one.
+      await page.click('#conversations .conversation.current .conversation-delete');
+      expect(await list()).toEqual([{ title: 'markdown please', current: true }]);
+      expect((await log())[0]).toBe('markdown please');
+      await page.click('#conversations .conversation.current .conversation-delete');
+      expect(await log()).toEqual([]);
+      expect(await list()).toEqual([{ title: 'New conversation', current: true }]);
+      await page.reload();
+      await page.waitForSelector('#chat-model option');
+      expect(await log()).toEqual([]);
+      expect(consoleErrors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the server view shows the loaded models with memory, idle timers and live charts; Unload unloads, Load loads', async () => {
+    const { page, context, consoleErrors, requests } = await openPage({ key: KEY });
+    const row = (id: string) =>
+      page.$eval(`#server-table tr[data-model="${id}"]`, (tr) => ({
+        state: tr.querySelector('.cell-state')!.textContent,
+        memory: tr.querySelector('.cell-memory')!.textContent,
+        idle: tr.querySelector('.cell-idle')!.textContent,
+        action: tr.querySelector('button.model-action')!.textContent,
+      }));
+    const stateOf = async (id: string) => ((await (await fetch(`${server.url}/v1/models/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { state: string }).state;
+    try {
+      // Loaded (and so idle-timed: it is not pinned) before the page opens.
+      expect((await (await api('/models/load', { model: SECOND_MODEL })).json()) as object).toMatchObject({ success: true, model: SECOND_MODEL, state: 'loaded' });
+      await page.goto(server.url);
+      await page.waitForSelector('#chat-model option');
+      await page.click('#tab-server');
+      await page.waitForSelector(`#server-table tr[data-model="${SECOND_MODEL}"] .cell-state span:not(:empty)`, { timeout: PAGE_TIMEOUT_MS });
+      expect(await row(CHAT_MODEL)).toMatchObject({ state: 'loaded', memory: expect.stringMatching(/^\d+\.\d MiB$/), idle: 'pinned (kept loaded)', action: 'Unload' });
+      expect(await row(SECOND_MODEL)).toMatchObject({ state: 'loaded', memory: expect.stringMatching(/^\d+\.\d MiB$/), idle: expect.stringMatching(/^(29|30) min \d\d s$/), action: 'Unload' });
+      expect((await row(EMBED_MODEL)).state).toBe('loaded');
+
+      // Throughput: a generation while the page polls shows in the tokens chart.
+      await page.waitForSelector('#chart-tokens svg polyline', { timeout: PAGE_TIMEOUT_MS });
+      await (await api('/v1/chat/completions', { model: CHAT_MODEL, messages: [{ role: 'user', content: 'long please' }], max_tokens: 64 })).json();
+      await page.waitForFunction(() => /^(?!0\.0 )\d+\.\d generated/.test(document.getElementById('chart-tokens-value')!.textContent ?? ''), { timeout: PAGE_TIMEOUT_MS });
+      expect(await page.$$eval('.charts svg.chart', (svgs) => svgs.length)).toBe(3);
+      expect(await page.$eval('#chart-memory-value', (n) => n.textContent)).toMatch(/^\d+ MiB process · \d+ MiB models$/);
+      await shot(page, 'server');
+
+      await page.click(`#server-table tr[data-model="${SECOND_MODEL}"] button.model-action`);
+      await page.waitForFunction((id: string) => document.querySelector(`#server-table tr[data-model="${id}"] button.model-action`)?.textContent === 'Load', { timeout: PAGE_TIMEOUT_MS }, SECOND_MODEL);
+      expect(await row(SECOND_MODEL)).toMatchObject({ state: 'unloaded', memory: '–', idle: '–' });
+      expect(await stateOf(SECOND_MODEL)).toBe('unloaded');
+      expect(await page.$eval('#server-status', (n) => n.textContent)).toMatch(new RegExp(`^${SECOND_MODEL} unloaded`));
+      await shot(page, 'server-unloaded');
+
+      await page.click(`#server-table tr[data-model="${SECOND_MODEL}"] button.model-action`);
+      await page.waitForFunction((id: string) => document.querySelector(`#server-table tr[data-model="${id}"] button.model-action`)?.textContent === 'Unload', { timeout: PAGE_TIMEOUT_MS }, SECOND_MODEL);
+      expect((await row(SECOND_MODEL)).state).toBe('loaded');
+      expect(await stateOf(SECOND_MODEL)).toBe('loaded');
+      expect(consoleErrors).toEqual([]);
+      expect(requests.filter((u) => !u.startsWith(server.url))).toEqual([]);
+      await page.emulateMediaFeatures([{ name: 'prefers-color-scheme', value: 'dark' }]);
+      await shot(page, 'server-dark');
+    } finally {
+      await context.close();
+    }
+  }, SLOW_TEST_TIMEOUT_MS);
+
+  it('where the server does not serve load and unload (--model-admin false), the page says so and hides the buttons', async () => {
+    const { page, context } = await openPage({ key: KEY });
+    try {
+      // The answer such a server gives (the app's not-found handler), without starting a second server.
+      await page.setRequestInterception(true);
+      page.on('request', (request) => {
+        if (new URL(request.url()).pathname !== '/models/unload') return void request.continue();
+        void request.respond({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { message: 'No route for POST /models/unload.', type: 'invalid_request_error', param: null, code: 'route_not_found' } }) });
+      });
+      await page.goto(server.url);
+      await page.waitForSelector('#chat-model option');
+      await page.click('#tab-server');
+      await page.waitForSelector(`#server-table tr[data-model="${EMBED_MODEL}"] button.model-action`, { timeout: PAGE_TIMEOUT_MS });
+      await page.click(`#server-table tr[data-model="${EMBED_MODEL}"] button.model-action`);
+      await page.waitForFunction(() => /does not serve the load and unload routes/.test(document.getElementById('server-status')!.textContent ?? ''), { timeout: PAGE_TIMEOUT_MS });
+      await page.waitForFunction(() => [...document.querySelectorAll('#server-table button.model-action')].every((b) => (b as HTMLButtonElement).hidden), { timeout: PAGE_TIMEOUT_MS });
+      expect((await (await fetch(`${server.url}/v1/models/${EMBED_MODEL}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as object).toMatchObject({ state: 'loaded' });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('on the real service, a model in use is not unloaded (400), and unloads once its request ends', async () => {
+    const controller = new AbortController();
+    const stream = await fetch(`${server.url}/v1/chat/completions`, {
+      method: 'POST', signal: controller.signal, headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ model: SECOND_MODEL, messages: [{ role: 'user', content: 'long please' }], max_tokens: 3000, stream: true }),
+    });
+    try {
+      const reader = stream.body!.getReader();
+      await reader.read(); // the stream has begun: the request holds the model
+      const refused = await api('/models/unload', { model: SECOND_MODEL });
+      expect(refused.status).toBe(400);
+      expect(((await refused.json()) as { error: { message: string; param: string } }).error).toMatchObject({ param: 'model', message: expect.stringMatching(/in use by 1 request/) });
+      controller.abort();
+      await expect.poll(() => server.service.counters.of(SECOND_MODEL).active, { timeout: PAGE_TIMEOUT_MS }).toBe(0);
+      await expect.poll(async () => (await api('/models/unload', { model: SECOND_MODEL })).status, { timeout: PAGE_TIMEOUT_MS }).toBe(200);
+      expect((await (await api('/models/load', { model: SECOND_MODEL })).json()) as object).toMatchObject({ success: true, state: 'loaded' });
+    } finally {
+      controller.abort();
+    }
+  }, SLOW_TEST_TIMEOUT_MS);
+
+  it('/metrics counts the requests holding each model (model_requests_inflight)', async () => {
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toMatch(new RegExp(`^model_requests_inflight\\{model="${CHAT_MODEL}"\\} 0$`, 'm'));
   });
 
   it('the embeddings heat map shows the cosine similarities of the vectors the API returns', async () => {

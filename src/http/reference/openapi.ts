@@ -16,6 +16,7 @@ import {
   detokenizeSchema, llamaTokenizeSchema, rerankSchema, scoreSchema, teiDecodeSchema, teiEmbedSchema, teiRerankSchema,
   teiTokenizeSchema, vllmChatTokenizeSchema, vllmTokenizeSchema,
 } from '../retrieval/schema.js';
+import { modelAdminSchema } from '../shared/model-admin-plugin.js';
 
 /** One registered route as Fastify saw it (HEAD routes Fastify adds for GET are left out). */
 export interface RouteRecord {
@@ -141,6 +142,11 @@ const model = z.object({
 }).loose().meta({ description: 'A model as both OpenAI and Anthropic clients read it, with its load state.' });
 const modelList = z.object({ object: z.literal('list'), data: z.array(model) }).loose();
 
+const modelAdminResult = z.object({
+  success: z.literal(true), model: z.string(), state: z.enum(['loaded', 'loading', 'unloaded']), loaded: z.boolean(),
+  expires_at: z.string().nullable().meta({ description: 'When the model unloads if left idle (null: pinned, or no idle unload)' }),
+}).meta({ description: 'The model loaded or unloaded, and its state now.' });
+
 const rerankResult = z.object({
   id: z.string(), model: z.string(),
   results: z.array(z.object({ index: z.number().int(), relevance_score: z.number(), document: z.object({ text: z.string() }).optional() })),
@@ -165,7 +171,7 @@ const RESPONSE_SCHEMAS = {
   Response: responseObject, ResponseInputTokens: responseInputTokens, ResponseCompaction: responseCompaction,
   ResponseDeleted: responseDeleted, ResponseInputItemList: inputItemList, Model: model, ModelList: modelList,
   RerankResult: rerankResult, TeiRerankResult: teiRerankResult, ScoreList: scoreList, TokenizeResult: tokenizeResult,
-  DetokenizeResult: detokenizeResult, TeiError: teiError,
+  DetokenizeResult: detokenizeResult, TeiError: teiError, ModelAdminResult: modelAdminResult,
 } satisfies Record<string, z.ZodType>;
 
 /** The request body schemas, each the very zod schema its route parses with (several where the body's shape picks one). */
@@ -175,6 +181,7 @@ const REQUEST_SCHEMAS = {
   ResponsesCompactRequest: [compactSchema], RerankRequest: [rerankSchema, teiRerankSchema], ScoreRequest: [scoreSchema],
   TokenizeRequest: [vllmTokenizeSchema, vllmChatTokenizeSchema, llamaTokenizeSchema, teiTokenizeSchema],
   DetokenizeRequest: [detokenizeSchema], TeiDecodeRequest: [teiDecodeSchema], TeiEmbedRequest: [teiEmbedSchema],
+  ModelAdminRequest: [modelAdminSchema],
 } satisfies Record<string, z.ZodType[]>;
 
 type SchemaName = keyof typeof RESPONSE_SCHEMAS | keyof typeof REQUEST_SCHEMAS;
@@ -212,6 +219,10 @@ const KNOWN: Record<string, Operation> = {
   'POST /v1/responses/:id/cancel': { summary: 'OpenAI Responses: cancel (background responses are not served, so always an error)', errors: 'openai' },
   'GET /v1/models': { summary: 'The models, with their load state', response: 'ModelList', errors: 'shared' },
   'GET /v1/models/*': { summary: 'One model', response: 'Model', errors: 'shared' },
+  'POST /models/load': { summary: "Load a model now (llama-server's router spelling; off with --model-admin false)", request: 'ModelAdminRequest', response: 'ModelAdminResult', errors: 'openai' },
+  'POST /v1/models/load': { summary: 'Load a model now (as POST /models/load)', request: 'ModelAdminRequest', response: 'ModelAdminResult', errors: 'openai' },
+  'POST /models/unload': { summary: 'Unload a model now; one in use is refused (400). Off with --model-admin false', request: 'ModelAdminRequest', response: 'ModelAdminResult', errors: 'openai' },
+  'POST /v1/models/unload': { summary: 'Unload a model now (as POST /models/unload)', request: 'ModelAdminRequest', response: 'ModelAdminResult', errors: 'openai' },
   'POST /v1/rerank': { summary: 'Rerank documents against a query (Cohere / Jina / vLLM / llama-server shapes)', request: 'RerankRequest', response: 'RerankResult', errors: 'openai' },
   'POST /v2/rerank': { summary: 'Rerank (Cohere v2 path)', request: 'RerankRequest', response: 'RerankResult', errors: 'openai' },
   'POST /rerank': { summary: 'Rerank (TEI `texts` or the Cohere / vLLM `documents` shape)', request: 'RerankRequest', response: ['RerankResult', 'TeiRerankResult'], errors: 'openai-or-tei' },
