@@ -4,6 +4,8 @@
  * the tokenizer rebuilt from the metadata tokenizes as llama.cpp does, and the server answers through
  * it with real usage, forced tool calls that parse, prefix reuse that is counted, and log probabilities.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
@@ -13,7 +15,7 @@ import { readGgufMetadata } from '../../src/models/gguf.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
 import { scanModels } from '../../src/models/registry.js';
 import { TEST_GGUF_FILE } from '../../scripts/builders/gguf/test-model.js';
-import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR } from '../helpers/paths.js';
+import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { testEngine } from '../helpers/engine.js';
 
@@ -188,4 +190,53 @@ describe('a GGUF model whose process dies', () => {
     const metrics = await (await fetch(`${server.url}/metrics`)).text();
     expect(metrics).toMatch(new RegExp(String.raw`worker_restarts_total\{model="${GGUF_CHAT_MODEL}",reason="crashed"\} 1`));
   });
+});
+
+describe.skipIf(process.platform !== 'linux')('the server process and its GGUF model\'s process', () => {
+  /** Every process under `pid` (Linux /proc), with its command line. */
+  const descendants = (pid: number): Array<{ pid: number; cmd: string }> =>
+    fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+      fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number)
+        .flatMap((child) => [{ pid: child, cmd: fs.readFileSync(`/proc/${child}/cmdline`, 'utf8') }, ...descendants(child)]));
+  const alive = (pid: number) => fs.existsSync(`/proc/${pid}`) && !/State:\s+Z/.test(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+  const until = async (done: () => boolean, what: string) => {
+    for (let waited = 0; !done(); waited += 50) {
+      if (waited > 20_000) throw new Error(`not within 20 s: ${what}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+
+  /** src/main.ts serving the GGUF model, loaded at start; resolves once a chat request has been answered. */
+  async function serve(): Promise<{ server: ChildProcess; model: number }> {
+    const server = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', GGUF_MODELS_DIR, '--port', '0', '--log-level', 'warn', '--preload', GGUF_CHAT_MODEL], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      server.stderr!.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+        const match = /listening on (http:\/\/\S+)/.exec(stderr);
+        if (match) resolve(match[1]!);
+      });
+      server.once('exit', (code) => reject(new Error(`exited with ${code}: ${stderr}`)));
+    });
+    const res = await fetch(`${url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify({ model: GGUF_CHAT_MODEL, max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] }) });
+    expect(res.status).toBe(200);
+    const models = descendants(server.pid!).filter((p) => p.cmd.includes('process-entry'));
+    expect(models).toHaveLength(1);
+    return { server, model: models[0]!.pid };
+  }
+
+  it('shuts its model\'s process down with it on SIGTERM, and exits 0', async () => {
+    const { server, model } = await serve();
+    const exited = new Promise<number | null>((resolve) => server.once('exit', resolve));
+    server.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await until(() => !alive(model), 'the model process ends');
+  }, 90_000);
+
+  it('leaves no model process behind when it is killed outright', async () => {
+    const { server, model } = await serve();
+    server.kill('SIGKILL');
+    // The model process sees its channel to the server close and ends itself.
+    await until(() => !alive(model), 'the model process ends');
+  }, 90_000);
 });
