@@ -73,7 +73,7 @@ export const engineSettingsSchema = z.object({
    * weights, per worker.
    */
   promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024)
-    .describe('Bytes of KV each chat worker keeps for later prompts that start the same way (the prefix cache); 0: off'),
+    .describe('Bytes of KV each chat worker keeps for later prompts that start the same way (the prefix cache); 0: off. GGUF models reuse their sequences\' own KV instead (any value but 0: on)'),
   /**
    * node-llama-cpp loads the prebuilt llama.cpp binary for the backend named (its npm packages:
    * CPU, CUDA, Vulkan, Metal); auto: the best one that loads on this machine. One named but absent

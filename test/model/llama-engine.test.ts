@@ -111,6 +111,23 @@ describe('a GGUF model served', () => {
   });
 });
 
+describe('a GGUF model with the prompt cache off', () => {
+  let server: RealServer;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_MODELS_DIR, only: [GGUF_CHAT_MODEL], promptCacheBytes: 0 });
+  });
+  afterAll(() => server?.close());
+
+  it('reuses no sequence\'s KV (PROMPT_CACHE_BYTES=0): a repeated prompt is prefilled whole, as on the ONNX engine', async () => {
+    const client = new Anthropic({ baseURL: server.url, apiKey: 'unused' });
+    const params = { model: GGUF_CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user' as const, content: 'Say hello.' }], ...{ temperature: 0 } };
+    const first = await client.messages.create(params);
+    const second = await client.messages.create(params);
+    expect(second.usage.cache_read_input_tokens ?? 0).toBe(0);
+    expect(second.usage.input_tokens).toBe(first.usage.input_tokens);
+  });
+});
+
 describe('a GGUF embedding model served', () => {
   let server: RealServer;
   let model: LlamaModel;

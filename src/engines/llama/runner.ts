@@ -4,7 +4,7 @@
  * node-llama-cpp decodes in one batch each step (continuous batching: a sequence joins or leaves
  * between steps).
  *
- * - Prefix reuse: a sequence keeps its KV when its request ends. `lookup` finds the free sequence
+ * - Prefix reuse (unless the prompt cache is off): a sequence keeps its KV when its request ends. `lookup` finds the free sequence
  *   whose tokens share the longest prefix with the prompt; `run` takes that very sequence, erases
  *   what follows the prefix and evaluates the rest, so the count reported before the prefill is
  *   the count reused. A request that finds none (or finds every sequence busy) takes the least
@@ -75,6 +75,9 @@ class LlamaSequences implements SequenceEngine {
   }
 
   lookup(promptIds: readonly number[]): SlotPrefix | null {
+    // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
+    // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
+    if (this.loaded.engine.promptCacheBytes === 0) return null;
     let best: SlotPrefix | null = null;
     for (const slot of this.slots) {
       if (slot.busy) continue;
