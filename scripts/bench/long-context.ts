@@ -132,6 +132,14 @@ const peakOf = (pid: number): number => {
   return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + peakOf(child), 0);
 };
 
+/**
+ * Proportional set size of a process and every process under it, in MiB, now (smaps_rollup): pages
+ * shared between them (Node's own code, a model file both map) count once, where summed peaks count
+ * them in each process.
+ */
+const pssOf = (pid: number): number =>
+  Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + pssOf(child), 0);
+
 interface Run { ttftMs: number; decodeTps: number }
 
 // --- llama.cpp child --------------------------------------------------------------------------
@@ -295,16 +303,18 @@ for (const subject of SUBJECTS) {
       const oBound = (env: Record<string, string>) => bandwidth / (onnxBytes + projectKvPerPosition(env) * meanContext);
       const tBound = bandwidth / (llamaBytes + llamaKvPerPosition * meanContext);
       const tPeak = peakOf(llama.pid);
+      const tPss = pssOf(llama.pid);
       subjectData[`context${context}`] = { llamaCpp: theirs, projectBoundTps: oBound(SERVER_ENV), llamaBoundTps: tBound, llamaPeakMiB: tPeak };
       for (const [v, variant] of VARIANTS.entries()) {
         const oT = median(ours[v]!.map((x) => x.ttftMs));
         const oD = median(ours[v]!.map((x) => x.decodeTps));
         const oBest = Math.max(...ours[v]!.map((x) => x.decodeTps));
         const oPeak = peakOf(servers[v]!.pid);
+        const oPss = pssOf(servers[v]!.pid);
         const bound = oBound(variant.env);
         (subjectData[`context${context}`] as Record<string, unknown>)[variant.name] = { runs: ours[v], peakMiB: oPeak };
-        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, bound, oBest / bound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak]);
-        summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, Math.min(...ours[v]!.map((x) => x.ttftMs)) / Math.min(...theirs.map((x) => x.ttftMs)), oPeak / tPeak, os.loadavg()[0]!]);
+        rows.push([variant.name, context, oD, tD, oD / tD, oBest, tBest, oBest / tBest, bound, oBest / bound, tBest / tBound, oT, tT, oT / tT, oPeak, tPeak, oPeak / tPeak, oPss, tPss, oPss / tPss]);
+        summary.push([subject, variant.name, gguf.type, context, oD / tD, oBest / tBest, oT / tT, Math.min(...ours[v]!.map((x) => x.ttftMs)) / Math.min(...theirs.map((x) => x.ttftMs)), oPeak / tPeak, oPss / tPss, os.loadavg()[0]!]);
         tableRows.push({ subject, engine: variant.name, llamaFile: gguf.type, context: String(asked), ...(asked !== context ? { tokens: context } : {}), decodeRatio: oD / tD, bestDecodeRatio: oBest / tBest, ttftRatio: oT / tT, bestTtftRatio: Math.min(...ours[v]!.map((x) => x.ttftMs)) / Math.min(...theirs.map((x) => x.ttftMs)), rssRatio: oPeak / tPeak, projectTps: oD, llamaTps: tD, boundFraction: oBest / bound, llamaBoundFraction: tBest / tBound, ...runOf, loadAfter: os.loadavg()[0]! });
         process.stderr.write(`${subject} ${variant.name} context ${context}: decode ${oD.toFixed(1)} / ${tD.toFixed(1)} tok/s, TTFT ${oT.toFixed(0)} / ${tT.toFixed(0)} ms, peak ${oPeak.toFixed(0)} / ${tPeak.toFixed(0)} MiB (load ${os.loadavg()[0]!.toFixed(1)})\n`);
       }
@@ -315,7 +325,7 @@ for (const subject of SUBJECTS) {
   }
   tables.push({
     title: `${subject} vs llama.cpp ${gguf.type} (flash attention ${flashAttention ? 'on' : 'off'}): one sequence, medians of ${RUNS}, ${DECODE} tokens decoded`,
-    columns: ['engine', 'context tokens', 'decode tok/s', 'llama.cpp decode tok/s', 'decode ratio', 'best decode tok/s', 'llama.cpp best', 'best ratio', 'bound tok/s', 'best / bound', 'llama.cpp best / its bound', 'TTFT ms', 'llama.cpp TTFT ms', 'TTFT ratio', 'peak RSS MiB', 'llama.cpp peak RSS MiB', 'RSS ratio'],
+    columns: ['engine', 'context tokens', 'decode tok/s', 'llama.cpp decode tok/s', 'decode ratio', 'best decode tok/s', 'llama.cpp best', 'best ratio', 'bound tok/s', 'best / bound', 'llama.cpp best / its bound', 'TTFT ms', 'llama.cpp TTFT ms', 'TTFT ratio', 'peak RSS MiB', 'llama.cpp peak RSS MiB', 'RSS ratio', 'PSS after MiB', 'llama.cpp PSS after MiB', 'PSS ratio'],
     rows,
   });
 
@@ -360,7 +370,7 @@ for (const subject of SUBJECTS) {
 load.push(os.loadavg()[0]!);
 data.loadAverage = load;
 
-tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'engine', 'llama.cpp file', 'context', 'decode ratio (medians)', 'decode ratio (best runs)', 'TTFT ratio', 'TTFT ratio (best runs)', 'peak RSS ratio', 'load (1 min) after'], rows: summary });
+tables.unshift({ title: 'Summary: project / llama.cpp (decode: higher is better; TTFT and RSS: lower is better)', columns: ['subject', 'engine', 'llama.cpp file', 'context', 'decode ratio (medians)', 'decode ratio (best runs)', 'TTFT ratio', 'TTFT ratio (best runs)', 'peak RSS ratio', 'PSS ratio (after the runs)', 'load (1 min) after'], rows: summary });
 writeResults(values.name!, data, tables, [
   `Load average (1 min) at start ${load[0]!.toFixed(2)}, at end ${load[1]!.toFixed(2)}: the machine's 2 cores are shared; llama.cpp's threads suffer more than onnxruntime's from other load (shared/MODELS.md), so read ratios with it.`,
   `Both engines: ${THREADS} threads, fresh processes for each context length (peak RSS is that context's), a warm-up run, then alternating runs after a ${SETTLE_MS} ms pause. Project: ${values.tsx ? 'src/main.ts under tsx' : 'the compiled server (dist/src/main.js, as npm start runs it)'} in a child process, 1 worker, prompt cache off, streamed over loopback HTTP (TTFT: request to first content_block_delta)${Object.keys(SERVER_ENV).length ? `, environment ${JSON.stringify(SERVER_ENV)}` : ''}${values['compare-export'] ? '; "project, export attention" is the same server with FUSED_ATTENTION=false (the export\'s concatenating attention, presents fetched every step), in the same runs' : ''}${values['compare-gqa-decode'] ? '; "project, GroupQueryAttention decode" is the same server with IN_PLACE_DECODE_MIN_CONTEXT=0 (every decoding step through GroupQueryAttention, which copies the cache each step; no step graph session), in the same runs' : ''}. llama.cpp: node-llama-cpp's prebuilt CPU binary in a child process, batch 512, flash attention auto, F16 KV, fed token ids (TTFT: evaluate to first token).`,
@@ -368,7 +378,7 @@ writeResults(values.name!, data, tables, [
   `Bound: the memory copy bandwidth measured in this run (${(bandwidth / 1e9).toFixed(1)} GB/s, ${THREADS} threads) / (weight bytes read per token + KV bytes at the mean context: project fp32 (fp16 for q4f16 and the float16 KV cache variant; F16 for GGUF subjects), llama.cpp F16).`,
   `llama.cpp's context: one sequence of prompt + ${DECODE} + 8 tokens for the one-sequence runs; ${CONCURRENCY} sequences of that length each for the concurrent run.`,
   ...(SUBJECTS.some(isGgufSubject) ? [
-    `GGUF subjects (-gguf-): the project is the server serving the GGUF file on its llama.cpp engine (src/engines/llama/, node-llama-cpp 3.21.1), llama.cpp is node-llama-cpp driving the same file directly, so the ratios are what the server adds around the same kernels. The file: the shape's fp32 subject converted by scripts/builders/gguf/from-onnx.ts (F32, or quantized by its Q8_0 / Q4_0 reference code), with the subject's ChatML template in its metadata and the output rows of the 4 special tokens zeroed so greedy decoding never ends early (scripts/bench/gguf-subject.ts). The server reads the subject's word-level tokenizer.json beside the GGUF (the llama engine takes a tokenizer.json over the metadata's), so every prompt counts n tokens (checked on each run against the n ids llama.cpp is fed). Server: GENERATION_BATCH_SIZE=1 for the one-sequence runs and ${CONCURRENCY} for the concurrent run, each sequence as long as llama.cpp's (the manifest's contextLength), batch 512 (PREFILL_CHUNK_TOKENS), flash attention auto, F16 KV, INTRA_OP_THREADS=${THREADS} as llama.cpp's threads; its peak RSS is the server process (HTTP, the chat layer) plus the child process it runs the GGUF model in (a worker thread and llama.cpp), each one's peak, summed.`,
+    `GGUF subjects (-gguf-): the project is the server serving the GGUF file on its llama.cpp engine (src/engines/llama/, node-llama-cpp 3.21.1), llama.cpp is node-llama-cpp driving the same file directly, so the ratios are what the server adds around the same kernels. The file: the shape's fp32 subject converted by scripts/builders/gguf/from-onnx.ts (F32, or quantized by its Q8_0 / Q4_0 reference code), with the subject's ChatML template in its metadata and the output rows of the 4 special tokens zeroed so greedy decoding never ends early (scripts/bench/gguf-subject.ts). The server reads the subject's word-level tokenizer.json beside the GGUF (the llama engine takes a tokenizer.json over the metadata's), so every prompt counts n tokens (checked on each run against the n ids llama.cpp is fed). Server: GENERATION_BATCH_SIZE=1 for the one-sequence runs and ${CONCURRENCY} for the concurrent run, each sequence as long as llama.cpp's (the manifest's contextLength), batch 512 (PREFILL_CHUNK_TOKENS), flash attention auto, F16 KV, INTRA_OP_THREADS=${THREADS} as llama.cpp's threads; its peak RSS is the server process (HTTP, the chat layer) plus the child process it runs the GGUF model in (a worker thread and llama.cpp), each one's peak, summed (an upper bound: Node's code and the mapped model file count once per process); PSS after: the proportional set size of the process tree after the runs (shared pages counted once), the same for llama.cpp's.`,
   ] : []),
 ]);
 recordRows(tableRows, { subjects: FULL_TABLE, contexts: FULL_CONTEXTS, concurrency: FULL_CONCURRENCY });

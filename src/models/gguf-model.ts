@@ -46,8 +46,6 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
   const pooling = ggufNumber(metadata, `${arch}.pooling_type`);
   const task: ModelTask = options.manifest.task ?? (pooling === POOLING_RANK ? 'rerank' : ENCODERS.has(arch) || (pooling !== undefined && pooling > 0 && !template) ? 'embedding' : 'chat');
   const { manifest } = options;
-  // llama.cpp ranks too (node-llama-cpp's ranking context); not wired to the rerank routes yet.
-  if (task === 'rerank') throw new Error(`${path.basename(file)}: a GGUF reranker (${arch}); GGUF models are served for chat and embeddings so far (docs/not-done-yet.md)`);
   if (task === 'chat' && !template) throw new Error(`${path.basename(file)}: a chat model without tokenizer.chat_template in its metadata`);
   const tokenizerModel = ggufString(metadata, 'tokenizer.ggml.model');
   const pre = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';

@@ -20,6 +20,7 @@ import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
 import { rerankPairs } from '../engines/onnx/rerank.js';
 import { loadGgufTokenizer, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
 import { llamaEngine } from '../engines/llama/runner.js';
+import { llamaRerank } from '../engines/llama/rank.js';
 import type { SequenceEngine } from '../engines/sequence.js';
 
 const init = workerData as WorkerInit;
@@ -39,13 +40,6 @@ loading.catch(() => {});
 async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   const loaded = await loading;
   if (!('model' in loaded)) throw new CoreError('internal', 'task sent to a tokenizer-only worker');
-  return loaded;
-}
-
-/** A task only the ONNX engine runs so far (rerank). */
-async function onnxModel(task: string): Promise<LoadedModel> {
-  const loaded = await loadedModel();
-  if ('llama' in loaded) throw new CoreError('internal', `${task} task sent to a llama.cpp worker`);
   return loaded;
 }
 
@@ -82,7 +76,9 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
   },
   async rerank(task) {
     markBusy(new Int32Array(task.control), true);
-    const results = await rerankPairs(await onnxModel('rerank'), task.items, { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate });
+    const model = await loadedModel();
+    const options = { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate };
+    const results = 'llama' in model ? await llamaRerank(model, task.items, options) : await rerankPairs(model, task.items, options);
     return { results, threadId, heapUsedBytes: heapUsed() };
   },
   async generate(task) {

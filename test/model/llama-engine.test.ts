@@ -14,7 +14,7 @@ import { getLlama, type LlamaModel } from 'node-llama-cpp';
 import { readGgufMetadata } from '../../src/models/gguf.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
 import { scanModels } from '../../src/models/registry.js';
-import { TEST_GGUF_FILE } from '../../scripts/builders/gguf/test-model.js';
+import { TEST_GGUF_FILE, TEST_GGUF_RERANK_MODEL } from '../../scripts/builders/gguf/test-model.js';
 import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { testEngine } from '../helpers/engine.js';
@@ -160,6 +160,65 @@ describe('a GGUF embedding model served', () => {
     }
     const count = input.reduce((n, text) => n + model.tokenize(text).length, 0);
     expect(response.usage.prompt_tokens).toBe(count);
+  });
+});
+
+describe('a GGUF cross-encoder served', () => {
+  let server: RealServer;
+  let model: LlamaModel;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_EMBED_MODELS_DIR, only: [TEST_GGUF_RERANK_MODEL] });
+    const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, logLevel: 'error' as never });
+    model = await llama.loadModel({ modelPath: path.join(GGUF_EMBED_MODELS_DIR, TEST_GGUF_RERANK_MODEL, `${TEST_GGUF_RERANK_MODEL}-F32.gguf`) });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await model?.dispose();
+  });
+  const rerank = (body: Record<string, unknown>) =>
+    fetch(`${server.url}/v1/rerank`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TEST_GGUF_RERANK_MODEL, ...body }) });
+
+  it('is listed as a rerank model on llama.cpp', async () => {
+    const listed = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string; task: string; engine: string }> };
+    expect(listed.data.find((m) => m.id === TEST_GGUF_RERANK_MODEL)).toMatchObject({ task: 'rerank', engine: 'llama' });
+  });
+
+  it('scores each pair as node-llama-cpp ranks it directly, sorted, with usage equal to the tokens llama.cpp evaluated', async () => {
+    const query = 'where is the cat?';
+    const documents = ['the cat sat on the mat.', 'the bank rates won the final.', 'a kittens sleeps by the window', 'quantum computer'];
+    const res = await rerank({ query, documents, return_documents: true });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { results: Array<{ index: number; relevance_score: number; document: { text: string } }>; usage: { total_tokens: number } };
+    expect(body.results.map((r) => r.relevance_score)).toEqual([...body.results.map((r) => r.relevance_score)].sort((a, b) => b - a));
+    const ranking = await model.createRankingContext({ contextSize: 128 });
+    try {
+      const direct = await ranking.rankAll(query, documents);
+      const logit = (p: number) => Math.log(p / (1 - p));
+      expect(new Set(direct.map((p) => logit(p).toFixed(2))).size).toBe(documents.length); // the pairs score differently: the comparison means something
+      for (const result of body.results) {
+        expect(result.document.text).toBe(documents[result.index]);
+        expect(result.relevance_score).toBeCloseTo(direct[result.index]!, 8);
+      }
+      // TEI's shape on /rerank gives the raw logits: llama.cpp's, to float precision.
+      const tei = await fetch(`${server.url}/rerank`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: TEST_GGUF_RERANK_MODEL, query, texts: documents, raw_scores: true }) });
+      expect(tei.status).toBe(200);
+      for (const { index, score } of (await tei.json()) as Array<{ index: number; score: number }>) expect(score).toBeCloseTo(logit(direct[index]!), 4);
+      const tokens = documents.reduce((n, d) => n + ranking.calculateInputLength(model.tokenize(query), model.tokenize(d)), 0);
+      expect(body.usage.total_tokens).toBe(tokens);
+    } finally {
+      await ranking.dispose();
+    }
+  });
+
+  it('cuts only the document to the context (max_tokens_per_doc too), and refuses a query that leaves no room, naming it', async () => {
+    const long = Array.from({ length: 200 }, () => 'cat').join(' ');
+    const cut = await rerank({ query: 'cat', documents: [long], max_tokens_per_doc: 5 });
+    expect(cut.status).toBe(200);
+    // [CLS] cat [SEP] and the document's first 5 tokens.
+    expect(((await cut.json()) as { usage: { total_tokens: number } }).usage.total_tokens).toBe(3 + 5);
+    const refused = await rerank({ query: long, documents: ['cat'] });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(/^query is \d+ tokens/);
   });
 });
 

@@ -9,12 +9,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { readBundledVersion } from '../../../src/models/bundled-versions.js';
 import { buildChatGguf } from './chat-gguf.js';
+import { buildRerankGguf } from './rerank-gguf.js';
 
 export const TEST_GGUF_MODEL = 'tiny-qwen3-gguf';
 /** The file's name gives its quantization, as published GGUF files do (the model answers to `tiny-qwen3-gguf:F32` too). */
 export const TEST_GGUF_FILE = `${TEST_GGUF_MODEL}-F32.gguf`;
 /** The same weights as an embedding model (mean pooling, no chat template): llama.cpp's embeddings. */
 export const TEST_GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
+/** A GGUF cross-encoder (BERT, pooling type rank; ./rerank-gguf.ts), in the embedding model's folder of models. */
+export const TEST_GGUF_RERANK_MODEL = 'tiny-bert-rerank-gguf';
 const SOURCE = 'tiny-qwen3-random';
 /** Bump when this builder's output changes (the folders carry it beside the source's version, and are rebuilt when either differs). */
 const BUILD = 2;
@@ -27,7 +30,10 @@ function builtBy(dir: string): number | undefined {
   }
 }
 
-/** Builds `<modelsDir>/tiny-qwen3-gguf/` and `<embedModelsDir>/tiny-qwen3-embed-gguf/` from `<bundledDir>/tiny-qwen3-random` unless they are current. */
+/**
+ * Builds `<modelsDir>/tiny-qwen3-gguf/` and `<embedModelsDir>/tiny-qwen3-embed-gguf/` from
+ * `<bundledDir>/tiny-qwen3-random`, and `<embedModelsDir>/tiny-bert-rerank-gguf/`, unless they are current.
+ */
 export function ensureTestGguf(options: { bundledDir: string; modelsDir: string; embedModelsDir: string; log?: (line: string) => void }): void {
   const source = path.join(options.bundledDir, SOURCE);
   const version = readBundledVersion(source);
@@ -48,5 +54,15 @@ export function ensureTestGguf(options: { bundledDir: string; modelsDir: string;
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
     options.log?.(`[models] built ${id} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  }
+  const rerankDir = path.join(options.embedModelsDir, TEST_GGUF_RERANK_MODEL);
+  if (builtBy(rerankDir) !== BUILD || !fs.existsSync(path.join(rerankDir, `${TEST_GGUF_RERANK_MODEL}-F32.gguf`))) {
+    const tmp = path.join(options.embedModelsDir, `.building-${TEST_GGUF_RERANK_MODEL}`);
+    fs.rmSync(tmp, { recursive: true, force: true });
+    buildRerankGguf(tmp, `${TEST_GGUF_RERANK_MODEL}-F32`);
+    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ ggufBuild: BUILD }, null, 2) + '\n');
+    fs.rmSync(rerankDir, { recursive: true, force: true });
+    fs.renameSync(tmp, rerankDir);
+    options.log?.(`[models] built ${TEST_GGUF_RERANK_MODEL} (a GGUF cross-encoder)`);
   }
 }

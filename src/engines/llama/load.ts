@@ -11,7 +11,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, TokenBias } from 'node-llama-cpp';
+import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext, TokenBias } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { LogFn } from '../../core/log.js';
 import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
@@ -32,6 +32,8 @@ export interface LlamaLoaded extends LoadedTokenizer {
   context?: LlamaContext;
   /** Embedding models. */
   embedding?: LlamaEmbeddingContext;
+  /** Rerank models (pooling type rank: a cross-encoder's score). */
+  ranking?: LlamaRankingContext;
   /** Where it runs, for the log and /v1/models: `cpu`, or the GPU backend and the layers on it. */
   device: string;
   /** An empty logit bias for this model (node-llama-cpp's class, imported with the runtime). */
@@ -126,6 +128,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   const flashAttention = engine.flashAttention === 'auto' ? 'auto' as const : engine.flashAttention === 'on';
   let context: LlamaContext | undefined;
   let embedding: LlamaEmbeddingContext | undefined;
+  let ranking: LlamaRankingContext | undefined;
   if (info.task === 'chat') {
     const kv = engine.kvCacheDtype === 'auto' ? {} : { experimentalKvCacheKeyType: KV_TYPES[engine.kvCacheDtype], experimentalKvCacheValueType: KV_TYPES[engine.kvCacheDtype] };
     context = await model.createContext({
@@ -137,6 +140,9 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
       ...kv,
     });
     notes.push(`llama.cpp on ${device}: ${engine.generationBatchSize} sequences of ${info.contextLength} tokens, flash attention ${context.flashAttention ? 'on' : 'off'}`);
+  } else if (info.task === 'rerank') {
+    ranking = await model.createRankingContext({ contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads });
+    notes.push(`llama.cpp on ${device}`);
   } else {
     embedding = await model.createEmbeddingContext({ contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads });
     notes.push(`llama.cpp on ${device}`);
@@ -153,6 +159,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
     model,
     ...(context ? { context } : {}),
     ...(embedding ? { embedding } : {}),
+    ...(ranking ? { ranking } : {}),
     device,
     newTokenBias: () => TokenBias.for(model),
     kvBytesPerToken: kvBytesPerToken(metadata, engine),
@@ -167,5 +174,6 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
 export async function disposeLlamaModel(loaded: LlamaLoaded): Promise<void> {
   await loaded.context?.dispose();
   await loaded.embedding?.dispose();
+  await loaded.ranking?.dispose();
   await loaded.model.dispose();
 }
