@@ -1,7 +1,7 @@
 /**
  * A GGUF model's tokenizer as transformers.js runs it, rebuilt from the file's own metadata: the
  * inverse of what llama.cpp's converter (convert_hf_to_gguf.py) writes for a byte-level BPE
- * tokenizer. So the chat layer renders, counts and parses with the model's own tokens, the same code
+ * tokenizer (and for BERT's WordPiece: wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
  * path as an ONNX model's tokenizer.json; a test holds the result to llama.cpp's own tokenization.
  *
  * What is read: `tokenizer.ggml.tokens`, `token_type` (control tokens become special added tokens;
@@ -44,9 +44,49 @@ const strings = (m: GgufMetadata, key: string): string[] => {
   return Array.isArray(value) ? value.map(String) : [];
 };
 
+/**
+ * A BERT WordPiece vocabulary (`tokenizer.ggml.model` bert: BERT, MiniLM, bge-small, nomic-embed)
+ * as tokenizer.json has it. llama.cpp's converter marks a word's first piece with U+2581 and drops
+ * the `##` of a continuation; its tokenizer lower-cases and strips accents unless the metadata says
+ * otherwise, splits on whitespace, punctuation and CJK characters, and puts [CLS] before and [SEP]
+ * after a text: BertNormalizer, BertPreTokenizer, WordPiece and BertProcessing do the same.
+ */
+function wordPieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+  const tokens = strings(metadata, 'tokenizer.ggml.tokens');
+  const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  const vocab: Record<string, number> = {};
+  const added: Array<Record<string, unknown>> = [];
+  tokens.forEach((token, id) => {
+    const control = types[id] === CONTROL;
+    if (control) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+    vocab[control || /^\[.*\]$/.test(token) ? token : token.startsWith('\u2581') ? token.slice(1) : `##${token}`] = id;
+  });
+  const name = (key: string) => {
+    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
+    return typeof id === 'number' ? tokens[id] ?? null : null;
+  };
+  const cls = name('bos') ?? '[CLS]';
+  const sep = name('seperator') ?? '[SEP]';
+  const unk = name('unknown') ?? '[UNK]';
+  const lowercase = metadata.get('tokenizer.ggml.normalizer.lowercase') !== false;
+  const stripAccents = (metadata.get('tokenizer.ggml.normalizer.strip_accents') as boolean | undefined) ?? lowercase;
+  const json = {
+    version: '1.0',
+    added_tokens: added,
+    normalizer: { type: 'BertNormalizer', clean_text: true, handle_chinese_chars: true, strip_accents: stripAccents, lowercase },
+    pre_tokenizer: { type: 'BertPreTokenizer' },
+    post_processor: { type: 'BertProcessing', cls: [cls, vocab[cls] ?? 0], sep: [sep, vocab[sep] ?? 0] },
+    decoder: { type: 'WordPiece', prefix: '##', cleanup: true },
+    model: { type: 'WordPiece', unk_token: unk, continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
+  };
+  const config = { cls_token: cls, sep_token: sep, unk_token: unk, pad_token: name('padding'), mask_token: name('mask'), do_lower_case: lowercase, clean_up_tokenization_spaces: true };
+  return new PreTrainedTokenizer(json, config);
+}
+
 /** A transformers.js tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata). */
 export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   const model = ggufString(metadata, 'tokenizer.ggml.model');
+  if (model === 'bert') return wordPieceFromGguf(metadata);
   const preName = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
   const pre = (PRE_TOKENIZERS as Record<string, { pre: unknown; normalizer?: unknown } | undefined>)[preName];
   if (model !== 'gpt2' || !pre) throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);

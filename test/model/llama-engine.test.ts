@@ -40,6 +40,24 @@ describe('the tokenizer rebuilt from GGUF metadata', () => {
     ];
     for (const text of texts) expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(model.tokenize(text, true));
   });
+
+  it('gives llama.cpp\'s own tokens for a BERT WordPiece vocabulary: case, accents, punctuation, CJK, unknown words, [CLS] and [SEP]', async () => {
+    const file = path.join(GGUF_EMBED_MODELS_DIR, TEST_GGUF_RERANK_MODEL, `${TEST_GGUF_RERANK_MODEL}-F32.gguf`);
+    const tokenizer = tokenizerFromGguf(readGgufMetadata(file));
+    const bert = await model.llama.loadModel({ modelPath: file });
+    try {
+      const texts = ['The CAT sat on the Mat.', 'where is the café?! kittens... 42x', '日本 the\tdog\n\nsleeps', 'zzqx, ¿qué? a-b_c'];
+      for (const text of texts) {
+        const ids = bert.tokenize(text);
+        expect(new Set(ids).size, text).toBeGreaterThan(2); // not all unknown: the comparison means something
+        expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(ids);
+        // With special tokens, as an embedding input is encoded: [CLS] text [SEP], llama.cpp's bos and separator.
+        expect(tokenizer.encode(text), text).toEqual([bert.tokens.bos!, ...ids, bert.tokens.sep!]);
+      }
+    } finally {
+      await bert.dispose();
+    }
+  });
 });
 
 describe('a GGUF model served', () => {

@@ -1,14 +1,13 @@
 /**
  * A GGUF cross-encoder for the tests: BERT as llama.cpp runs it (`bert`, pooling type rank: the
  * [CLS] row through a dense layer and tanh, then one output logit, as BertForSequenceClassification
- * and llama.cpp's rank head compute it), random weights, and a real WordPiece vocabulary in its
- * metadata (tokenizer.ggml.model `bert`) with the same vocabulary's tokenizer.json beside it (the
- * server reads a WordPiece tokenizer from there). Its scores mean nothing; the tests hold the
- * server's scores equal to node-llama-cpp ranking the same pairs directly.
+ * and llama.cpp's rank head compute it), random weights, and a WordPiece vocabulary in its metadata
+ * only (tokenizer.ggml.model `bert`, as llama.cpp's converter writes one: no tokenizer.json beside
+ * it, so the server rebuilds its tokenizer from the metadata). Its scores mean nothing; the tests
+ * hold the server's scores equal to node-llama-cpp ranking the same pairs directly.
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { writeWordTokenizer } from '../bundled/glove-embedder.js';
 import { SeededRandom } from '../onnx/graph-builder.js';
 import { writeGguf, type GgufTensor, type GgufValue } from './gguf-writer.js';
 
@@ -20,13 +19,11 @@ const WORDS = (
 const LETTERS = 'abcdefghijklmnopqrstuvwxyz0123456789'.split('');
 const SHAPE = { hidden: 32, layers: 2, heads: 4, ff: 64, context: 128 } as const;
 
-/** Writes `<dir>/<name>.gguf` and the tokenizer.json of its vocabulary beside it. */
+/** Writes `<dir>/<name>.gguf`. */
 export function buildRerankGguf(dir: string, name: string): void {
   fs.mkdirSync(dir, { recursive: true });
-  // Each once: a repeated word would leave a hole in the tokenizer's ids and a duplicate in llama.cpp's vocabulary.
-  const words = [...new Set([...WORDS, ...LETTERS, ...LETTERS.map((l) => `##${l}`)])];
-  writeWordTokenizer(dir, words, { specials: SPECIALS, contextLength: SHAPE.context, clsSep: { cls: '[CLS]', sep: '[SEP]' } });
-  const tokens = [...SPECIALS, ...words];
+  // Each once: llama.cpp refuses a vocabulary with a duplicate.
+  const tokens = [...SPECIALS, ...new Set([...WORDS, ...LETTERS, ...LETTERS.map((l) => `##${l}`)])];
   const { hidden: H, ff: F } = SHAPE;
   const rng = new SeededRandom(0x6e7a);
   const tensors: GgufTensor[] = [];

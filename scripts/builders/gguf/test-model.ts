@@ -20,7 +20,7 @@ export const TEST_GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 export const TEST_GGUF_RERANK_MODEL = 'tiny-bert-rerank-gguf';
 const SOURCE = 'tiny-qwen3-random';
 /** Bump when this builder's output changes (the folders carry it beside the source's version, and are rebuilt when either differs). */
-const BUILD = 2;
+const BUILD = 3;
 
 function builtBy(dir: string): number | undefined {
   try {
