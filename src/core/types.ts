@@ -155,12 +155,19 @@ export type ChatEvent =
 
 export type EmbedInput = string | number[];
 
+/**
+ * What to do with an input longer than the context: refuse it (false), or cut it; `true` cuts its
+ * end, `'left'` its start, keeping the end of the text (TEI's `truncation_direction: left`). The
+ * special tokens the tokenizer adds around a text are kept either way.
+ */
+export type Truncate = boolean | 'left';
+
 export interface EmbedRequest {
   model: string;
   inputs: EmbedInput[];
   dimensions?: number;
   /** Cut inputs longer than the context instead of refusing them (undefined: the server's setting). */
-  truncate?: boolean;
+  truncate?: Truncate;
   /** Cut every input to at most this many tokens (a rerank's max_tokens_per_doc). */
   maxTokens?: number;
   /** L2-normalise the vectors (undefined: as the model's manifest says). */
@@ -233,7 +240,7 @@ export interface EmbedBatchItem {
   inputs: EmbedInput[];
   dimensions?: number;
   /** This request's own choice; the batch's (the server's setting) when undefined. */
-  truncate?: boolean;
+  truncate?: Truncate;
   maxTokens?: number;
   normalize?: boolean;
 }
@@ -287,10 +294,10 @@ export interface RerankRequest {
   /** Cut each document to at most this many tokens (the query is never cut). */
   maxTokens?: number;
   /**
-   * A pair longer than the model's context: cut the document to fit (true), or refuse it (false,
-   * undefined: the server's embedding truncation setting).
+   * A pair longer than the model's context: cut the document to fit (true: its end; 'left': its
+   * start), or refuse it (false; undefined: the server's embedding truncation setting).
    */
-  truncate?: boolean;
+  truncate?: Truncate;
 }
 
 export interface RerankResult {

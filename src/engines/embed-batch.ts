@@ -11,7 +11,7 @@
  * L2-normalised here, so a vector does not depend on which batch it was computed in.
  */
 import { CoreError, toCoreError } from '../core/errors.js';
-import type { EmbedBatchItem, EmbedInput, EmbedItemResult } from '../core/types.js';
+import type { EmbedBatchItem, EmbedInput, EmbedItemResult, Truncate } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 
@@ -73,7 +73,7 @@ export async function embedBatch(loaded: Embedder, items: EmbedBatchItem[], opti
 }
 
 /** Tokenizes and checks one request's inputs; throws a 400 naming the input at fault. */
-function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: boolean): number[][] {
+function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: Truncate): number[][] {
   const { info, tokenizer } = loaded;
   if (item.dimensions !== undefined) {
     const width = loaded.width ?? 0;
@@ -101,13 +101,28 @@ function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: boolean): num
           requested: ids.length,
         });
       }
-      ids = ids.slice(0, info.contextLength);
+      ids = truncate === 'left' ? keepEnd(tokenizer, typeof input === 'string' ? info.prefix + input : null, ids, info.contextLength) : ids.slice(0, info.contextLength);
     }
     if (ids.length === 0) {
       throw new CoreError('nothing_to_embed', `Input ${index} has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`, { item: index, reason: 'no_tokens' });
     }
     return ids;
   });
+}
+
+/**
+ * TEI's left truncation: `ids` cut to `limit` by removing the text's first tokens, the special tokens
+ * the tokenizer put around the text kept (found by encoding the text without them). Token ids given
+ * as input (`text` null) are cut as they are.
+ */
+function keepEnd(tokenizer: PreTrainedTokenizer, text: string | null, ids: number[], limit: number): number[] {
+  const plain = text === null ? ids : tokenizer.encode(text, { add_special_tokens: false });
+  let lead = 0;
+  while (lead + plain.length <= ids.length && !plain.every((id, i) => ids[lead + i] === id)) lead++;
+  const tail = ids.length - lead - plain.length;
+  const room = limit - lead - tail;
+  if (tail < 0 || room <= 0) return ids.slice(ids.length - limit);
+  return [...ids.slice(0, lead), ...plain.slice(plain.length - room), ...ids.slice(ids.length - tail)];
 }
 
 /** Consecutive runs of length-sorted rows whose padded size fits the budget (at least one row each). */

@@ -75,11 +75,11 @@ describe('src/main.ts', () => {
     const states = async (url: string) => Object.fromEntries(((await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string; state: string }> }).data.map((m) => [m.id, m.state]));
     const lazy = await start([]);
     expect(lazy.stderr()).toMatch(/glove-sif-100d \(embedding, loads on first request\)/);
-    expect(await states(lazy.url)).toEqual({ 'glove-sif-100d': 'unloaded', 'tiny-qwen3-random': 'unloaded' });
+    expect(await states(lazy.url)).toEqual({ 'glove-sif-100d': 'unloaded', 'tiny-qwen3-random': 'unloaded', 'tiny-bert-reranker-random': 'unloaded' });
     const embed = (headers: Record<string, string> = {}) =>
       fetch(`${lazy.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ model: 'glove-sif-100d', input: 'hi' }) });
     expect((await embed()).status).toBe(200);
-    expect(await states(lazy.url)).toEqual({ 'glove-sif-100d': 'loaded', 'tiny-qwen3-random': 'unloaded' });
+    expect(await states(lazy.url)).toEqual({ 'glove-sif-100d': 'loaded', 'tiny-qwen3-random': 'unloaded', 'tiny-bert-reranker-random': 'unloaded' });
     expect((await embed({ 'x-model-keep-alive': '0' })).status).toBe(200);
     let state = 'loaded';
     for (let i = 0; i < 100 && state !== 'unloaded'; i++) {
@@ -89,7 +89,7 @@ describe('src/main.ts', () => {
     expect(state).toBe('unloaded');
     child!.kill('SIGKILL');
     const eager = await start(['--preload', 'tiny-qwen3-random']);
-    expect(await states(eager.url)).toEqual({ 'glove-sif-100d': 'unloaded', 'tiny-qwen3-random': 'loaded' });
+    expect(await states(eager.url)).toEqual({ 'glove-sif-100d': 'unloaded', 'tiny-qwen3-random': 'loaded', 'tiny-bert-reranker-random': 'unloaded' });
   });
 
   it('with API keys binds as asked and requires a key', async () => {

@@ -3,14 +3,15 @@
  * cohere-ai's CohereClientV2.rerank (the server as its environment), LangChain's CohereRerank (over
  * cohere-ai's v1 client, posting to /v1/rerank), and @huggingface/inference's
  * featureExtraction (the server as its endpoint), plus the vLLM, llama-server and TEI bodies of
- * /tokenize and /detokenize. Ranking uses GloVe (an embedding model ranks by cosine).
+ * /tokenize and /detokenize. Ranking uses GloVe (an embedding model ranks by cosine), and the
+ * bundled cross-encoder (random weights) where the route's cross-encoder path is what is judged.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CohereClient, CohereClientV2, CohereError } from 'cohere-ai';
 import { CohereRerank } from '@langchain/cohere';
 import { Document } from '@langchain/core/documents';
 import { InferenceClient } from '@huggingface/inference';
-import { CHAT_MODEL, EMBED_MODEL } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, RERANK_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'sk-local-test';
@@ -57,6 +58,21 @@ describe('rerank', () => {
     expect(kept[0]!.metadata.relevanceScore).toBeGreaterThan(kept[1]!.metadata.relevanceScore);
   });
 
+  it('the bundled cross-encoder: listed as rerank; cohere-ai and TEI rank with it when named (sigmoid of the logit; raw_scores the logit)', async () => {
+    const listed = (await (await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { data: Array<{ id: string; task: string }> };
+    expect(listed.data.find((m) => m.id === RERANK_MODEL)?.task).toBe('rerank');
+    const cohere = new CohereClientV2({ token: KEY, environment: server.url });
+    const response = await cohere.rerank({ model: RERANK_MODEL, query: QUERY, documents: DOCUMENTS });
+    expect(response.results.map((r) => r.index).sort()).toEqual([0, 1, 2, 3]);
+    const scores = response.results.map((r) => r.relevanceScore);
+    for (const s of scores) expect(s).toBeGreaterThan(0), expect(s).toBeLessThan(1);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    const tei = await post('/rerank', { model: RERANK_MODEL, query: QUERY, texts: DOCUMENTS, raw_scores: true });
+    expect(tei.status).toBe(200);
+    expect(tei.body.map((r: any) => r.index)).toEqual(response.results.map((r) => r.index));
+    tei.body.forEach((r: any, i: number) => expect(1 / (1 + Math.exp(-r.score))).toBeCloseTo(scores[i]!, 5));
+  });
+
   it('cohere-ai sees a bad request as an error with the server message', async () => {
     const cohere = new CohereClientV2({ token: KEY, environment: server.url });
     const error = await cohere.rerank({ model: CHAT_MODEL, query: QUERY, documents: DOCUMENTS }).catch((e: unknown) => e);
@@ -83,7 +99,7 @@ describe('rerank', () => {
     expect(body.usage.total_tokens).toBe((await tokenCount(QUERY)) + 2 * DOCUMENTS.length);
   });
 
-  it('TEI shape on /rerank: [{index, score, text?}], raw_scores gives the cosine; the only embedding model serves a body without model', async () => {
+  it('TEI shape on /rerank: [{index, score, text?}], raw_scores gives the cosine; a body without model is ranked by the embedding model, not the random-weight cross-encoder', async () => {
     const plain = await post('/rerank', { query: QUERY, texts: DOCUMENTS, return_text: true });
     expect(plain.status).toBe(200);
     expect(plain.body[0]).toEqual({ index: 1, score: expect.any(Number), text: DOCUMENTS[1] });
@@ -162,7 +178,7 @@ describe('tokenize and detokenize', () => {
     expect(body.tokens.map((t: any) => t.piece).join('')).toBe('Hello world');
     const plain = await post('/tokenize', { model: CHAT_MODEL, content: 'Hello world' });
     expect(plain.body.tokens).toEqual(body.tokens.map((t: any) => t.id));
-    // A llama-server body names no model: with two models installed and no setting, a 400 says what to send.
+    // A llama-server body names no model: with several models installed and no setting, a 400 says what to send.
     const ambiguous = await post('/detokenize', { tokens: plain.body.tokens });
     expect(ambiguous.status).toBe(400);
     expect(ambiguous.body.error.message).toMatch(/several models can serve this .*send `model`, or set --tei-model/);
@@ -210,7 +226,7 @@ describe('TEI /embed and /info', () => {
     }
   });
 
-  it('the same vectors as /v1/embeddings; normalize: false, dimensions, truncate', async () => {
+  it('the same vectors as /v1/embeddings; normalize: false, dimensions, truncate (at either end)', async () => {
     const tei = await post('/embed', { inputs: 'The cat sat.' });
     const openai = await post('/v1/embeddings', { model: EMBED_MODEL, input: 'The cat sat.' });
     expect(tei.body[0]).toEqual(openai.body.data[0].embedding);
@@ -223,6 +239,16 @@ describe('TEI /embed and /info', () => {
     expect((await post('/embed', { inputs: long })).status).toBe(413);
     const cut = await post('/embed', { inputs: long, truncate: true });
     expect(cut.status).toBe(200);
+    // truncation_direction left keeps the end: the vector of the last `context` words.
+    const context = (await (await fetch(`${server.url}/info`, { headers: { authorization: `Bearer ${KEY}` } })).json()).max_input_length as number;
+    const framed = 'interest rates rose ' + long + 'cats nap on sofas';
+    const left = await post('/embed', { inputs: framed, truncate: true, truncation_direction: 'left' });
+    expect(left.status).toBe(200);
+    const lastWords = framed.trim().split(/\s+/).slice(-context).join(' ');
+    const expected = await post('/embed', { inputs: lastWords });
+    left.body[0].forEach((v: number, i: number) => expect(v).toBeCloseTo(expected.body[0][i], 5));
+    const right = await post('/embed', { inputs: framed, truncate: true });
+    expect(right.body[0]).not.toEqual(left.body[0]);
     const empty = await post('/embed', { inputs: '' });
     expect(empty).toEqual({ status: 400, body: { error: expect.stringMatching(/^inputs has no tokens/), error_type: 'empty' } });
     const badJson = await fetch(`${server.url}/embed`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, body: '{' });

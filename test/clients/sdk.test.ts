@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
-import { CHAT_MODEL, EMBED_MODEL } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, RERANK_MODEL } from '../helpers/paths.js';
 import { promptTokens, startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'sk-local-test';
@@ -76,10 +76,10 @@ describe('@anthropic-ai/sdk', () => {
     await expect(anthropic().messages.create({ model: 'claude-opus-4-1', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] })).rejects.toBeInstanceOf(Anthropic.NotFoundError);
   });
 
-  it('models.list sees both bundled models', async () => {
+  it('models.list sees the bundled models', async () => {
     const ids: string[] = [];
     for await (const model of anthropic().models.list()) ids.push(model.id);
-    expect(ids.sort()).toEqual([EMBED_MODEL, CHAT_MODEL].sort());
+    expect(ids.sort()).toEqual([EMBED_MODEL, CHAT_MODEL, RERANK_MODEL].sort());
   });
 
   it('raises BadRequestError for max_tokens 0', async () => {

@@ -5,11 +5,13 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 /** The bundled models (npm install builds them). */
 export const MODELS_DIR = path.join(ROOT, 'models');
 export const EMBED_MODEL = 'glove-sif-100d';
+/** The bundled cross-encoder (random weights, a real WordPiece tokenizer): task rerank. */
+export const RERANK_MODEL = 'tiny-bert-reranker-random';
 /** The bundled chat model (ONNX). */
 export const ONNX_CHAT_MODEL = 'tiny-qwen3-random';
 /**
  * The GGUF test model's models folder (built by global-setup: scripts/builders/gguf/test-model.ts),
- * with the bundled embedding model linked in, so a server on it serves both routes as on models/.
+ * with the bundled embedding model and cross-encoder linked in, so a server on it serves every route as on models/.
  */
 export const GGUF_MODELS_DIR = path.join(ROOT, 'test-artifacts', 'models-gguf');
 export const GGUF_CHAT_MODEL = 'tiny-qwen3-gguf';

@@ -6,10 +6,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { CoreError, overloaded } from '../../src/core/errors.js';
-import type { EmbedRequest } from '../../src/core/types.js';
+import type { EmbedRequest, RerankRequest, RerankResult } from '../../src/core/types.js';
+import { BUNDLED_TEST_RERANKER } from '../../src/models/bundled-versions.js';
 import { TEI_ERRORS, teiErrors } from '../../src/http/retrieval/errors.js';
 import { classify, ERROR_CODES, HttpError } from '../../src/http/shared/errors.js';
-import { FAKE_EMBED, FakeInference } from '../helpers/fake-inference.js';
+import { FAKE_CHAT, FAKE_EMBED, FakeInference } from '../helpers/fake-inference.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 import { JSON_HEADERS } from '../helpers/inject.js';
 
@@ -21,6 +22,22 @@ class TwoEmbedders extends FakeInference {
     return [...super.listModels(), { ...FAKE_EMBED, id: 'fake-embed-2' }];
   }
 }
+
+/** A fake with these models (beside or instead of its own) whose cross-encoders score document i as logit i; it records which model ranked. */
+class WithModels extends FakeInference {
+  ranked: string[] = [];
+  constructor(private readonly models: ModelInfo[]) {
+    super();
+  }
+  override listModels(): ModelInfo[] {
+    return this.models;
+  }
+  override async rerank(request: RerankRequest): Promise<RerankResult> {
+    this.ranked.push(request.model);
+    return { logits: request.documents.map((_, i) => i), promptTokens: request.documents.length };
+  }
+}
+const crossEncoder = (id: string): ModelInfo => ({ ...FAKE_EMBED, id, task: 'rerank', displayName: id });
 
 const appWith = async (inference: FakeInference, teiModel?: string) =>
   buildApp({ config: { apiKeys: [], bodyLimit: 1024 * 1024, pingIntervalMs: 60_000, ...(teiModel ? { teiModel } : {}) }, inference });
@@ -117,6 +134,69 @@ describe('which model a body without one gets', () => {
     // A llama-server /detokenize names no model: the setting serves it, answered {content}.
     expect((await post('/detokenize', { tokens: [1, 2] }, set)).json()).toEqual({ content: 'x xx' });
     await set.close();
+  });
+});
+
+describe('TEI truncation', () => {
+  it('is off unless asked for; truncation_direction left (any case) asks the core to keep the end; without truncate it changes nothing', async () => {
+    const seen: Array<EmbedRequest['truncate']> = [];
+    const recording = new (class extends FakeInference {
+      override async embed(request: EmbedRequest) {
+        seen.push(request.truncate);
+        return super.embed(request);
+      }
+    })();
+    const on = await appWith(recording);
+    for (const body of [{}, { truncate: true }, { truncate: true, truncation_direction: 'Left' }, { truncate: true, truncation_direction: 'right' }, { truncation_direction: 'left' }]) {
+      expect((await post('/embed', { inputs: 'a b', ...body }, on)).statusCode).toBe(200);
+    }
+    expect(seen).toEqual([false, true, 'left', true, false]);
+    seen.length = 0;
+    expect((await post('/rerank', { query: 'a', texts: ['b c'], truncate: true, truncation_direction: 'left' }, on)).statusCode).toBe(200);
+    expect(seen).toEqual(['left', 'left']);
+    const wrong = await post('/embed', { inputs: 'a', truncate: true, truncation_direction: 'up' }, on);
+    expect(wrong.statusCode).toBe(422);
+    await on.close();
+  });
+});
+
+describe('which model a rerank body without one gets', () => {
+  const rankedBy = async (models: ModelInfo[]) => {
+    const fake = new WithModels(models);
+    const on = await appWith(fake);
+    try {
+      const responses = [await post('/rerank', { query: 'a b', texts: ['x', 'y z'] }, on), await post('/v1/rerank', { query: 'a b', documents: ['x', 'y z'] }, on), await post('/score', { text_1: 'a b', text_2: ['x'] }, on)];
+      for (const r of responses) expect(r.statusCode, r.body).toBe(200);
+      return { fake, model: responses[1]!.json().model as string };
+    } finally {
+      await on.close();
+    }
+  };
+
+  it('the bundled random-weight cross-encoder never shadows a model that ranks: the embedding model, else a real cross-encoder', async () => {
+    // Out of the box: the bundled embedding model ranks, the test cross-encoder only when named.
+    const bundled = await rankedBy([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER)]);
+    expect(bundled.model).toBe('fake-embed');
+    expect(bundled.fake.ranked).toEqual([]);
+    // A real cross-encoder installed beside it is the only one.
+    const real = await rankedBy([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER), crossEncoder('ms-marco')]);
+    expect(real.model).toBe('ms-marco');
+    expect(real.fake.ranked).toEqual(['ms-marco', 'ms-marco', 'ms-marco']);
+    // Nothing else ranks: the test cross-encoder serves.
+    const alone = await rankedBy([FAKE_CHAT, crossEncoder(BUNDLED_TEST_RERANKER)]);
+    expect(alone.model).toBe(BUNDLED_TEST_RERANKER);
+    // Named, it serves whatever else is installed.
+    const on = await appWith(new WithModels([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER)]));
+    expect((await post('/v1/rerank', { model: BUNDLED_TEST_RERANKER, query: 'q', documents: ['x', 'y'] }, on)).json().results.map((r: any) => r.index)).toEqual([1, 0]);
+    await on.close();
+  });
+
+  it('two real cross-encoders and no setting: a 400 naming them', async () => {
+    const on = await appWith(new WithModels([FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER), crossEncoder('a'), crossEncoder('b')]));
+    const res = await post('/rerank', { query: 'q', texts: ['x'] }, on);
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatch(/several models can serve this \(a, b\)/);
+    await on.close();
   });
 });
 

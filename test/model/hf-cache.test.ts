@@ -13,7 +13,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeCachedRepo, type CachedRepo } from '../helpers/hf-cache-fixture.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
-import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, RERANK_MODEL, ROOT } from '../helpers/paths.js';
 
 const CACHED_CHAT = `test-org/${CHAT_MODEL}`;
 const CACHED_EMBED = `test-org/${EMBED_MODEL}`;
@@ -50,7 +50,7 @@ const post = async (url: string, body: unknown, headers: Record<string, string> 
 describe('a Hugging Face cache served in place', () => {
   it('lists the cache models as org/name beside the models/ ones; one is found by its id with the slash as it is or encoded', async () => {
     const list = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string; task: string }> };
-    expect(list.data.map((m) => m.id).sort()).toEqual([EMBED_MODEL, CHAT_MODEL, CACHED_EMBED, CACHED_CHAT].sort());
+    expect(list.data.map((m) => m.id).sort()).toEqual([EMBED_MODEL, CHAT_MODEL, RERANK_MODEL, CACHED_EMBED, CACHED_CHAT].sort());
     for (const url of [`/v1/models/${CACHED_CHAT}`, `/v1/models/${encodeURIComponent(CACHED_CHAT)}`]) {
       const res = await fetch(`${server.url}${url}`);
       expect(res.status, url).toBe(200);

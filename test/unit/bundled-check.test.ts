@@ -28,13 +28,13 @@ const upToDate = (id: keyof typeof BUNDLED_MODEL_VERSIONS) => built(id, { bundle
 
 describe('checkBundledModels', () => {
   it('is silent when every bundled model is stamped with this checkout\'s version', () => {
-    upToDate('glove-sif-100d');
-    upToDate('tiny-qwen3-random');
+    for (const id of Object.keys(BUNDLED_MODEL_VERSIONS) as Array<keyof typeof BUNDLED_MODEL_VERSIONS>) upToDate(id);
     expect(checkBundledModels(modelsDir, { packageRoot: root, cwd: root })).toEqual([]);
   });
 
   it('says which model is missing and that `npm run build:models` builds it', () => {
     upToDate('glove-sif-100d');
+    upToDate('tiny-bert-reranker-random');
     expect(checkBundledModels(modelsDir, { packageRoot: root, cwd: root })).toEqual([
       `[models] bundled model tiny-qwen3-random is missing from ${modelsDir}: run \`npm run build:models\` to build it`,
     ]);
@@ -42,6 +42,7 @@ describe('checkBundledModels', () => {
 
   it('says which model is stale, with the version it was built by and the one this checkout builds', () => {
     upToDate('tiny-qwen3-random');
+    upToDate('tiny-bert-reranker-random');
     built('glove-sif-100d', { bundled: { version: BUNDLED_MODEL_VERSIONS['glove-sif-100d'] - 1 } });
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(1);
@@ -55,6 +56,7 @@ describe('checkBundledModels', () => {
     built('glove-sif-100d', {});
     fs.mkdirSync(path.join(modelsDir, 'tiny-qwen3-random'));
     fs.writeFileSync(path.join(modelsDir, 'tiny-qwen3-random', 'manifest.json'), '{ not json');
+    upToDate('tiny-bert-reranker-random');
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(2);
     for (const line of lines) expect(line).toMatch(/is stale \(its manifest\.json has no bundled builder version\): run `npm run build:models`/);
@@ -64,7 +66,7 @@ describe('checkBundledModels', () => {
     const elsewhere = path.join(root, 'my models');
     fs.mkdirSync(elsewhere);
     const lines = checkBundledModels(elsewhere, { packageRoot: root, cwd: os.tmpdir() });
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(Object.keys(BUNDLED_MODEL_VERSIONS).length);
     expect(lines[0]).toContain(`run \`cd ${root} && npm run build:models -- --models-dir '${elsewhere}'\` to build it`);
   });
 });

@@ -1,6 +1,6 @@
 /**
- * The models the project builds from registry packages, so a fresh clone serves chat and embeddings
- * with no network. Each is built into a temporary folder and renamed into place when complete, so an
+ * The models the project builds from registry packages, so a fresh clone serves chat, embeddings and
+ * rerank with no network. Each is built into a temporary folder and renamed into place when complete, so an
  * interrupted build never leaves a folder the registry would try to load.
  */
 import fs from 'node:fs';
@@ -8,6 +8,7 @@ import path from 'node:path';
 import { buildTinyChatModel } from './chat-model.js';
 import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
+import { buildTestReranker } from './test-reranker.js';
 import { buildBenchLm, buildBenchLmQwen3Tokenizer, buildModelBuilderBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../../../src/models/manifest.js';
@@ -33,6 +34,11 @@ export const BUNDLED_MODELS: BundledModel[] = [
     manifest: { id: 'tiny-qwen3-random', task: 'chat', dtype: 'fp32' },
     version: BUNDLED_MODEL_VERSIONS['tiny-qwen3-random'],
     build: buildTinyChatModel,
+  },
+  {
+    manifest: { id: 'tiny-bert-reranker-random', task: 'rerank', dtype: 'fp32' },
+    version: BUNDLED_MODEL_VERSIONS['tiny-bert-reranker-random'],
+    build: buildTestReranker,
   },
 ];
 

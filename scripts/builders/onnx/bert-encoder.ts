@@ -27,11 +27,6 @@ export const MINILM_L6_SHAPE: BertShape = {
   maxPositions: 512, typeVocabSize: 2, layerNormEps: 1e-12,
 };
 
-/**
- * `head`: `hidden` outputs last_hidden_state (a feature-extraction export); `classifier` adds BERT's
- * pooler (the [CLS] row through a tanh dense layer) and a one-label classifier, and outputs `logits`
- * [B,1], as a cross-encoder's text-classification export does.
- */
 /** The config.json fields of a BERT of this shape (a folder's architecture and labels come on top). */
 export function bertConfig(shape: BertShape) {
   return {
@@ -47,6 +42,11 @@ export function bertConfig(shape: BertShape) {
   };
 }
 
+/**
+ * `head`: `hidden` outputs last_hidden_state (a feature-extraction export); `classifier` adds BERT's
+ * pooler (the [CLS] row through a tanh dense layer) and a one-label classifier, and outputs `logits`
+ * [B,1], as a cross-encoder's text-classification export does.
+ */
 export function buildBertEncoder(shape: BertShape, seed: number, head: 'hidden' | 'classifier' = 'hidden'): Uint8Array {
   const s = shape;
   const g = new GraphBuilder();

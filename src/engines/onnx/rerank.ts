@@ -7,9 +7,10 @@
  * of every request the main thread's batcher gathered together); padding is masked, so a score does
  * not depend on its batch.
  */
-import { Tensor } from '@huggingface/transformers';
-import { CoreError, toCoreError, type CoreErrorData } from '../../core/errors.js';
-import type { RerankRequest, RerankResult } from '../../core/types.js';
+import { Tensor, type PreTrainedTokenizer } from '@huggingface/transformers';
+import { CoreError, toCoreError } from '../../core/errors.js';
+import { fitDocument, type RankItemResult } from '../rank-fit.js';
+import type { RerankRequest, Truncate } from '../../core/types.js';
 import type { LoadedModel } from './loaded-model.js';
 
 export interface RerankOptions {
@@ -27,19 +28,19 @@ interface Pair {
   types: number[];
 }
 
-type ItemResult = { ok: true; value: RerankResult } | { ok: false; error: CoreErrorData };
 
 /**
  * Scores the pairs of several requests at once: a request whose pairs cannot be encoded (a document
  * too long, a query with no room) fails alone; the pairs of the others share forward passes.
  */
-export async function rerankPairs(loaded: LoadedModel, items: Array<Omit<RerankRequest, 'model'>>, options: RerankOptions): Promise<ItemResult[]> {
-  const results: ItemResult[] = new Array(items.length);
+export async function rerankPairs(loaded: LoadedModel, items: Array<Omit<RerankRequest, 'model'>>, options: RerankOptions): Promise<RankItemResult[]> {
+  const results: RankItemResult[] = new Array(items.length);
   const all: Pair[] = [];
   const logits = items.map((request) => new Array<number>(request.documents.length));
   items.forEach((request, item) => {
     try {
-      all.push(...request.documents.map((document, index) => ({ item, ...encodePair(loaded, request, document, index, request.truncate ?? options.truncate) })));
+      const encode = pairEncoder(loaded.tokenizer, request.query);
+      all.push(...request.documents.map((document, index) => ({ item, ...encodePair(loaded, request, encode(document), index, request.truncate ?? options.truncate) })));
     } catch (error) {
       results[item] = { ok: false, error: toCoreError(error).toData() };
     }
@@ -59,42 +60,73 @@ export async function rerankPairs(loaded: LoadedModel, items: Array<Omit<RerankR
   return results;
 }
 
+/** A pair as the tokenizer encodes it: ids, token types, and how many of the ids are the document's own. */
+interface EncodedPair {
+  ids: number[];
+  types: number[];
+  own: number;
+}
+
 /**
- * The pair's ids and token types, the document cut to `maxTokens` and to the context. The encoded
- * pair ends with one special token (BERT's [SEP], XLM-R's </s>): the document's tokens are those
- * right before it, so a cut removes them there.
+ * The pieces of the tokenizer library inside transformers.js's tokenizer (@huggingface/tokenizers'
+ * Tokenizer), which its own pair encoding runs: text to tokens, the post-processor that joins a pair
+ * and gives its token types, and tokens to ids. Not public API: pairEncoder falls back to the
+ * public call when they are not there.
  */
-function encodePair(loaded: LoadedModel, request: Omit<RerankRequest, 'model'>, document: string, index: number, truncate: boolean): Omit<Pair, 'item'> {
-  const { tokenizer, info } = loaded;
-  const encoded = tokenizer._call(request.query, { text_pair: document, return_token_type_ids: true, return_tensor: false }) as unknown as { input_ids: number[]; token_type_ids?: number[] };
-  let ids = encoded.input_ids;
-  let types = encoded.token_type_ids ?? new Array<number>(ids.length).fill(0);
-  const own = tokenizer.encode(document, { add_special_tokens: false }).length;
-  if (own === 0) throw new CoreError('nothing_to_embed', `Input ${index} has no tokens to rank (it is empty or only whitespace for this model's tokenizer).`, { item: index, reason: 'no_tokens' });
+interface TokenizerParts {
+  encode_text(text: string): string[] | null;
+  post_processor: ((tokens: string[], pair: string[] | null, addSpecial: boolean) => { tokens: string[]; token_type_ids?: number[] }) | null;
+  added_tokens_map: Map<string, { id: number }>;
+  model: { tokens_to_ids: Map<string, number>; unk_token_id?: number };
+}
+
+const partsOf = (tokenizer: PreTrainedTokenizer): TokenizerParts | undefined => {
+  const inner = (tokenizer as unknown as { _tokenizer?: Partial<TokenizerParts> })._tokenizer;
+  return inner && typeof inner.encode_text === 'function' && inner.added_tokens_map instanceof Map && inner.model?.tokens_to_ids instanceof Map && 'post_processor' in inner
+    ? (inner as TokenizerParts)
+    : undefined;
+};
+
+/**
+ * Encodes (query, document) pairs of one query exactly as `tokenizer(query, { text_pair })` does
+ * (the same normalizer, pre-tokenizer, model and post-processor calls), but with the query's text
+ * encoded once for all its documents and each document once (the public call encodes the query
+ * again for every pair, and the document's own count took a second encoding): tokenizing was most
+ * of a rerank task's time on a small cross-encoder (docs/benchmarks.md, Rerank).
+ */
+export function pairEncoder(tokenizer: PreTrainedTokenizer, query: string): (document: string) => EncodedPair {
+  const parts = partsOf(tokenizer);
+  if (!parts) {
+    return (document) => {
+      const encoded = tokenizer._call(query, { text_pair: document, return_token_type_ids: true, return_tensor: false }) as unknown as { input_ids: number[]; token_type_ids?: number[] };
+      return { ids: encoded.input_ids, types: encoded.token_type_ids ?? new Array<number>(encoded.input_ids.length).fill(0), own: tokenizer.encode(document, { add_special_tokens: false }).length };
+    };
+  }
+  const queryTokens = parts.encode_text(query) ?? [];
+  const idOf = (token: string) => parts.added_tokens_map.get(token)?.id ?? parts.model.tokens_to_ids.get(token) ?? parts.model.unk_token_id ?? 0;
+  return (document) => {
+    const documentTokens = parts.encode_text(document) ?? [];
+    const joined = parts.post_processor ? parts.post_processor(queryTokens, documentTokens, true) : { tokens: [...queryTokens, ...documentTokens] };
+    const ids = joined.tokens.map(idOf);
+    return { ids, types: joined.token_type_ids ?? new Array<number>(ids.length).fill(0), own: documentTokens.length };
+  };
+}
+
+/**
+ * The pair's ids and token types, the document cut to `maxTokens` (its end) and to the context (its
+ * end, or with `truncate: 'left'` its start, as TEI's left truncation). The encoded pair ends with one
+ * special token (BERT's [SEP], XLM-R's </s>): the document's tokens are those right before it.
+ */
+function encodePair(loaded: LoadedModel, request: Omit<RerankRequest, 'model'>, encoded: EncodedPair, index: number, truncate: Truncate): Omit<Pair, 'item'> {
+  const { ids, types, own } = encoded;
   const fixed = ids.length - own;
-  if (fixed + 1 > info.contextLength) {
-    throw new CoreError('input_too_long', `query is ${fixed} tokens with the pair's special tokens, which leaves no room for a document in the model's context of ${info.contextLength}; shorten the query.`, {
-      limit: info.contextLength,
-      requested: fixed,
-    });
-  }
-  let keep = Math.min(own, request.maxTokens ?? own);
-  if (fixed + keep > info.contextLength) {
-    if (!truncate) {
-      throw new CoreError('input_too_long', `Input ${index} is ${fixed + keep} tokens with the query, more than the model's context of ${info.contextLength}.`, {
-        item: index,
-        limit: info.contextLength,
-        requested: fixed + keep,
-      });
-    }
-    keep = info.contextLength - fixed;
-  }
-  if (keep < own) {
-    const cut = own - keep;
-    ids = [...ids.slice(0, ids.length - 1 - cut), ids.at(-1)!];
-    types = [...types.slice(0, types.length - 1 - cut), types.at(-1)!];
-  }
-  return { index, ids, types };
+  const limit = loaded.info.contextLength;
+  const { from, keep } = fitDocument({ index, fixed, own, limit, ...(request.maxTokens !== undefined ? { maxTokens: request.maxTokens } : {}), truncate });
+  if (keep === own) return { index, ids, types };
+  // The document is ids[start, start + own), right before the pair's last special token.
+  const start = ids.length - 1 - own;
+  const cutOf = <T>(all: T[]) => [...all.slice(0, start), ...all.slice(start + from, start + from + keep), all.at(-1)!];
+  return { index, ids: cutOf(ids), types: cutOf(types) };
 }
 
 /** One forward pass over `pairs`: each pair's logit (the single label's). */

@@ -6,12 +6,13 @@
  * the same API keys as the rest (Bearer or x-api-key).
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import type { EmbedInput, InferenceService } from '../../core/types.js';
+import type { EmbedInput, InferenceService, Truncate } from '../../core/types.js';
 import type { ModelTask } from '../../core/model.js';
 import { clip, isCoreError } from '../../core/errors.js';
 import { requireKey, type KeyChecker } from '../shared/auth.js';
 import { invalidRequest, sendError, type ErrorDialect } from '../shared/errors.js';
 import { keepAliveOf } from '../shared/keep-alive.js';
+import { BUNDLED_TEST_RERANKER } from '../../models/bundled-versions.js';
 import { parseBody } from '../shared/validation.js';
 import { openAiErrors } from '../openai/errors.js';
 import { located, teiErrors } from './errors.js';
@@ -62,9 +63,29 @@ interface RankOptions {
   field: string;
   /** Cut each document to this many tokens (max_tokens_per_doc). */
   maxTokens?: number;
-  /** TEI's truncate; undefined: the server's setting. */
-  truncate?: boolean;
+  /** TEI's truncate (and its direction); undefined: the server's setting. */
+  truncate?: Truncate;
 }
+
+/**
+ * Which models a model-less body may be given, in order of preference: a task's models, or the
+ * bundled test cross-encoder alone. That one's weights are random (its scores rank nothing), so it
+ * never counts among the cross-encoders: a real one installed beside it is still "the only one", and
+ * with none the embedding model ranks (out of the box, glove-sif-100d); it serves when named, or
+ * when nothing else can rank.
+ */
+type Choice = ModelTask | 'any' | 'test-reranker';
+const matches = (choice: Choice, model: { id: string; task: ModelTask }) =>
+  choice === 'any' ||
+  (choice === 'test-reranker' ? model.id === BUNDLED_TEST_RERANKER && model.task === 'rerank' : model.task === choice && !(choice === 'rerank' && model.id === BUNDLED_TEST_RERANKER));
+const RANKING: readonly Choice[] = ['rerank', 'embedding', 'test-reranker'];
+
+/**
+ * TEI's truncation: off unless asked for (TEI's default, whatever the server's setting); `left`
+ * keeps the end of the text (of a cross-encoder's pair, the document's end: its query is never cut).
+ */
+const teiTruncate = (body: { truncate?: boolean | null; truncation_direction?: 'left' | 'right' | null }): Truncate =>
+  body.truncate ? (body.truncation_direction === 'left' ? 'left' : true) : false;
 
 export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async (app, options) => {
   const { inference, checkKey } = options;
@@ -76,15 +97,16 @@ export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async
 
   /**
    * The model a request serves: the body's, else the configured one, else the only model that can:
-   * `tasks` in order of preference (ranking: a cross-encoder, else an embedding model); several of
-   * the first task present and no setting is a 400 that says what to set.
+   * `choices` in order of preference (ranking: a cross-encoder, else an embedding model, else the
+   * bundled random-weight cross-encoder); several of the first choice present and no setting is a
+   * 400 that says what to set.
    */
-  const modelFor = (given: string | undefined, tasks: readonly (ModelTask | 'any')[], what: string): string => {
+  const modelFor = (given: string | undefined, choices: readonly Choice[], what: string): string => {
     if (given !== undefined) return given;
     if (options.defaultModel !== undefined) return options.defaultModel;
     const models = inference.listModels();
-    for (const task of tasks) {
-      const candidates = models.filter((m) => task === 'any' || m.task === task);
+    for (const choice of choices) {
+      const candidates = models.filter((m) => matches(choice, m));
       if (candidates.length === 1) return candidates[0]!.id;
       if (candidates.length === 0) continue;
       const names = candidates.slice(0, 10).map((m) => m.id).join(', ');
@@ -122,13 +144,12 @@ export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async
     const body = request.body;
     if (isObject(body) && 'texts' in body && pathOf(request) === '/rerank') {
       const tei = parseBody(teiRerankSchema, body);
-      if (tei.truncation_direction === 'left' && tei.truncate) throw invalidRequest('truncation_direction: only "right" is served');
-      const model = modelFor(tei.model, ['rerank', 'embedding'], 'ranking');
-      const { ranked } = await rank(request, { model, query: tei.query, documents: tei.texts, tei: true, field: 'texts', truncate: tei.truncate ?? false });
+      const model = modelFor(tei.model, RANKING, 'ranking');
+      const { ranked } = await rank(request, { model, query: tei.query, documents: tei.texts, tei: true, field: 'texts', truncate: teiTruncate(tei) });
       return renderTeiRerank({ ranked, texts: tei.texts, rawScores: tei.raw_scores ?? false, returnText: tei.return_text ?? false });
     }
     const parsed = parseBody(rerankSchema, body);
-    const model = modelFor(parsed.model, ['rerank', 'embedding'], 'ranking');
+    const model = modelFor(parsed.model, RANKING, 'ranking');
     const documents = parsed.documents.map((d) => (typeof d === 'string' ? d : d.text));
     const maxTokens = parsed.max_tokens_per_doc ?? undefined;
     const { ranked, tokens } = await rank(request, { model, query: parsed.query, documents, tei: false, field: 'documents', ...(maxTokens ? { maxTokens } : {}) });
@@ -142,7 +163,7 @@ export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async
   // scores them: a cross-encoder's sigmoid of the logit, an embedding model's cosine.
   const score = async (request: FastifyRequest) => {
     const body = parseBody(scoreSchema, request.body);
-    const model = modelFor(body.model, ['rerank', 'embedding'], 'ranking');
+    const model = modelFor(body.model, RANKING, 'ranking');
     const left = typeof body.text_1 === 'string' ? [body.text_1] : body.text_1;
     const right = typeof body.text_2 === 'string' ? [body.text_2] : body.text_2;
     if (left.length !== 1 && left.length !== right.length) {
@@ -239,11 +260,10 @@ export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async
   const embed = async (request: FastifyRequest) => {
     const body = parseBody(teiEmbedSchema, request.body);
     if (body.prompt_name != null) throw invalidRequest('prompt_name: this server has no prompts configured for its models');
-    if (body.truncation_direction === 'left' && body.truncate) throw invalidRequest('truncation_direction: only "right" is served');
     const model = modelFor(body.model, ['embedding'], 'embedding');
     const inputs: EmbedInput[] = typeof body.inputs === 'string' ? [body.inputs] : typeof body.inputs[0] === 'number' ? [body.inputs as number[]] : (body.inputs as EmbedInput[]);
     const result = await inference
-      .embed({ model, inputs, truncate: body.truncate ?? false, normalize: body.normalize ?? true, ...(body.dimensions != null ? { dimensions: body.dimensions } : {}) }, keepAliveOf(request))
+      .embed({ model, inputs, truncate: teiTruncate(body), normalize: body.normalize ?? true, ...(body.dimensions != null ? { dimensions: body.dimensions } : {}) }, keepAliveOf(request))
       .catch((e: unknown) => Promise.reject(located(e, 'inputs', inputs.length > 1, true)));
     return result.vectors.map((v) => Array.from(v));
   };
