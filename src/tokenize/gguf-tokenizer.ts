@@ -83,10 +83,76 @@ function wordPieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   return new PreTrainedTokenizer(json, config);
 }
 
+const BYTE = 6;
+
+/**
+ * A SentencePiece BPE vocabulary (`tokenizer.ggml.model` llama: Llama 2, Mistral, Gemma) as
+ * tokenizer.json has it. llama.cpp's tokenizer escapes spaces as U+2581 (with one in front of the
+ * text, and after a special token, when `add_space_prefix`), then merges the adjacent pair whose
+ * joined text is the vocabulary's highest-scored token until none is left, and spells what is not
+ * in the vocabulary as byte tokens. BPE does the same with byte fallback and the merges this derives
+ * from the scores: every split of every token into two tokens, ranked by the whole token's score.
+ */
+function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+  const tokens = strings(metadata, 'tokenizer.ggml.tokens');
+  const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  const scores = (metadata.get('tokenizer.ggml.scores') as number[] | undefined) ?? [];
+  const vocab: Record<string, number> = {};
+  const added: Array<Record<string, unknown>> = [];
+  tokens.forEach((token, id) => {
+    const type = types[id] ?? 1;
+    if (type === CONTROL || type === USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type === CONTROL });
+    if (!(token in vocab)) vocab[token] = id;
+  });
+  const merges: Array<{ pair: [string, string]; score: number; id: number }> = [];
+  tokens.forEach((token, id) => {
+    const type = types[id] ?? 1;
+    if (type === CONTROL || type === BYTE) return;
+    const chars = Array.from(token);
+    for (let i = 1; i < chars.length; i++) {
+      const left = chars.slice(0, i).join('');
+      const right = chars.slice(i).join('');
+      if (left in vocab && right in vocab) merges.push({ pair: [left, right], score: scores[id] ?? 0, id });
+    }
+  });
+  merges.sort((a, b) => b.score - a.score || a.id - b.id);
+  const name = (key: string) => {
+    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
+    return typeof id === 'number' ? tokens[id] ?? null : null;
+  };
+  const bos = name('bos');
+  const addBos = metadata.get('tokenizer.ggml.add_bos_token') !== false && bos !== null;
+  const prefix = metadata.get('tokenizer.ggml.add_space_prefix') !== false;
+  const spaces = { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' };
+  const json = {
+    version: '1.0',
+    added_tokens: added,
+    normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '\u2581' }, spaces] } : spaces,
+    pre_tokenizer: null,
+    post_processor: addBos
+      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [vocab[bos]], tokens: [bos] } } }
+      : null,
+    decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : [])] },
+    model: { type: 'BPE', dropout: null, unk_token: name('unknown'), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges: merges.map((m) => m.pair) },
+  };
+  const config = {
+    add_bos_token: addBos,
+    bos_token: bos,
+    eos_token: name('eos'),
+    pad_token: name('padding'),
+    unk_token: name('unknown'),
+    legacy: true,
+    clean_up_tokenization_spaces: false,
+    chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
+  };
+  return new PreTrainedTokenizer(json, config);
+}
+
 /** A transformers.js tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata). */
 export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   const model = ggufString(metadata, 'tokenizer.ggml.model');
   if (model === 'bert') return wordPieceFromGguf(metadata);
+  if (model === 'llama') return sentencePieceFromGguf(metadata);
   const preName = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
   const pre = (PRE_TOKENIZERS as Record<string, { pre: unknown; normalizer?: unknown } | undefined>)[preName];
   if (model !== 'gpt2' || !pre) throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);

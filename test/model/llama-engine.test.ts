@@ -6,6 +6,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
@@ -15,6 +16,7 @@ import { readGgufMetadata } from '../../src/models/gguf.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
 import { scanModels } from '../../src/models/registry.js';
 import { TEST_GGUF_FILE, TEST_GGUF_RERANK_MODEL } from '../../scripts/builders/gguf/test-model.js';
+import { buildSpmVocabGguf } from '../../scripts/builders/gguf/spm-vocab-gguf.js';
 import { GGUF_CHAT_MODEL, GGUF_EMBED_MODEL, GGUF_EMBED_MODELS_DIR, GGUF_MODELS_DIR, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { testEngine } from '../helpers/engine.js';
@@ -39,6 +41,30 @@ describe('the tokenizer rebuilt from GGUF metadata', () => {
       '<tool_call>\n{"name": "get_weather"}\n</tool_call><|im_end|>',
     ];
     for (const text of texts) expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(model.tokenize(text, true));
+  });
+
+  it.each([[true, 'Llama 2 and Mistral'], [false, 'Gemma']])('gives llama.cpp\'s own tokens and text for a SentencePiece vocabulary, add_space_prefix %s (%s)', async (addSpacePrefix) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spm-gguf-'));
+    try {
+      const file = path.join(dir, 'spm.gguf');
+      buildSpmVocabGguf(file, { addSpacePrefix });
+      const tokenizer = tokenizerFromGguf(readGgufMetadata(file));
+      const spm = await model.llama.loadModel({ modelPath: file, vocabOnly: true });
+      try {
+        const texts = ['Hello world! How are you?', '  two  spaces and\ttabs\n\nnew lines ', 'naïve café 日本語 😀 ¿qué?', 'def f(x):\n    return x ** 2', '<start_of_turn>user\nHi<end_of_turn>', "I'LL see you're 12345.678", 'ǅ ꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 zzqxj'];
+        for (const text of texts) {
+          const ids = [...spm.tokenize(text, true)];
+          expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(ids);
+          // (Runs of spaces are user-defined tokens in this vocabulary, which llama.cpp spells with their ▁ marks.)
+          if (!/ {2}/.test(text)) expect(tokenizer.decode(ids), text).toBe(spm.detokenize(ids as never, true));
+        }
+        expect(tokenizer.encode('Hi')[0]).toBe(spm.tokens.bos); // add_bos_token
+      } finally {
+        await spm.dispose();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('gives llama.cpp\'s own tokens for a BERT WordPiece vocabulary: case, accents, punctuation, CJK, unknown words, [CLS] and [SEP]', async () => {

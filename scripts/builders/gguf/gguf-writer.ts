@@ -28,7 +28,8 @@ export type GgufValue =
   | { type: 'bool'; value: boolean }
   | { type: 'string'; value: string }
   | { type: 'strings'; value: string[] }
-  | { type: 'i32s'; value: ArrayLike<number> };
+  | { type: 'i32s'; value: ArrayLike<number> }
+  | { type: 'f32s'; value: ArrayLike<number> };
 
 export interface GgufTensor {
   name: string;
@@ -200,6 +201,10 @@ function writeValue(out: Bytes, v: GgufValue): void {
     case 'i32s':
       out.u32(VALUE.ARRAY); out.u32(VALUE.INT32); out.u64(v.value.length);
       for (let i = 0; i < v.value.length; i++) out.i32(v.value[i]!);
+      break;
+    case 'f32s':
+      out.u32(VALUE.ARRAY); out.u32(VALUE.FLOAT32); out.u64(v.value.length);
+      for (let i = 0; i < v.value.length; i++) out.f32(v.value[i]!);
       break;
   }
 }
