@@ -101,7 +101,7 @@ function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: Truncate): nu
           requested: ids.length,
         });
       }
-      ids = truncate === 'left' ? keepEnd(tokenizer, typeof input === 'string' ? info.prefix + input : null, ids, info.contextLength) : ids.slice(0, info.contextLength);
+      ids = cutText(tokenizer, typeof input === 'string' ? info.prefix + input : null, ids, info.contextLength, truncate === 'left' ? 'start' : 'end');
     }
     if (ids.length === 0) {
       throw new CoreError('nothing_to_embed', `Input ${index} has no tokens to embed (it is empty or only whitespace for this model's tokenizer).`, { item: index, reason: 'no_tokens' });
@@ -111,18 +111,20 @@ function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: Truncate): nu
 }
 
 /**
- * TEI's left truncation: `ids` cut to `limit` by removing the text's first tokens, the special tokens
- * the tokenizer put around the text kept (found by encoding the text without them). Token ids given
- * as input (`text` null) are cut as they are.
+ * `ids` cut to `limit` by removing the text's last tokens (`end`, TEI's default and the tokenizers'
+ * own truncation) or its first (`start`, TEI's left truncation), the special tokens the tokenizer put
+ * around the text kept (found by encoding the text without them). Token ids given as input (`text`
+ * null) are cut as they are.
  */
-function keepEnd(tokenizer: PreTrainedTokenizer, text: string | null, ids: number[], limit: number): number[] {
+function cutText(tokenizer: PreTrainedTokenizer, text: string | null, ids: number[], limit: number, side: 'start' | 'end'): number[] {
   const plain = text === null ? ids : tokenizer.encode(text, { add_special_tokens: false });
   let lead = 0;
   while (lead + plain.length <= ids.length && !plain.every((id, i) => ids[lead + i] === id)) lead++;
   const tail = ids.length - lead - plain.length;
   const room = limit - lead - tail;
-  if (tail < 0 || room <= 0) return ids.slice(ids.length - limit);
-  return [...ids.slice(0, lead), ...plain.slice(plain.length - room), ...ids.slice(ids.length - tail)];
+  if (tail < 0 || room <= 0) return side === 'start' ? ids.slice(ids.length - limit) : ids.slice(0, limit);
+  const kept = side === 'start' ? plain.slice(plain.length - room) : plain.slice(0, room);
+  return [...ids.slice(0, lead), ...kept, ...ids.slice(ids.length - tail)];
 }
 
 /** Consecutive runs of length-sorted rows whose padded size fits the budget (at least one row each). */

@@ -1,7 +1,7 @@
 /**
  * A GGUF model's tokenizer as transformers.js runs it, rebuilt from the file's own metadata: the
  * inverse of what llama.cpp's converter (convert_hf_to_gguf.py) writes for a byte-level BPE
- * tokenizer (and for BERT's WordPiece: wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
+ * tokenizer (and for SentencePiece BPE and BERT's WordPiece: sentencePieceFromGguf, wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
  * path as an ONNX model's tokenizer.json; a test holds the result to llama.cpp's own tokenization.
  *
  * What is read: `tokenizer.ggml.tokens`, `token_type` (control tokens become special added tokens;

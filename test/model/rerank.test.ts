@@ -159,7 +159,7 @@ describe('a cross-encoder', () => {
     expect((await post('/rerank', { model: MODEL, query: QUERY, texts: [long], truncation_direction: 'left' })).status).toBe(413);
   });
 
-  it('left truncation of an embedding input keeps the tokenizer\'s special tokens around the text\'s end (this model\'s BERT tokenizer)', async () => {
+  it('truncation of an embedding input keeps the tokenizer\'s special tokens around the text\'s end (left) or start (right) (this model\'s BERT tokenizer)', async () => {
     const seen: number[][] = [];
     const embedder = {
       info: { id: MODEL, contextLength: 6, prefix: '', normalize: false, matryoshka: false } as never,
@@ -174,6 +174,7 @@ describe('a cross-encoder', () => {
     const results = await embedBatch(embedder, [{ inputs: [text], truncate: 'left' }, { inputs: [text], truncate: true }, { inputs: [own], truncate: 'left' }], { maxBatchTokens: 1000, truncate: false });
     expect(results.every((r) => r.ok)).toBe(true);
     expect(seen).toContainEqual([cls, ...own.slice(-4), sep]);
+    expect(seen).toContainEqual([cls, ...own.slice(0, 4), sep]); // as TEI and the tokenizers' own truncation: [SEP] kept
     expect(seen).toContainEqual(own.slice(-6));
   });
 
