@@ -355,7 +355,7 @@ for (const subject of SUBJECTS) {
         columns: ['sequences', 'project tok/s', 'llama.cpp tok/s', 'ratio'],
         rows: [[CONCURRENCY, o, t, o / t]],
       });
-      summary.push([subject, VARIANTS[0]!.name, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, Math.max(...ours) / Math.max(...theirs), '', '', '', os.loadavg()[0]!]);
+      summary.push([subject, VARIANTS[0]!.name, gguf.type, `${context} × ${CONCURRENCY} seq`, o / t, Math.max(...ours) / Math.max(...theirs), '', '', '', '', os.loadavg()[0]!]);
       tableRows.push({ subject, engine: VARIANTS[0]!.name, llamaFile: gguf.type, context: `${context} × ${CONCURRENCY} seq`, decodeRatio: o / t, bestDecodeRatio: Math.max(...ours) / Math.max(...theirs), projectTps: o, llamaTps: t, ...runOf, loadAfter: os.loadavg()[0]! });
       process.stderr.write(`${subject} ${CONCURRENCY} sequences: ${o.toFixed(1)} / ${t.toFixed(1)} tok/s\n`);
     } finally {
