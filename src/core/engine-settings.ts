@@ -85,6 +85,14 @@ export const engineSettingsSchema = z.object({
     .describe('GGUF models with a GPU: layers offloaded to it; auto: as many as fit, 0: none'),
   flashAttention: z.enum(['auto', 'on', 'off']).default('auto')
     .describe("GGUF models: llama.cpp's flash attention; auto: where the model and backend support it"),
+  /**
+   * A GGUF model's workers in a child process of their own (src/pool/process-pool.ts): a crash in
+   * llama.cpp, or a worker thread torn down under one of its calls, then ends that process, not the
+   * server. Off, they are worker threads of the server's, as ONNX models' are: one process less
+   * (tens of MiB) and one message hop less per token, and a native crash ends the server.
+   */
+  ggufProcess: bool.default(true)
+    .describe('GGUF models run in a child process of their own, so a crash in llama.cpp cannot end the server; false: in worker threads of the server (less memory, a native crash ends the server)'),
 });
 
 export type EngineSettings = Readonly<z.infer<typeof engineSettingsSchema>>;

@@ -1,7 +1,8 @@
 /**
  * Which pool a model's workers run in: llama.cpp models in a child process of their own
- * (process-pool.ts: node-llama-cpp cannot survive a worker thread torn down under a native call),
- * everything else, and every tokenizer-only pool, in this process's worker threads.
+ * (process-pool.ts: node-llama-cpp cannot survive a worker thread torn down under a native call)
+ * unless the ggufProcess setting is off; everything else, and every tokenizer-only pool, in this
+ * process's worker threads.
  */
 import type { ModelInfo } from '../models/registry.js';
 import type { WorkerInit } from '../worker/protocol.js';
@@ -10,5 +11,5 @@ import type { InferencePool } from './pool.js';
 import { ProcessPool } from './process-pool.js';
 
 export function openPool(model: ModelInfo, options: ModelPoolOptions, context: PoolContext, role: WorkerInit['role'] = 'model'): InferencePool {
-  return model.engine === 'llama' && role === 'model' ? new ProcessPool(model, options, context) : new ModelPool(model, options, context, role);
+  return model.engine === 'llama' && role === 'model' && options.engine.ggufProcess ? new ProcessPool(model, options, context) : new ModelPool(model, options, context, role);
 }

@@ -16,7 +16,7 @@ export interface RealServer {
 export async function startRealServer(
   options: {
     apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; hfCacheDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
-    maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions; pingIntervalMs?: number; promptCacheBytes?: number;
+    maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions; pingIntervalMs?: number; promptCacheBytes?: number; ggufProcess?: boolean;
   } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();

@@ -31,7 +31,7 @@ export async function startRealService(
   options: {
     modelsDir?: string; /** Also serve the models of this Hugging Face cache folder. */ hfCacheDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
-    script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions;
+    script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions; ggufProcess?: boolean;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? SERVED_MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
@@ -43,7 +43,7 @@ export async function startRealService(
   const service = await LocalInferenceService.start({
     models: chosen,
     aliases: options.aliases,
-    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes }),
+    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes, ...(options.ggufProcess !== undefined ? { ggufProcess: options.ggufProcess } : {}) }),
     maxQueue: options.maxQueue ?? 256,
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },

@@ -172,6 +172,22 @@ describe('a GGUF model with the prompt cache off', () => {
   });
 });
 
+describe.skipIf(process.platform !== 'linux')('a GGUF model with ggufProcess off', () => {
+  let server: RealServer;
+  beforeAll(async () => {
+    server = await startRealServer({ modelsDir: GGUF_MODELS_DIR, only: [GGUF_CHAT_MODEL], ggufProcess: false });
+  });
+  afterAll(() => server?.close());
+
+  it('is served from a worker thread of the server\'s: no model process', async () => {
+    const client = new Anthropic({ baseURL: server.url, apiKey: 'unused' });
+    const message = await client.messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }] });
+    expect(message.usage.output_tokens).toBe(2);
+    const children = fs.readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    expect(children.filter((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('process-entry'))).toEqual([]);
+  });
+});
+
 describe('a GGUF embedding model served', () => {
   let server: RealServer;
   let model: LlamaModel;
