@@ -75,8 +75,11 @@ async function call(message: Extract<ToChild, { type: 'call' }>): Promise<void> 
       sendState();
       value = await started;
     }
+    // The pool's state first: a caller answered 504 after a worker was lost must find the model not ready.
+    sendState();
     send({ type: 'reply', id, value, ...(ended ? { ended } : {}) });
   } catch (error) {
+    sendState();
     send({ type: 'failed', id, error: toCoreError(error).toData(), ...(ended ? { ended } : {}) });
     if (toCoreError(error).code === 'internal') logger.error({ err: error, method }, 'model process call failed');
   } finally {

@@ -227,7 +227,8 @@ export class ProcessPool implements InferencePool {
         return;
       }
       case 'observed':
-        if (message.name === 'workerLost') child.lossReported = true;
+        // Not ready from this moment (the child's next state message says so too, a little later).
+        if (message.name === 'workerLost') (child.lossReported = true), (child.state = { ...child.state, ready: false });
         notify(this.context.hooks, message.name, ...(message.args as [never, never]));
         return;
       case 'log':
