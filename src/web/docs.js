@@ -1,5 +1,5 @@
 // The API reference page: reads /openapi.json and lists every path and method with its request body
-// and response schemas. Plain DOM with textContent only; nothing from the document is parsed as HTML.
+// and response schemas (references inlined). Plain DOM with textContent only; nothing from the document is parsed as HTML.
 'use strict';
 
 const METHODS = ['get', 'post', 'put', 'patch', 'delete', 'options', 'head', 'trace'];
@@ -11,19 +11,36 @@ function el(tag, text, className) {
   return node;
 }
 
-/** A $ref into this document's components, resolved (one level; nested refs are shown as written). */
-function resolve(doc, schema) {
-  if (!schema || typeof schema.$ref !== 'string' || !schema.$ref.startsWith('#/')) return { schema, name: undefined };
+/** The value a local reference (`#/components/…`) points at in this document. */
+function lookup(doc, ref) {
   let target = doc;
-  for (const part of schema.$ref.slice(2).split('/')) target = target && target[part.replace(/~1/g, '/').replace(/~0/g, '~')];
-  return { schema: target, name: schema.$ref.split('/').pop() };
+  for (const part of ref.slice(2).split('/')) target = target && target[part.replace(/~1/g, '/').replace(/~0/g, '~')];
+  return target;
+}
+
+/**
+ * The schema with every local $ref replaced by what it points at (its sibling keywords kept), so an
+ * `anyOf` of references or a nested definition shows its fields; a reference to a schema it is
+ * already inside (a recursive one) is left as written.
+ */
+function inline(doc, schema, seen) {
+  if (Array.isArray(schema)) return schema.map((item) => inline(doc, item, seen));
+  if (!schema || typeof schema !== 'object') return schema;
+  if (typeof schema.$ref === 'string' && schema.$ref.startsWith('#/') && !seen.includes(schema.$ref)) {
+    const { $ref, ...siblings } = schema;
+    const target = lookup(doc, $ref);
+    if (target && typeof target === 'object') return { ...inline(doc, target, [...seen, $ref]), ...inline(doc, siblings, seen) };
+  }
+  const out = {};
+  for (const [key, value] of Object.entries(schema)) out[key] = inline(doc, value, seen);
+  return out;
 }
 
 function schemaBlock(doc, label, schema) {
-  const { schema: resolved, name } = resolve(doc, schema);
+  const name = schema && typeof schema.$ref === 'string' ? schema.$ref.split('/').pop() : undefined;
   const details = el('details');
   details.append(el('summary', name ? `${label}: ${name}` : label));
-  details.append(el('pre', JSON.stringify(resolved ?? {}, null, 2)));
+  details.append(el('pre', JSON.stringify(inline(doc, schema ?? {}, []), null, 2)));
   return details;
 }
 

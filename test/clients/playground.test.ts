@@ -701,6 +701,55 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
     }
   });
 
+  it('the rerank view shows the scores and order POST /v1/rerank answers, with bars and the token usage', async () => {
+    const { page, context, consoleErrors, requests } = await openPage({ key: KEY });
+    const query = 'Where did the cat sit?';
+    const documents = ['Stock markets fell sharply today.', 'The cat sat on the mat.', 'A cat was sitting on a rug.', 'The weather will be sunny tomorrow.'];
+    try {
+      await page.goto(server.url);
+      await page.waitForSelector('#rerank-model option');
+      // Rerank models first, then the embedding models (which rank by cosine); the bundled embedding model is always there.
+      const offered = await page.$$eval('#rerank-model option', (o) => o.map((x) => x.textContent));
+      expect(offered).toContain(EMBED_MODEL);
+      expect(offered).not.toContain(CHAT_MODEL);
+      await page.click('#tab-rerank');
+      await page.select('#rerank-model', EMBED_MODEL);
+      await setValue(page, '#rerank-query', query);
+      await setValue(page, '#rerank-documents', documents.join('\n'));
+      await page.focus('#rerank-documents');
+      await page.keyboard.down('Control');
+      await page.keyboard.press('Enter');
+      await page.keyboard.up('Control');
+      await page.waitForSelector('#rerank-results li', { timeout: PAGE_TIMEOUT_MS });
+      const shown = await page.$$eval('#rerank-results li', (items) => items.map((li) => ({
+        index: Number((li as HTMLElement).dataset.index),
+        score: Number((li as HTMLElement).dataset.score),
+        exact: li.querySelector('.rerank-score')!.textContent,
+        text: li.querySelector('.rerank-text')!.textContent,
+        width: (li.querySelector('.bar-fill') as HTMLElement).style.width,
+      })));
+      const status = await page.$eval('#rerank-status', (n) => n.textContent ?? '');
+      const answer = (await (await api('/v1/rerank', { model: EMBED_MODEL, query, documents, top_n: documents.length, return_documents: true })).json()) as {
+        results: { index: number; relevance_score: number; document?: { text: string } }[]; usage: { total_tokens: number };
+      };
+      expect(shown.map((r) => r.index)).toEqual(answer.results.map((r) => r.index));
+      expect(shown).toHaveLength(documents.length);
+      shown.forEach((r, i) => {
+        const expected = answer.results[i]!;
+        expect(r.score).toBe(expected.relevance_score);
+        expect(r.exact).toBe(expected.relevance_score.toFixed(6));
+        expect(r.text).toBe(documents[expected.index]);
+        expect(Number.parseFloat(r.width)).toBeCloseTo(Math.max(0, Math.min(1, expected.relevance_score)) * 100, 3);
+      });
+      expect(status).toContain(`${answer.usage.total_tokens} tokens in all`);
+      expect(consoleErrors).toEqual([]);
+      expect(requests.filter((u) => !u.startsWith(server.url))).toEqual([]);
+      await shot(page, 'rerank');
+    } finally {
+      await context.close();
+    }
+  });
+
   it('without a key the page shows the 401; a wrong key is refused plainly; the right one works', async () => {
     const { page, context } = await openPage();
     try {
