@@ -6,14 +6,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import type { Browser } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openApiPath } from '../../src/http/reference/openapi.js';
 import { EMBED_MODEL, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { CHROMIUM, launchChromium, warnIfNoChromium, watchedPage } from '../helpers/browser.js';
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => fs.existsSync(p));
-if (!CHROMIUM) console.warn('api-docs.test.ts: SKIPPED, no Chromium at /usr/bin/chromium (apt-get install chromium)');
+warnIfNoChromium('api-docs.test.ts');
 
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'playground');
 const KEY = 'sk-api-docs-test';
@@ -29,7 +29,7 @@ interface Shown { id: string; method: string; path: string; hidden: boolean; blo
 describe.skipIf(!CHROMIUM)('the API reference page (/docs) in headless Chromium', () => {
   beforeAll(async () => {
     server = await startRealServer({ apiKeys: [KEY], only: [EMBED_MODEL] });
-    browser = await puppeteer.launch({ executablePath: CHROMIUM!, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -37,16 +37,7 @@ describe.skipIf(!CHROMIUM)('the API reference page (/docs) in headless Chromium'
   });
 
   it('lists every route with its method, request and response schemas; the filter works; nothing leaves the host', async () => {
-    const context = await browser.createBrowserContext();
-    const page = await context.newPage();
-    const consoleErrors: string[] = [];
-    const requests: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(String(error)));
-    page.on('request', (request) => requests.push(request.url()));
-    await page.setViewport({ width: 1200, height: 800 });
+    const { page, context, consoleErrors, requests } = await watchedPage(browser);
     try {
       const doc = (await (await fetch(`${server.url}/openapi.json`)).json()) as Json;
       await page.goto(`${server.url}/docs`, { waitUntil: 'networkidle0' });

@@ -5,18 +5,18 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import puppeteer, { type Browser, type BrowserContext, type Page } from 'puppeteer-core';
+import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 import { modelVariant } from '../helpers/model-variant.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
+import { CHROMIUM, launchChromium, warnIfNoChromium, watchedPage, type Watched } from '../helpers/browser.js';
 
 /** The page's renderer (src/web/markdown.js), a global of its scripts: used inside page.evaluate. */
 declare const Markdown: { render(text: string): DocumentFragment };
 
-const CHROMIUM = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => fs.existsSync(p));
-if (!CHROMIUM) console.warn('playground.test.ts: SKIPPED, no Chromium at /usr/bin/chromium (apt-get install chromium)');
+warnIfNoChromium('playground.test.ts');
 
 /** Screenshots of each view (git-ignored). */
 const ARTIFACTS = path.join(ROOT, 'test-artifacts', 'playground');
@@ -96,28 +96,8 @@ let server: RealServer;
 let browser: Browser;
 let modelsDir: string;
 
-interface Watched {
-  page: Page;
-  context: BrowserContext;
-  consoleErrors: string[];
-  requests: string[];
-}
-
 /** A fresh incognito page that records console errors and every request it makes. */
-async function openPage(options: { key?: string } = {}): Promise<Watched> {
-  const context = await browser.createBrowserContext();
-  const page = await context.newPage();
-  const consoleErrors: string[] = [];
-  const requests: string[] = [];
-  page.on('console', (message) => {
-    if (message.type() === 'error') consoleErrors.push(message.text());
-  });
-  page.on('pageerror', (error) => consoleErrors.push(String(error)));
-  page.on('request', (request) => requests.push(request.url()));
-  if (options.key) await page.evaluateOnNewDocument((k: string) => sessionStorage.setItem('local-inference-server.api-key', k), options.key);
-  await page.setViewport({ width: 1200, height: 800 });
-  return { page, context, consoleErrors, requests };
-}
+const openPage = (options: { key?: string } = {}): Promise<Watched> => watchedPage(browser, options);
 
 async function shot(page: Page, name: string) {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -160,7 +140,7 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
     // SECOND_MODEL is not pinned: it loads on first use and has an idle timer (the server view shows it).
     const lifecycle = { pinned: [CHAT_MODEL, EMBED_MODEL], keepAliveMs: IDLE_MS, maxLoadedModels: 0, loadTimeoutMs: PAGE_TIMEOUT_MS };
     server = await startRealServer({ apiKeys: [KEY], modelsDir, only: [CHAT_MODEL, SECOND_MODEL, EMBED_MODEL], script, lifecycle });
-    browser = await puppeteer.launch({ executablePath: CHROMIUM!, headless: true, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
