@@ -16,7 +16,7 @@ import type { ChatModel } from '../chat/model.js';
 import { markBusy } from './protocol.js';
 
 /** How long an `abort` fault's forward pass runs before the process ends. */
-const ABORT_AFTER_MS = 300;
+const ABORT_AFTER_MS = 1_000;
 
 /** Holds this thread, as one long synchronous operation does. */
 const block = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
