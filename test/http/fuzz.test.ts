@@ -122,8 +122,10 @@ describe('fuzzing (fake inference)', () => {
 
   it('reached the handlers, not only the front door', () => {
     console.log(`fuzz: ${[...statuses.values()].reduce((a, b) => a + b, 0)} requests, by status ${JSON.stringify(Object.fromEntries([...statuses].sort()))}`);
-    // Successes, validation errors, auth errors and unknown models were all exercised.
-    for (const status of [200, 400, 401, 404, 415]) expect(statuses.get(status) ?? 0, `status ${status}: ${JSON.stringify([...statuses])}`).toBeGreaterThan(20);
+    // Successes, validation errors, auth errors and unknown models were all exercised. Unknown
+    // models are the rarest draw (one run of 3,000 requests drew 18, another 42): at least 5 of
+    // each says the handler was reached without depending on the seed's luck.
+    for (const status of [200, 400, 401, 404, 415]) expect(statuses.get(status) ?? 0, `status ${status}: ${JSON.stringify([...statuses])}`).toBeGreaterThanOrEqual(5);
   });
 
   it('stays healthy afterwards', async () => {
