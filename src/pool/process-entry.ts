@@ -19,12 +19,8 @@ const send = (message: FromChild) => {
 /** Errors in log fields cross as their name, message and stack. */
 const plain = (fields: object): Record<string, unknown> =>
   Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v]));
-const logger: Logger = {
-  error: (fields, msg) => send({ type: 'log', level: 'error', fields: plain(fields), msg }),
-  warn: (fields, msg) => send({ type: 'log', level: 'warn', fields: plain(fields), msg }),
-  info: (fields, msg) => send({ type: 'log', level: 'info', fields: plain(fields), msg }),
-  debug: (fields, msg) => send({ type: 'log', level: 'debug', fields: plain(fields), msg }),
-};
+const logAt = (level: keyof Logger) => (fields: object, msg: string) => send({ type: 'log', level, fields: plain(fields), msg });
+const logger: Logger = { error: logAt('error'), warn: logAt('warn'), info: logAt('info'), debug: logAt('debug') };
 
 /** Test hooks the parent chose for a request, found by the request object the pool is handed. */
 const testHooks = new WeakMap<ChatRequest, GenerationTestHooks>();
@@ -84,8 +80,12 @@ async function call(message: Extract<ToChild, { type: 'call' }>): Promise<void> 
     if (toCoreError(error).code === 'internal') logger.error({ err: error, method }, 'model process call failed');
   } finally {
     cancels.delete(id);
-    sendState();
   }
+}
+
+/** Stops the pool's work (its close waits for running tasks to stop at their next step) and ends the process. */
+function closeAndExit(): void {
+  void (pool?.close() ?? Promise.resolve()).finally(() => process.exit(0));
 }
 
 process.on('message', (message: ToChild) => {
@@ -104,9 +104,9 @@ process.on('message', (message: ToChild) => {
       cancels.get(message.id)?.abort();
       return;
     case 'close':
-      void (pool?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+      closeAndExit();
       return;
   }
 });
 // The server is gone (or closed the channel): nothing is left to serve.
-process.on('disconnect', () => void (pool?.close() ?? Promise.resolve()).finally(() => process.exit(0)));
+process.on('disconnect', closeAndExit);

@@ -44,6 +44,23 @@ const strings = (m: GgufMetadata, key: string): string[] => {
   return Array.isArray(value) ? value.map(String) : [];
 };
 
+/** The token a `tokenizer.ggml.<key>_token_id` names (bos, eos, unknown, padding...), or null. */
+const tokenNamed = (metadata: GgufMetadata, tokens: readonly string[], key: string): string | null => {
+  const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
+  return typeof id === 'number' ? tokens[id] ?? null : null;
+};
+
+/** tokenizer.json's entry for an added token. */
+const addedToken = (id: number, content: string, special: boolean) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+
+/** tokenizer.json's post-processor that puts `bos` (id `id`) before a text, and before a pair. */
+const bosFirst = (bos: string, id: number | undefined) => ({
+  type: 'TemplateProcessing',
+  single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
+  pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
+  special_tokens: { [bos]: { id: bos, ids: [id], tokens: [bos] } },
+});
+
 /**
  * A BERT WordPiece vocabulary (`tokenizer.ggml.model` bert: BERT, MiniLM, bge-small, nomic-embed)
  * as tokenizer.json has it. llama.cpp's converter marks a word's first piece with U+2581 and drops
@@ -58,13 +75,10 @@ function wordPieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   const added: Array<Record<string, unknown>> = [];
   tokens.forEach((token, id) => {
     const control = types[id] === CONTROL;
-    if (control) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+    if (control) added.push(addedToken(id, token, true));
     vocab[control || /^\[.*\]$/.test(token) ? token : token.startsWith('\u2581') ? token.slice(1) : `##${token}`] = id;
   });
-  const name = (key: string) => {
-    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
-    return typeof id === 'number' ? tokens[id] ?? null : null;
-  };
+  const name = (key: string) => tokenNamed(metadata, tokens, key);
   const cls = name('bos') ?? '[CLS]';
   const sep = name('seperator') ?? '[SEP]';
   const unk = name('unknown') ?? '[UNK]';
@@ -101,7 +115,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   const added: Array<Record<string, unknown>> = [];
   tokens.forEach((token, id) => {
     const type = types[id] ?? 1;
-    if (type === CONTROL || type === USER_DEFINED) added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type === CONTROL });
+    if (type === CONTROL || type === USER_DEFINED) added.push(addedToken(id, token, type === CONTROL));
     if (!(token in vocab)) vocab[token] = id;
   });
   const merges: Array<{ pair: [string, string]; score: number; id: number }> = [];
@@ -116,10 +130,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     }
   });
   merges.sort((a, b) => b.score - a.score || a.id - b.id);
-  const name = (key: string) => {
-    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
-    return typeof id === 'number' ? tokens[id] ?? null : null;
-  };
+  const name = (key: string) => tokenNamed(metadata, tokens, key);
   const bos = name('bos');
   const addBos = metadata.get('tokenizer.ggml.add_bos_token') !== false && bos !== null;
   const prefix = metadata.get('tokenizer.ggml.add_space_prefix') !== false;
@@ -130,7 +141,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '\u2581' }, spaces] } : spaces,
     pre_tokenizer: null,
     post_processor: addBos
-      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [vocab[bos]], tokens: [bos] } } }
+      ? bosFirst(bos, vocab[bos])
       : null,
     decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : [])] },
     model: { type: 'BPE', dropout: null, unk_token: name('unknown'), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges: merges.map((m) => m.pair) },
@@ -164,18 +175,11 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     const type = types[id] ?? 1;
     if (type === UNUSED) return;
     if (type === CONTROL || type === USER_DEFINED) {
-      added.push({ id, content: token, single_word: false, lstrip: false, rstrip: false, normalized: false, special: type === CONTROL });
+      added.push(addedToken(id, token, type === CONTROL));
     }
     vocab[token] = id;
   });
-  const specialId = (key: string) => {
-    const id = metadata.get(`tokenizer.ggml.${key}_token_id`);
-    return typeof id === 'number' && tokens[id] !== undefined ? id : null;
-  };
-  const special = (key: string) => {
-    const id = specialId(key);
-    return id === null ? null : tokens[id]!;
-  };
+  const special = (key: string) => tokenNamed(metadata, tokens, key);
   const bos = special('bos');
   const addBos = metadata.get('tokenizer.ggml.add_bos_token') === true && bos !== null;
   const json = {
@@ -184,7 +188,7 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     normalizer: pre.normalizer ?? null,
     pre_tokenizer: pre.pre,
     post_processor: addBos
-      ? { type: 'TemplateProcessing', single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }], pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }], special_tokens: { [bos]: { id: bos, ids: [specialId('bos')], tokens: [bos] } } }
+      ? bosFirst(bos, metadata.get('tokenizer.ggml.bos_token_id') as number)
       : null,
     decoder: byteLevel(true),
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },

@@ -143,11 +143,11 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
       ...kv,
     });
     notes.push(`llama.cpp on ${device}: ${engine.generationBatchSize} sequences of ${info.contextLength} tokens, flash attention ${context.flashAttention ? 'on' : 'off'}`);
-  } else if (info.task === 'rerank') {
-    ranking = await model.createRankingContext({ contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads });
-    notes.push(`llama.cpp on ${device}`);
   } else {
-    embedding = await model.createEmbeddingContext({ contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads });
+    // An encoder's input goes through in one pass: a batch as long as its context.
+    const encoder = { contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads };
+    if (info.task === 'rerank') ranking = await model.createRankingContext(encoder);
+    else embedding = await model.createEmbeddingContext(encoder);
     notes.push(`llama.cpp on ${device}`);
   }
   const eos = ['eos', 'eot', 'eom'].map((k) => ggufNumber(metadata, `tokenizer.ggml.${k}_token_id`)).filter((id): id is number => id !== undefined);
