@@ -11,7 +11,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext, TokenBias } from 'node-llama-cpp';
+import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { LogFn } from '../../core/log.js';
 import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
@@ -36,8 +36,6 @@ export interface LlamaLoaded extends LoadedTokenizer {
   ranking?: LlamaRankingContext;
   /** Where it runs, for the log and /v1/models: `cpu`, or the GPU backend and the layers on it. */
   device: string;
-  /** An empty logit bias for this model (node-llama-cpp's class, imported with the runtime). */
-  newTokenBias: () => TokenBias;
   /** Bytes of KV one token takes in the context (the prompt cache's count). */
   kvBytesPerToken: number;
   notes: string[];
@@ -119,7 +117,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   const file = info.gguf?.parts[0];
   if (!file) throw new Error(`${info.id} is not a GGUF model`);
   const metadata = readGgufMetadata(file);
-  const [{ tokenizer }, llama, { TokenBias }] = await Promise.all([loadGgufTokenizer(info, metadata), llamaRuntime(engine, log), bindings()]);
+  const [{ tokenizer }, llama] = await Promise.all([loadGgufTokenizer(info, metadata), llamaRuntime(engine, log)]);
   const onGpu = llama.gpu !== false;
   const model = await llama.loadModel({ modelPath: file, gpuLayers: onGpu ? engine.gpuLayers : 0 });
   const notes: string[] = [];
@@ -164,7 +162,6 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
     ...(embedding ? { embedding } : {}),
     ...(ranking ? { ranking } : {}),
     device,
-    newTokenBias: () => TokenBias.for(model),
     kvBytesPerToken: kvBytesPerToken(metadata, engine),
     notes,
     engine,

@@ -11,8 +11,8 @@
  *   recently used free sequence and evaluates its whole prompt.
  * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
  *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
- *   disallows, end-of-generation tokens included (node-llama-cpp's TokenBias skips those, so the map
- *   is set on it directly: exact for the pinned 3.21.1). When the caller reads each step's
+ *   disallows, end-of-generation tokens included, handed to the addon as typed arrays made once per
+ *   mask (./mask-bias.ts). When the caller reads each step's
  *   distribution (log probabilities), or asks for penalties over different spans than llama.cpp's
  *   one penalty window, the step takes the model's whole distribution from llama.cpp (greedy chain,
  *   no bias: its softmax of the raw logits) and the token is chosen here by the ONNX engine's
@@ -28,6 +28,7 @@ import type { PromptCacheStats } from '../../core/hooks.js';
 import { allows, type LogitsMask, type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
 import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
+import { acceptMaskBias, maskBias } from './mask-bias.js';
 
 interface Slot {
   sequence: LlamaContextSequence;
@@ -71,7 +72,11 @@ class LlamaSequences implements SequenceEngine {
   constructor(private readonly loaded: LlamaLoaded) {
     const context = loaded.context;
     if (!context) throw new Error(`${loaded.info.id} has no generation context`);
-    this.slots = Array.from({ length: context.totalSequences }, () => ({ sequence: context.getSequence({ contextShift: noShift }), busy: false, lastUsed: 0 }));
+    this.slots = Array.from({ length: context.totalSequences }, () => {
+      const sequence = context.getSequence({ contextShift: noShift });
+      acceptMaskBias(sequence);
+      return { sequence, busy: false, lastUsed: 0 };
+    });
   }
 
   lookup(promptIds: readonly number[]): SlotPrefix | null {
@@ -165,10 +170,10 @@ class LlamaSequences implements SequenceEngine {
     let mask = await spec.logitsMask?.();
     if (mask === null || !(await this.prefill(sequence, spec, input))) return;
     input = input.slice(-1);
-    let bias = biasOf(this.loaded, mask, vocab);
+    let bias = mask ? maskBias(mask, vocab) : undefined;
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
-      : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: () => bias, yieldEogToken: true });
+      : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: (() => bias) as unknown as () => TokenBias, yieldEogToken: true });
     try {
       let replacement: Token | undefined;
       for (;;) {
@@ -189,7 +194,7 @@ class LlamaSequences implements SequenceEngine {
         if (spec.onToken(token) || generated.length >= spec.maxTokens || spec.cancelled()) return;
         mask = await spec.logitsMask?.();
         if (mask === null) return;
-        if (!plan) bias = biasOf(this.loaded, mask, vocab);
+        if (!plan) bias = mask ? maskBias(mask, vocab) : undefined;
       }
     } finally {
       spec.busy?.(false);
@@ -203,17 +208,6 @@ function distribution(probabilities: Map<Token, number> | undefined, vocab: numb
   const row = new Float32Array(vocab).fill(-Infinity);
   if (probabilities) for (const [token, p] of probabilities) if (token < vocab) row[token] = Math.log(p);
   return row;
-}
-
-/** A mask as llama.cpp's logit bias: -inf on each token it disallows (empty when there is no mask). */
-function biasOf(loaded: LlamaLoaded, mask: LogitsMask | undefined, vocab: number): TokenBias {
-  const bias = loaded.newTokenBias();
-  if (!mask) return bias;
-  const never = new Map<Token, number>();
-  for (let id = 0; id < vocab; id++) if (!allows(mask, id)) never.set(id as Token, -Infinity);
-  // TokenBias.set refuses end-of-generation tokens; a grammar that is not complete must refuse them too.
-  (bias as unknown as { _biases: Map<Token, number> })._biases = never;
-  return bias;
 }
 
 /**
