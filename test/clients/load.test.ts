@@ -9,14 +9,14 @@ import http from 'node:http';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { median, percentile } from '../../scripts/bench/report.js';
-import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { CHAT_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 
 const ROUND_MS = 2_000;
 let child: ChildProcess;
 let url: string;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', '--max-queue', '2', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', SERVED_MODELS_DIR, '--port', '0', '--log-level', 'warn', '--max-queue', '2', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
   url = await new Promise((resolve, reject) => {
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => {
@@ -59,7 +59,7 @@ async function round(clients: number, make: (i: number) => { path: string; body:
   return { results, by };
 }
 
-const chat = (i: number) => ({ path: '/v1/messages', body: { model: 'tiny-qwen3-random', max_tokens: 24, messages: [{ role: 'user', content: `question ${i}` }] } });
+const chat = (i: number) => ({ path: '/v1/messages', body: { model: CHAT_MODEL, max_tokens: 24, messages: [{ role: 'user', content: `question ${i}` }] } });
 const embed = (i: number) => ({ path: '/v1/embeddings', body: { model: 'glove-sif-100d', input: Array.from({ length: 64 }, (_, k) => `sentence ${i} number ${k} about rivers and music`) } });
 
 describe('load on loopback (server process, max queue 2)', () => {

@@ -9,7 +9,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+import { CHAT_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 
 const LOAD_MS = 3_000;
 const KILL_AFTER_MS = 1_000;
@@ -35,7 +35,7 @@ function freePort(): Promise<number> {
 }
 
 function startReplica(): Promise<{ child: ChildProcess; port: number }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', MODELS_DIR, '--port', '0', '--log-level', 'warn', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/main.ts'), '--models-dir', SERVED_MODELS_DIR, '--port', '0', '--log-level', 'warn', '--preload', '*'], { stdio: ['ignore', 'ignore', 'pipe'] });
   children.push(child);
   let stderr = '';
   return new Promise((resolve, reject) => {
@@ -85,7 +85,7 @@ describe.skipIf(!HAS_NGINX)(TITLE, () => {
       const res = await fetch(`${nginxUrl}/v1/messages`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-session-id': session },
-        body: JSON.stringify({ model: 'tiny-qwen3-random', max_tokens: 4, temperature: 0, system: `A long system prompt for ${session}. `.repeat(40), messages }),
+        body: JSON.stringify({ model: CHAT_MODEL, max_tokens: 4, temperature: 0, system: `A long system prompt for ${session}. `.repeat(40), messages }),
       });
       expect(res.status).toBe(200);
       return (await res.json()) as { content: Array<{ text: string }>; usage: { input_tokens: number; cache_read_input_tokens: number } };
@@ -124,7 +124,7 @@ describe.skipIf(!HAS_NGINX)(TITLE, () => {
       for (let i = 0; Date.now() < deadline; i++) {
         const status = (c + i) % 2
           ? await post('/v1/embeddings', { model: 'glove-sif-100d', input: `request ${i} from client ${c}` })
-          : await post('/v1/messages', { model: 'tiny-qwen3-random', max_tokens: 8, messages: [{ role: 'user', content: `hello ${i}` }] });
+          : await post('/v1/messages', { model: CHAT_MODEL, max_tokens: 8, messages: [{ role: 'user', content: `hello ${i}` }] });
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
       }
     }));

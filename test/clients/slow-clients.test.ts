@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY } from '../../scripts/fuzz/cases.js';
 import { serverSettings, startChildServer, type ChildServer } from '../../scripts/fuzz/server.js';
 import { formatSlowSummary, runSlowClients, slowClientSettings } from '../../scripts/fuzz/slow.js';
+import { SERVED_MODELS_DIR } from '../helpers/paths.js';
 
 const SLOW = 20;
 const TIMEOUTS = { HEADERS_TIMEOUT_MS: 2_000, BODY_TIMEOUT_MS: 3_000, KEEP_ALIVE_TIMEOUT_MS: 2_000 };
@@ -26,7 +27,8 @@ if (SKIP) console.warn(`[slow-clients] ${SKIP}`);
 
 let server: ChildServer;
 beforeAll(async () => {
-  if (!SKIP) server = await startChildServer({ args: ['--api-key', API_KEY], env: settings.env });
+  if (!SKIP) // A later --models-dir wins: the GGUF test model's folder under TEST_CHAT_ENGINE=llama (its ordinary requests name FUZZ_CHAT_MODEL).
+  if (!SKIP) server = await startChildServer({ args: ['--api-key', API_KEY, '--models-dir', SERVED_MODELS_DIR], env: settings.env });
 });
 afterAll(async () => {
   await server?.stop();
