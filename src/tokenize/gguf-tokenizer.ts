@@ -1,7 +1,8 @@
 /**
  * A GGUF model's tokenizer as transformers.js runs it, rebuilt from the file's own metadata: the
  * inverse of what llama.cpp's converter (convert_hf_to_gguf.py) writes for a byte-level BPE
- * tokenizer (and for SentencePiece BPE and BERT's WordPiece: sentencePieceFromGguf, wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
+ * tokenizer (and for SentencePiece BPE, SentencePiece unigram and BERT's WordPiece: sentencePieceFromGguf,
+ * unigramFromGguf, wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
  * path as an ONNX model's tokenizer.json; a test holds the result to llama.cpp's own tokenization.
  *
  * What is read: `tokenizer.ggml.tokens`, `token_type` (control tokens become special added tokens;
@@ -16,6 +17,7 @@ import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
 
 /** llama.cpp's token types (llama-vocab.h). */
+const UNKNOWN = 2;
 const CONTROL = 3;
 const USER_DEFINED = 4;
 const UNUSED = 5;
@@ -159,11 +161,93 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   return new PreTrainedTokenizer(json, config);
 }
 
+/**
+ * A SentencePiece unigram vocabulary (`tokenizer.ggml.model` t5: T5, and XLM-RoBERTa's bge-m3 and
+ * bge-reranker-v2-m3, which llama.cpp's converter writes the same way) as tokenizer.json has it.
+ * llama.cpp's tokenizer (llm_tokenizer_ugm) maps the text through the precompiled character map,
+ * escapes spaces as U+2581 (with `remove_extra_whitespaces`: one before each run of non-spaces and
+ * no other; else each space, and one more before the first run when `add_space_prefix`), then picks
+ * the segmentation with the highest sum of scores (Viterbi), a character no token covers as the
+ * unknown token at the lowest normal score less 10, consecutive unknowns as one. Unigram does the
+ * same; transformers.js's Precompiled normalizer applies NFKC rather than reading the map (as it
+ * does for the same tokenizer.json beside an ONNX export). Tokens llama.cpp leaves out of the search
+ * (unknown, control and byte tokens) stand in the model's vocabulary under a text no input holds,
+ * and come back under their own as added tokens; user-defined tokens are added tokens too (llama.cpp
+ * splits the text on them before normalizing, as on control tokens) and score 0, as llama.cpp scores them.
+ */
+function unigramFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+  if (metadata.get('tokenizer.ggml.treat_whitespace_as_suffix') === true || metadata.get('tokenizer.ggml.escape_whitespaces') === false) {
+    throw new Error("the GGUF's unigram tokenizer treats whitespace in a way the server does not rebuild; put its tokenizer.json beside it");
+  }
+  const tokens = strings(metadata, 'tokenizer.ggml.tokens');
+  const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
+  const scores = (metadata.get('tokenizer.ggml.scores') as number[] | undefined) ?? [];
+  const added: Array<Record<string, unknown>> = [];
+  const vocab = tokens.map((token, id): [string, number] => {
+    const type = types[id] ?? 1;
+    if (type === UNKNOWN || type === CONTROL || type === BYTE) {
+      added.push(addedToken(id, token, type !== BYTE));
+      return [`\uFFFF${id}`, 0];
+    }
+    if (type === USER_DEFINED) added.push(addedToken(id, token, false));
+    return [token, type === USER_DEFINED ? 0 : scores[id] ?? 0];
+  });
+  const name = (key: string) => tokenNamed(metadata, tokens, key);
+  const unknown = metadata.get('tokenizer.ggml.unknown_token_id');
+  const bos = name('bos');
+  const eos = name('eos');
+  // llama.cpp's defaults for this tokenizer: no BOS, an EOS (T5); XLM-R's GGUFs say both.
+  const addBos = metadata.get('tokenizer.ggml.add_bos_token') === true && bos !== null;
+  const addEos = metadata.get('tokenizer.ggml.add_eos_token') !== false && eos !== null;
+  const prefix = metadata.get('tokenizer.ggml.add_space_prefix') !== false;
+  const merge = metadata.get('tokenizer.ggml.remove_extra_whitespaces') === true;
+  const charsmap = metadata.get('tokenizer.ggml.precompiled_charsmap');
+  const replace = (regex: string, content: string) => ({ type: 'Replace', pattern: { Regex: regex }, content });
+  const spaces = merge
+    // Each run of non-spaces after its spaces becomes one U+2581 and the run; trailing spaces go.
+    ? [replace(' *([^ ]+)', '\u2581$1'), replace(' +', '')]
+    : [...(prefix ? [replace('^( *)([^ ])', '$1\u2581$2')] : []), { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' }];
+  const special = (token: string | null) => (token === null ? [] : [{ SpecialToken: { id: token, type_id: 0 } }]);
+  const a = [...(addBos ? special(bos) : []), { Sequence: { id: 'A', type_id: 0 } }, ...(addEos ? special(eos) : [])];
+  // A pair as XLM-R's (<s> A </s></s> B </s>) when both ends are added, else A </s> B </s> (T5).
+  const b = [...(addBos && addEos ? special(eos) : []), { Sequence: { id: 'B', type_id: 0 } }, ...(addEos ? special(eos) : [])];
+  const ends = [...(addBos ? [bos!] : []), ...(addEos ? [eos!] : [])];
+  const json = {
+    version: '1.0',
+    added_tokens: added,
+    normalizer: {
+      type: 'Sequence',
+      normalizers: [
+        ...(Array.isArray(charsmap) && charsmap.length > 0 ? [{ type: 'Precompiled', precompiled_charsmap: Buffer.from(charsmap as number[]).toString('base64') }] : []),
+        ...spaces,
+      ],
+    },
+    pre_tokenizer: null,
+    post_processor: ends.length > 0
+      ? { type: 'TemplateProcessing', single: a, pair: [...a, ...b], special_tokens: Object.fromEntries(ends.map((t) => [t, { id: t, ids: [tokens.indexOf(t)], tokens: [t] }])) }
+      : null,
+    decoder: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: prefix ? 'always' : 'never', split: true },
+    model: { type: 'Unigram', unk_id: typeof unknown === 'number' ? unknown : null, vocab, byte_fallback: false },
+  };
+  const config = {
+    add_bos_token: addBos,
+    add_eos_token: addEos,
+    bos_token: bos,
+    eos_token: eos,
+    pad_token: name('padding'),
+    unk_token: name('unknown'),
+    clean_up_tokenization_spaces: false,
+    chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
+  };
+  return new PreTrainedTokenizer(json, config);
+}
+
 /** A transformers.js tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata). */
 export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   const model = ggufString(metadata, 'tokenizer.ggml.model');
   if (model === 'bert') return wordPieceFromGguf(metadata);
   if (model === 'llama') return sentencePieceFromGguf(metadata);
+  if (model === 't5') return unigramFromGguf(metadata);
   const preName = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
   const pre = (PRE_TOKENIZERS as Record<string, { pre: unknown; normalizer?: unknown } | undefined>)[preName];
   if (model !== 'gpt2' || !pre) throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);

@@ -43,29 +43,56 @@ describe('the tokenizer rebuilt from GGUF metadata', () => {
     for (const text of texts) expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(model.tokenize(text, true));
   });
 
-  it.each([[true, 'Llama 2 and Mistral'], [false, 'Gemma']])('gives llama.cpp\'s own tokens and text for a SentencePiece vocabulary, add_space_prefix %s (%s)', async (addSpacePrefix) => {
+  /** Texts for the SentencePiece vocabularies: whitespace runs at either end, tabs, unknown characters, special tokens. */
+  const SP_TEXTS = ['Hello world! How are you?', '  two  spaces and\ttabs\n\nnew lines ', 'naïve café 日本語 😀 ¿qué?', 'def f(x):\n    return x ** 2', '<start_of_turn>user\nHi<end_of_turn>', "I'LL see you're 12345.678", 'ǅ ꙮꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 zzqxj', ' leading', 'trailing   ', '   '];
+
+  /** Builds a vocabulary-only GGUF (the first 32k of Gemma 3's tokens: special, byte and common ones) and runs `check` on it with llama.cpp's model of it. */
+  async function withSpmVocab(options: Omit<Parameters<typeof buildSpmVocabGguf>[1], 'vocabSize'>, check: (tokenizer: ReturnType<typeof tokenizerFromGguf>, spm: LlamaModel, unknown: number) => void): Promise<void> {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'spm-gguf-'));
     try {
       const file = path.join(dir, 'spm.gguf');
-      buildSpmVocabGguf(file, { addSpacePrefix });
-      const tokenizer = tokenizerFromGguf(readGgufMetadata(file));
+      buildSpmVocabGguf(file, { ...options, vocabSize: 32_000 });
       const spm = await model.llama.loadModel({ modelPath: file, vocabOnly: true });
       try {
-        const texts = ['Hello world! How are you?', '  two  spaces and\ttabs\n\nnew lines ', 'naïve café 日本語 😀 ¿qué?', 'def f(x):\n    return x ** 2', '<start_of_turn>user\nHi<end_of_turn>', "I'LL see you're 12345.678", 'ǅ ꙮ 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 zzqxj'];
-        for (const text of texts) {
-          const ids = [...spm.tokenize(text, true)];
-          expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(ids);
-          // (Runs of spaces are user-defined tokens in this vocabulary, which llama.cpp spells with their ▁ marks.)
-          if (!/ {2}/.test(text)) expect(tokenizer.decode(ids), text).toBe(spm.detokenize(ids as never, true));
-        }
-        expect(tokenizer.encode('Hi')[0]).toBe(spm.tokens.bos); // add_bos_token
+        const metadata = readGgufMetadata(file);
+        check(tokenizerFromGguf(metadata), spm, metadata.get('tokenizer.ggml.unknown_token_id') as number);
       } finally {
         await spm.dispose();
       }
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  });
+  }
+
+  it.each([[true, 'Llama 2 and Mistral'], [false, 'Gemma']])('gives llama.cpp\'s own tokens and text for a SentencePiece BPE vocabulary, add_space_prefix %s (%s)', (addSpacePrefix) =>
+    withSpmVocab({ addSpacePrefix }, (tokenizer, spm) => {
+      for (const text of SP_TEXTS) {
+        const ids = [...spm.tokenize(text, true)];
+        expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(ids);
+        // (Runs of spaces are user-defined tokens in this vocabulary, which llama.cpp spells with their ▁ marks.)
+        if (!/^ | {2}/.test(text)) expect(tokenizer.decode(ids), text).toBe(spm.detokenize(ids as never, true));
+      }
+      expect(tokenizer.encode('Hi')[0]).toBe(spm.tokens.bos); // add_bos_token
+    }));
+
+  it.each([
+    [true, 'T5 and XLM-RoBERTa (bge-m3): <s> text </s>'],
+    [false, 'each space kept'],
+  ])('gives llama.cpp\'s own tokens for a SentencePiece unigram vocabulary, remove_extra_whitespaces %s (%s)', (merge) =>
+    withSpmVocab({ addSpacePrefix: true, unigram: { removeExtraWhitespaces: merge, addBos: merge, addEos: true } }, (tokenizer, spm, unknown) => {
+      let unknowns = 0;
+      for (const text of SP_TEXTS) {
+        const ids = [...spm.tokenize(text, true)];
+        unknowns += ids.filter((id) => id === unknown).length;
+        expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual(ids);
+        // (Text as llama.cpp writes it back: user-defined runs of spaces keep their ▁ marks there, and
+        // after a special token it keeps the next word's space; an embedding model's text is never decoded.)
+        if (!/^ | {2}|</.test(text)) expect(tokenizer.decode(ids, { skip_special_tokens: true }), text).toBe(spm.detokenize(ids as never, false));
+      }
+      expect(unknowns).toBeGreaterThan(0); // characters no token covers: runs of them are one unknown token on both
+      // The ends as an embedding input gets them: XLM-R's <s> and </s>, T5's </s>.
+      expect(tokenizer.encode('Hi')).toEqual([...(merge ? [spm.tokens.bos!] : []), ...spm.tokenize('Hi'), spm.tokens.eos!]);
+    }));
 
   it('gives llama.cpp\'s own tokens for a BERT WordPiece vocabulary: case, accents, punctuation, CJK, unknown words, [CLS] and [SEP]', async () => {
     const file = path.join(GGUF_EMBED_MODELS_DIR, TEST_GGUF_RERANK_MODEL, `${TEST_GGUF_RERANK_MODEL}-F32.gguf`);
