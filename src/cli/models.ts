@@ -44,7 +44,8 @@ const USAGE = `Usage:
   models rm <id>                   an ONNX model's folder; a GGUF model's files only (its folder
                                    too when nothing else is left in it)
   models pack <id...> -o FILE.tar  model folders, or models by id (a GGUF model: its files only)
-  models unpack FILE.tar [--force]
+  models unpack FILE.tar [--force] refuses a folder that exists (--force replaces it); a GGUF
+                                   quantization joins a folder holding other ones
   models ps [--url URL] [--all]    what a running server has loaded (API_KEYS' first key is sent)
 Flags for every command: --models-dir DIR (default: models, or MODELS_DIR),
   --hf-hub-cache DIR (default: HF_HUB_CACHE, else $HF_HOME/hub, else ~/.cache/huggingface/hub)

@@ -179,6 +179,29 @@ describe('rm, pack and unpack of GGUF models', () => {
     expect(await unpack({ modelsDir: again, archive: whole })).toEqual([NAME]);
     expect(served(again).map((m) => m.id)).toEqual([`${NAME}:Q4_K_M`, `${NAME}:Q8_0`]);
   });
+
+  it('unpack of one quantization over a folder holding another joins it; a quantization already there, or a shared file that differs, is refused', async () => {
+    const from = modelsDir('join-from');
+    await pull({ repo: `${REPO}:Q8_0`, revision: 'main', endpoint: hub.url, modelsDir: from });
+    fs.writeFileSync(path.join(from, NAME, 'manifest.json'), JSON.stringify({ displayName: 'Tiny' }));
+    const archive = path.join(root, 'join.tar');
+    await pack({ modelsDir: from, ids: [`${NAME}:Q8_0`], output: archive });
+
+    const to = modelsDir('join-to');
+    await pull({ repo: `${REPO}:Q4_K_M`, revision: 'main', endpoint: hub.url, modelsDir: to });
+    fs.writeFileSync(path.join(to, NAME, 'manifest.json'), JSON.stringify({ displayName: 'Tiny' }));
+    const lines: string[] = [];
+    expect(await unpack({ modelsDir: to, archive, log: (line) => lines.push(line) })).toEqual([NAME]);
+    expect(lines).toContain(`unpacked ${NAME}: tiny-Q8_0-00001-of-00002.gguf, tiny-Q8_0-00002-of-00002.gguf joined the quantizations there`);
+    expect(served(to).map((m) => m.id)).toEqual([`${NAME}:Q4_K_M`, `${NAME}:Q8_0`]);
+    await expect(unpack({ modelsDir: to, archive })).rejects.toThrow(`${path.join(to, NAME)} already exists (it holds tiny-Q8_0-00001-of-00002.gguf, tiny-Q8_0-00002-of-00002.gguf already); remove it first or unpack with --force`);
+
+    const other = modelsDir('join-differs');
+    await pull({ repo: `${REPO}:Q4_K_M`, revision: 'main', endpoint: hub.url, modelsDir: other });
+    fs.writeFileSync(path.join(other, NAME, 'manifest.json'), JSON.stringify({ displayName: 'Other' }));
+    await expect(unpack({ modelsDir: other, archive })).rejects.toThrow(`${path.join(other, NAME)} already exists (its manifest.json differs from the archive's); remove it first or unpack with --force`);
+    expect(served(other).map((m) => m.id)).toEqual([NAME]); // untouched
+  });
 });
 
 describe('the models command with a GGUF repository (npm bin)', () => {

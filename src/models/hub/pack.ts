@@ -7,7 +7,8 @@
  * file becomes a folder of its own, which serves it under the same id). `unpack` extracts into a dot
  * folder the registry ignores, verifies every file against the list (and refuses files that are not
  * on it), and only then moves the models into place, so a corrupted or tampered archive never
- * produces a loadable folder.
+ * produces a loadable folder. A GGUF quantization unpacked over a folder that holds another joins it
+ * (as `models pull` of a second quantization does), its shared files (manifest, tokenizer) equal.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -89,6 +90,29 @@ export interface UnpackOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * Whether the archive's folder `from` can join the existing folder `target` without replacing
+ * anything: both flat folders of GGUF models, none of `from`'s GGUF files in `target`, and every
+ * other file of `from` absent there or equal. The files to move in when it can; when it cannot, why
+ * (empty when `target` is simply not such a folder).
+ */
+function joinable(from: string, target: string): string[] | string {
+  const files = (dir: string) => (isDirectory(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []);
+  const incoming = files(from);
+  const present = files(target);
+  const gguf = (entries: fs.Dirent[]) => entries.filter((e) => e.isFile() && e.name.endsWith('.gguf')).map((e) => e.name);
+  if (gguf(incoming).length === 0 || gguf(present).length === 0 || incoming.some((e) => !e.isFile())) return '';
+  const clash = gguf(incoming).filter((name) => fs.existsSync(path.join(target, name)));
+  if (clash.length) return `it holds ${clash.join(', ')} already`;
+  const moved: string[] = [];
+  for (const { name } of incoming) {
+    const there = path.join(target, name);
+    if (!fs.existsSync(there)) moved.push(name);
+    else if (!fs.readFileSync(there).equals(fs.readFileSync(path.join(from, name)))) return `its ${name} differs from the archive's`;
+  }
+  return moved;
+}
+
 export async function unpack(options: UnpackOptions): Promise<string[]> {
   fs.mkdirSync(options.modelsDir, { recursive: true });
   const work = fs.mkdtempSync(path.join(options.modelsDir, '.unpack-'));
@@ -105,17 +129,27 @@ export async function unpack(options: UnpackOptions): Promise<string[]> {
     const ids = Object.keys(sums);
     const unexpected = fs.readdirSync(work).filter((name) => name !== CHECKSUMS_FILE && !ids.includes(name));
     if (unexpected.length) throw new ArchiveError(`${options.archive} holds entries not in its checksum list: ${unexpected.join(', ')}`);
+    const joins = new Map<string, string[]>();
     for (const id of ids) {
       if (!MODEL_ID_PATTERN.test(id)) throw new ArchiveError(`"${id}" in the archive is not a model id`);
       options.log?.(`verifying ${id}`);
       const problems = await verifyFolder(path.join(work, id), sums[id]!);
       if (problems.length) throw new ArchiveError(`${id} in ${options.archive} is corrupted or was altered:\n  ${problems.join('\n  ')}`);
-      if (fs.existsSync(path.join(options.modelsDir, id)) && !options.force) {
-        throw new ArchiveError(`${path.join(options.modelsDir, id)} already exists; remove it first or unpack with --force`);
+      const target = path.join(options.modelsDir, id);
+      if (fs.existsSync(target) && !options.force) {
+        const join = joinable(path.join(work, id), target);
+        if (typeof join === 'string') throw new ArchiveError(`${target} already exists${join ? ` (${join})` : ''}; remove it first or unpack with --force`);
+        joins.set(id, join);
       }
     }
     for (const id of ids) {
       const target = path.join(options.modelsDir, id);
+      const join = joins.get(id);
+      if (join) {
+        for (const name of join) fs.renameSync(path.join(work, id, name), path.join(target, name));
+        options.log?.(`unpacked ${id}: ${join.filter((n) => n.endsWith('.gguf')).join(', ')} joined the quantizations there`);
+        continue;
+      }
       fs.rmSync(target, { recursive: true, force: true });
       fs.renameSync(path.join(work, id), target);
       options.log?.(`unpacked ${id}`);
