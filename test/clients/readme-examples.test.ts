@@ -4,12 +4,14 @@
  * the same token counts (usage exactly), strings with `…` as patterns (test/helpers/doc-examples.ts).
  * Each example starts from unloaded models, as on a fresh `npm start`, so an example's cached-token
  * figures depend only on its own commands (a block may send the same request twice to show the
- * prompt cache at work; the answer shown is the last command's).
+ * prompt cache at work; the answer shown is the last command's). Under TEST_CHAT_ENGINE=llama the
+ * pages' chat model is read as the GGUF test model (the same weights, tokenizer and template on
+ * llama.cpp), in the requests and in the answers, so every count must come out the same there.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAT_MODEL, EMBED_MODEL, ROOT } from '../helpers/paths.js';
+import { CHAT_ENGINE, CHAT_MODEL, EMBED_MODEL, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { docExamples, parseCurl, parseExampleJson, REST, shapeDifferences, shellWords, type CurlCommand, type DocExample } from '../helpers/doc-examples.js';
 
@@ -31,10 +33,17 @@ beforeAll(async () => {
 });
 afterAll(() => server?.close());
 
+/** The pages' chat model as the engine under test serves it. */
+const onEngine = (text: string) => (CHAT_ENGINE === 'llama' ? text.replaceAll(ONNX_CHAT_MODEL, CHAT_MODEL) : text);
+const expectedOnEngine = (value: unknown): unknown =>
+  typeof value === 'string' ? onEngine(value)
+    : Array.isArray(value) ? value.map(expectedOnEngine)
+      : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expectedOnEngine(v)])) : value;
+
 async function send(command: CurlCommand): Promise<{ status: number; body: unknown }> {
   const origin = DOC_ORIGINS.find((o) => command.url.startsWith(o));
   if (!origin) throw new Error(`${command.url}: an example must address the default ${DOC_ORIGINS[0]}`);
-  const res = await fetch(server.url + command.url.slice(origin.length), { method: command.method, headers: command.headers, ...(command.body !== undefined ? { body: command.body } : {}) });
+  const res = await fetch(server.url + onEngine(command.url.slice(origin.length)), { method: command.method, headers: command.headers, ...(command.body !== undefined ? { body: onEngine(command.body) } : {}) });
   const text = await res.text();
   return { status: res.status, body: JSON.parse(text) };
 }
@@ -94,8 +103,9 @@ describe.each(examples.map((e) => [e.where, e] as const))('the example at %s', (
       last = await send(command);
       expect(last.status, JSON.stringify(last.body)).toBe(200);
     }
-    expect(shapeDifferences(example.expected, last!.body), JSON.stringify(last!.body)).toEqual([]);
-    const wrong = withWrongCount(example.expected);
+    const expected = expectedOnEngine(example.expected);
+    expect(shapeDifferences(expected, last!.body), JSON.stringify(last!.body)).toEqual([]);
+    const wrong = withWrongCount(expected);
     if (wrong !== undefined) expect(shapeDifferences(wrong, last!.body)).not.toEqual([]);
   });
 });
