@@ -141,24 +141,27 @@ class LlamaSequences implements SequenceEngine {
   }
 
   /**
-   * Evaluates all of `input` but its last token in chunks of prefillChunkTokens, checking for
-   * cancellation between them (node-llama-cpp decodes other sequences' steps in between, and a
+   * Evaluates `input` up to its last chunk of prefillChunkTokens in chunks of that size, checking
+   * for cancellation between them (node-llama-cpp decodes other sequences' steps in between, and a
    * deadline can stop a long prompt at a chunk's end rather than after the whole prompt: the
-   * watchdog would otherwise find the sequence stuck in one long pass and end the worker). False
-   * when cancelled.
+   * watchdog would otherwise find the sequence stuck in one long pass and end the worker). The last
+   * chunk, the prompt's last token with what precedes it, is left to the pass that samples the first
+   * output token (one pass for a short prompt, as llama.cpp itself does: a pass of its own for the
+   * last token cost a decoding step's time to first token). Where that chunk starts, or -1 when cancelled.
    */
-  private async prefill(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[]): Promise<boolean> {
+  private async prefill(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[]): Promise<number> {
     const chunk = this.loaded.engine.prefillChunkTokens;
-    for (let at = 0; at < input.length - 1; at += chunk) {
-      if (spec.cancelled()) return false;
+    const last = Math.max(0, input.length - chunk);
+    for (let at = 0; at < last; at += chunk) {
+      if (spec.cancelled()) return -1;
       spec.busy?.(true);
       try {
-        await sequence.evaluateWithoutGeneratingNewTokens(input.slice(at, Math.min(at + chunk, input.length - 1)) as Token[]);
+        await sequence.evaluateWithoutGeneratingNewTokens(input.slice(at, Math.min(at + chunk, last)) as Token[]);
       } finally {
         spec.busy?.(false);
       }
     }
-    return !spec.cancelled();
+    return spec.cancelled() ? -1 : last;
   }
 
   /** Evaluates `input` after what the sequence holds and generates until the spec stops. */
@@ -168,8 +171,10 @@ class LlamaSequences implements SequenceEngine {
     const plan = native && !spec.observe ? undefined : samplingPlan(spec.sampling, spec.promptIds);
     const vocab = this.loaded.vocabSize;
     let mask = await spec.logitsMask?.();
-    if (mask === null || !(await this.prefill(sequence, spec, input))) return;
-    input = input.slice(-1);
+    if (mask === null) return;
+    const last = await this.prefill(sequence, spec, input);
+    if (last < 0) return;
+    input = input.slice(last);
     let bias = mask ? maskBias(mask, vocab) : undefined;
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
