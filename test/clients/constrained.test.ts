@@ -102,12 +102,22 @@ describe('structured outputs: output_config.format and output_format', () => {
     const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema } } })).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400 });
     expect((error as { error: { error: { message: string } } }).error.error.message).toMatch(/^output_config\.format\.schema: .*Regex parsing error at position \d+: The parenthesis is not closed/);
-    // The worker's grammar compiler still serves the next request. Greedy: sampled, the random-weight
-    // model writes a long email local part, where the guide does not know the shortest completion,
-    // and the answer ends cut at this max_tokens on either engine (docs/not-done-yet.md), which is
-    // not what this test is about.
+    // The worker's grammar compiler still serves the next request (greedy: this test is not about the budget).
     const ok = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, temperature: 0, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
     expect(validPerson(JSON.parse(textOf(ok)))).toBe(true);
+  });
+
+  it('sampled, a format- and pattern-constrained output is still closed by the budget (an email, a code)', async () => {
+    // The random-weight model writes a long email local part: before the guide knew how an email
+    // (and a pattern's string) ends, this request ended cut at max_tokens on every run.
+    const contact = { ...PERSON, required: [...PERSON.required, 'email', 'code'] };
+    const validContact = ajv.compile(contact);
+    for (let run = 0; run < 3; run++) {
+      const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, temperature: 1, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema: contact } } }));
+      const text = textOf(message);
+      expect(message.stop_reason, text).toBe('end_turn');
+      expect(validContact(JSON.parse(text)), text).toBe(true);
+    }
   });
 
   it('with thinking on: a thinking block first, then the text as valid JSON', async () => {

@@ -63,12 +63,17 @@ describe('JsonCompletion', () => {
     expect(tracker.completion()).toBe('');
   });
 
-  it('a string the grammar constrains by pattern or unknown format has no known completion (nothing is forced)', () => {
+  it('a pattern-constrained string: its shortest match before it begins, no completion once begun (nothing is forced); a format: the rest its rule needs', () => {
     const tracker = new JsonCompletion({ type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]+$' } }, required: ['code'] });
-    expect(tracker.completion()).toBeUndefined();
+    expect(tracker.completion()).toBe('{"code":"A"}');
     tracker.push('{"code":"AB');
     expect(tracker.completion()).toBeUndefined();
+    expect(new JsonCompletion({ type: 'string', pattern: '(?=x)x' }).completion()).toBeUndefined();
     expect(new JsonCompletion({ type: 'string', format: 'date' }).completion()).toBe('"2000-01-01"');
+    const email = new JsonCompletion({ type: 'object', properties: { email: { type: 'string', format: 'email' }, n: { type: 'integer' } }, required: ['email', 'n'] });
+    email.push('{"email":"jo.');
+    expect(email.completion()).toBe('a@a","n":0}');
+    expect(new JsonCompletion({ type: 'string', format: 'uri' }).completion()).toBeUndefined();
   });
 
   it('text that is not the JSON it expects: no completion is offered', () => {

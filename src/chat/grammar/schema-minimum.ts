@@ -5,19 +5,11 @@
  * (properties in the schema's order). Undefined wherever that shortest text cannot be known.
  */
 import { integerOnly, isGrammarNumber, safeIntegerBounds, type JsonSchema } from './schema-subset.js';
+import { closeFormat, formatInstance, shortestMatch } from './string-completion.js';
 
 export const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 const MAX_DEPTH = 32;
 
-/** Fixed valid values for the string formats with a short canonical instance. */
-const FORMAT_EXAMPLES: Record<string, string> = {
-  date: '2000-01-01',
-  'date-time': '2000-01-01T00:00:00Z',
-  time: '00:00:00Z',
-  uuid: '00000000-0000-0000-0000-000000000000',
-  ipv4: '0.0.0.0',
-  ipv6: '::',
-};
 
 export class SchemaMinimum {
   constructor(private readonly root: JsonSchema) {}
@@ -93,7 +85,11 @@ export class SchemaMinimum {
       if (fits.length === 0) return undefined;
       return fits.reduce((a, b) => (b.length < a.length ? b : a)).slice(typed.length);
     }
-    if (schema.pattern !== undefined || schema.format !== undefined) return undefined;
+    if (typeof schema.format === 'string') {
+      const rest = closeFormat(schema.format, typed);
+      return rest === undefined ? undefined : `${rest}"`;
+    }
+    if (schema.pattern !== undefined) return typed === '' ? this.patternValue(schema)?.slice(1) : undefined;
     const min = typeof schema.minLength === 'number' ? schema.minLength : 0;
     const length = [...typed.replace(/\\u[0-9a-fA-F]{4}|\\./g, 'x')].length;
     return 'a'.repeat(Math.max(0, min - length)) + '"';
@@ -111,6 +107,15 @@ export class SchemaMinimum {
     return shortest(types.map((type) => this.minimalOfType(s, type, depth)));
   }
 
+  /** The shortest string a pattern matches, as JSON text, when the string's length bounds allow it. */
+  private patternValue(s: JsonSchema): string | undefined {
+    const value = typeof s.pattern === 'string' ? shortestMatch(s.pattern) : undefined;
+    if (value === undefined) return undefined;
+    const length = [...value].length;
+    if ((typeof s.minLength === 'number' && length < s.minLength) || (typeof s.maxLength === 'number' && length > s.maxLength)) return undefined;
+    return JSON.stringify(value);
+  }
+
   private minimalOfType(s: JsonSchema, type: string, depth: number): string | undefined {
     switch (type) {
       case 'null':
@@ -121,8 +126,11 @@ export class SchemaMinimum {
       case 'number':
         return completeNumber('', s);
       case 'string': {
-        if (typeof s.format === 'string') return FORMAT_EXAMPLES[s.format] === undefined ? undefined : JSON.stringify(FORMAT_EXAMPLES[s.format]);
-        if (s.pattern !== undefined) return undefined;
+        if (typeof s.format === 'string') {
+          const instance = formatInstance(s.format);
+          return instance === undefined ? undefined : JSON.stringify(instance);
+        }
+        if (s.pattern !== undefined) return this.patternValue(s);
         return `"${'a'.repeat(typeof s.minLength === 'number' ? s.minLength : 0)}"`;
       }
       case 'array': {

@@ -1,0 +1,236 @@
+/**
+ * The shortest rest of a string whose `format` or `pattern` constrains it, as the guide's budget
+ * rule needs it (json-completion.ts): what XGrammar's rule for that format (or pattern) accepts
+ * after the text written so far. A proposal only: the guide checks each of its tokens against the
+ * grammar's mask, and a token the grammar refuses ends the forcing. Undefined wherever the rest
+ * cannot be worked out (a format without a rule here, a pattern's string already begun).
+ */
+
+/** Formats of a fixed shape: a valid instance of the fixed part, and whether a time's optional fraction and its zone follow it. */
+const TEMPLATES: Record<string, { fixed: string; zoned: boolean }> = {
+  date: { fixed: '2000-01-01', zoned: false },
+  'date-time': { fixed: '2000-01-01T00:00:00', zoned: true },
+  time: { fixed: '00:00:00', zoned: true },
+  uuid: { fixed: '00000000-0000-0000-0000-000000000000', zoned: false },
+};
+/** Shortest valid instances of the other formats with a rule here. */
+const INSTANCES: Record<string, string> = { email: 'a@a', hostname: 'a', ipv4: '0.0.0.0', ipv6: '::' };
+
+/** The shortest value of a format, unquoted; undefined for a format without a rule here. */
+export function formatInstance(format: string): string | undefined {
+  const template = TEMPLATES[format];
+  return template ? template.fixed + (template.zoned ? 'Z' : '') : INSTANCES[format];
+}
+
+/**
+ * What completes a `format` string written as far as `typed` (its text inside the quotes), without
+ * the closing quote; undefined when not known. Each rule follows XGrammar's for the format: a date's
+ * digits in their ranges (the template's digits fit every branch), a time's optional fraction and
+ * its zone (`Z` or `+hh:mm`), an email's dot-atoms, `@` and domain labels (a label after a dot at
+ * least two characters long), a hostname's lower-case labels.
+ */
+export function closeFormat(format: string, typed: string): string | undefined {
+  const template = TEMPLATES[format];
+  if (template) {
+    const { fixed, zoned } = template;
+    if (typed.length <= fixed.length) return fixed.slice(typed.length) + (zoned ? 'Z' : '');
+    if (!zoned) return undefined;
+    const zone = typed.slice(fixed.length);
+    if (zone === 'Z') return '';
+    if (/^\.\d*$/.test(zone)) return `${zone === '.' ? '0' : ''}Z`;
+    const offset = /^([.]\d+)?([+-](?:\d{0,2}|\d\d:\d{0,2}))$/.exec(zone);
+    if (offset) return '+00:00'.slice(offset[2]!.length);
+    if (/^\.\d+Z$/.test(zone)) return '';
+    return undefined;
+  }
+  if (format === 'email') {
+    if (typed.startsWith('\\"')) return undefined; // a quoted local part
+    const at = typed.indexOf('@');
+    if (at < 0) return `${typed === '' || typed.endsWith('.') ? 'a' : ''}@a`;
+    return closeLabels(typed.slice(at + 1), /[0-9A-Za-z]/);
+  }
+  if (format === 'hostname') return closeLabels(typed, /[0-9a-z]/);
+  return typed === '' ? INSTANCES[format] : undefined;
+}
+
+/**
+ * Closes dot-separated labels written as far as `typed`: a label ends with a letter or digit, and a
+ * label after a dot has at least two characters (XGrammar's email domain; a hostname's labels need
+ * one, so two is valid there too).
+ */
+function closeLabels(typed: string, alnum: RegExp): string {
+  const dot = typed.lastIndexOf('.');
+  const label = typed.slice(dot + 1);
+  if (label === '') return dot < 0 ? 'a' : 'aa';
+  if (!alnum.test(label.at(-1)!)) return 'a';
+  return dot >= 0 && label.length < 2 ? 'a' : '';
+}
+
+/** Characters a JSON string holds without an escape, in the order a class's member is chosen from. */
+const PLAIN = (c: number) => c >= 0x20 && c !== 0x22 && c !== 0x5c;
+
+/** The first character up to U+2FFF a JSON string holds unescaped that is in `ranges` (or, `negated`, is not). */
+function firstPlain(ranges: ReadonlyArray<readonly [number, number]>, negated: boolean): number | undefined {
+  for (let c = 0x20; c < 0x3000; c++) if (PLAIN(c) && ranges.some(([a, b]) => c >= a && c <= b) !== negated) return c;
+  return undefined;
+}
+
+/**
+ * The shortest string a regular expression (JSON Schema's `pattern`, ECMA syntax) matches whole,
+ * or undefined for what this does not read (lookarounds, backreferences, a class with no character
+ * a JSON string holds unescaped). Anchors are read as the grammar reads them: the whole string.
+ */
+export function shortestMatch(pattern: string): string | undefined {
+  let at = 0;
+  const fail = (): never => {
+    throw new Error('unread');
+  };
+  const peek = () => pattern[at];
+
+  /** A class's members as ranges of code points (negated: the complement within the Basic Latin plane's plain characters). */
+  function classChar(): number {
+    at++; // [
+    let negated = false;
+    if (peek() === '^') {
+      negated = true;
+      at++;
+    }
+    const ranges: Array<[number, number]> = [];
+    // (ECMA's `[]` is an empty class: it matches nothing, and this finds no member.)
+    while (at < pattern.length && peek() !== ']') {
+      const lo = classAtom(ranges);
+      if (lo === undefined) continue;
+      if (peek() === '-' && pattern[at + 1] !== ']' && at + 1 < pattern.length) {
+        at++;
+        const hi = classAtom(ranges);
+        if (hi === undefined) fail();
+        ranges.push([lo, hi!]);
+      } else ranges.push([lo, lo]);
+    }
+    if (peek() !== ']') fail();
+    at++;
+    return firstPlain(ranges, negated) ?? fail();
+  }
+
+  /** One member of a class: a character (its code point), or a shorthand added to `ranges` (undefined). */
+  function classAtom(ranges: Array<[number, number]>): number | undefined {
+    const c = pattern[at++];
+    if (c === undefined) return fail();
+    if (c !== '\\') return c.codePointAt(0)!;
+    const e = pattern[at++];
+    if (e === undefined) return fail();
+    const shorthand = SHORTHANDS[e];
+    if (shorthand) {
+      ranges.push(...shorthand);
+      return undefined;
+    }
+    return escaped(e);
+  }
+
+  function escaped(e: string): number {
+    const simple: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, '0': 0 };
+    if (e in simple) return simple[e]!;
+    if (e === 'u') {
+      const hex = pattern.slice(at, at + 4);
+      at += 4;
+      return /^[0-9a-fA-F]{4}$/.test(hex) ? parseInt(hex, 16) : fail();
+    }
+    if (e === 'x') {
+      const hex = pattern.slice(at, at + 2);
+      at += 2;
+      return /^[0-9a-fA-F]{2}$/.test(hex) ? parseInt(hex, 16) : fail();
+    }
+    if (/[0-9bBkpP]/.test(e)) fail(); // backreferences, word boundaries, named groups, properties
+    return e.codePointAt(0)!;
+  }
+
+  /** The shortest string of one atom. */
+  function atom(): string {
+    const c = peek();
+    if (c === '(') {
+      at++;
+      if (peek() === '?') {
+        if (pattern[at + 1] !== ':') fail(); // lookarounds, named groups
+        at += 2;
+      }
+      const inner = alternation();
+      if (peek() !== ')') fail();
+      at++;
+      return inner;
+    }
+    if (c === '[') return String.fromCodePoint(classChar());
+    if (c === '.') {
+      at++;
+      return 'a';
+    }
+    if (c === '\\') {
+      at++;
+      const e = pattern[at++];
+      if (e === undefined) return fail();
+      const shorthand = SHORTHANDS[e];
+      if (shorthand) return String.fromCodePoint(firstPlain(shorthand, false) ?? fail());
+      const cp = escaped(e);
+      return PLAIN(cp) ? String.fromCodePoint(cp) : fail();
+    }
+    if (c === undefined || c === ')' || c === '|' || /[*+?{]/.test(c)) return fail();
+    at++;
+    return c;
+  }
+
+  /** The fewest repetitions a quantifier after an atom asks for (1 without one). */
+  function repetitions(): number {
+    const c = peek();
+    let min = 1;
+    if (c === '*' || c === '?') {
+      at++;
+      min = 0;
+    } else if (c === '+') at++;
+    else if (c === '{') {
+      const m = /^\{(\d+)(,\d*)?\}/.exec(pattern.slice(at));
+      if (!m) return 1; // a literal brace
+      at += m[0].length;
+      min = Number(m[1]);
+    } else return 1;
+    if (peek() === '?') at++; // lazy
+    return min;
+  }
+
+  function sequence(): string {
+    let out = '';
+    while (at < pattern.length && peek() !== '|' && peek() !== ')') {
+      if (peek() === '^' || peek() === '$') {
+        at++;
+        continue;
+      }
+      const text = atom();
+      out += text.repeat(repetitions());
+    }
+    return out;
+  }
+
+  function alternation(): string {
+    let best = sequence();
+    while (peek() === '|') {
+      at++;
+      const other = sequence();
+      if (other.length < best.length) best = other;
+    }
+    return best;
+  }
+
+  try {
+    const result = alternation();
+    return at === pattern.length ? result : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const SHORTHANDS: Record<string, Array<[number, number]>> = {
+  d: [[0x30, 0x39]],
+  w: [[0x30, 0x39], [0x41, 0x5a], [0x5f, 0x5f], [0x61, 0x7a]],
+  s: [[0x20, 0x20]],
+  D: [[0x20, 0x2f], [0x3a, 0x2fff]],
+  W: [[0x20, 0x2f], [0x3a, 0x40], [0x5b, 0x5e], [0x60, 0x60], [0x7b, 0x2fff]],
+  S: [[0x21, 0x2fff]],
+};
