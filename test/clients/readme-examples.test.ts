@@ -6,7 +6,10 @@
  * figures depend only on its own commands (a block may send the same request twice to show the
  * prompt cache at work; the answer shown is the last command's). Under TEST_CHAT_ENGINE=llama the
  * pages' chat model is read as the GGUF test model (the same weights, tokenizer and template on
- * llama.cpp), in the requests and in the answers, so every count must come out the same there.
+ * llama.cpp), in the requests and in the answers, so every count must come out the same there:
+ * `cross-env TEST_CHAT_ENGINE=llama INTRA_OP_THREADS=1 npx vitest run test/clients/readme-examples.test.ts`
+ * passes (20 tests, 72 s on two cores). npm test leaves that run out, for the suite's time: each
+ * example starts from unloaded models, and a GGUF model's load is several seconds there.
  */
 import fs from 'node:fs';
 import path from 'node:path';
