@@ -48,14 +48,14 @@ const runs = (n: number) => Array.from({ length: n }, (_, i) => ({ i, temperatur
 const textOf = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
 
 describe('structured outputs: output_config.format and output_format', () => {
-  it.each(runs(12))('run %#: the text is JSON valid against the schema (JSON reply)', async ({ i, temperature }) => {
+  it.each(runs(8))('run %#: the text is JSON valid against the schema (JSON reply)', async ({ i, temperature }) => {
     const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: `Describe person number ${i}.` }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
     const text = textOf(message);
     expect(validPerson(JSON.parse(text)), `${text} ${JSON.stringify(validPerson.errors)}`).toBe(true);
     expect(message.stop_reason).toBe('end_turn');
   });
 
-  it.each(runs(8))('run %#: streamed, the beta output_format: the text deltas join into valid JSON', async ({ i, temperature }) => {
+  it.each(runs(4))('run %#: streamed, the beta output_format: the text deltas join into valid JSON', async ({ i, temperature }) => {
     const stream = client.messages.stream(loose({ model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: `Person ${i}, streamed.` }], output_format: { type: 'json_schema', schema: PERSON } }) as never);
     let deltas = '';
     stream.on('text', (t) => (deltas += t));
@@ -152,7 +152,7 @@ describe('forced and strict tool calls', () => {
   const validAdd = ajv.compile(TOOLS[1]!.input_schema);
   const valid = (call: Anthropic.ToolUseBlock) => (call.name === 'add' ? validAdd(call.input) : validWeather(call.input));
 
-  it.each(runs(10))('run %#: tool_choice tool: one call of that tool, its input valid', async ({ i, temperature }) => {
+  it.each(runs(8))('run %#: tool_choice tool: one call of that tool, its input valid', async ({ i, temperature }) => {
     const message = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 80, temperature, tools: TOOLS, tool_choice: { type: 'tool', name: 'get_weather' }, messages: [{ role: 'user', content: `Weather question ${i}` }] }));
     expect(message.stop_reason).toBe('tool_use');
     const found = calls(message);
@@ -164,7 +164,7 @@ describe('forced and strict tool calls', () => {
     }
   });
 
-  it.each(runs(8))('run %#: tool_choice any, parallel calls off, streamed: exactly one call of one of the tools, input valid', async ({ i, temperature }) => {
+  it.each(runs(4))('run %#: tool_choice any, parallel calls off, streamed: exactly one call of one of the tools, input valid', async ({ i, temperature }) => {
     const stream = client.messages.stream(loose({ model: CHAT_MODEL, max_tokens: 80, temperature, tools: TOOLS, tool_choice: { type: 'any', disable_parallel_tool_use: true }, messages: [{ role: 'user', content: `Question ${i}` }] }) as never);
     const jsonDeltas: string[] = [];
     stream.on('inputJson', (delta) => jsonDeltas.push(delta));

@@ -10,7 +10,6 @@ import { closeFormat, formatInstance, shortestMatch } from './string-completion.
 export const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
 const MAX_DEPTH = 32;
 
-
 export class SchemaMinimum {
   constructor(private readonly root: JsonSchema) {}
 
