@@ -77,7 +77,8 @@ for (const subject of values.subjects!.split(',')) {
     const idsOf = (i: number) => renderPrompt(loaded, requestOf(i)).ids;
     const served = async (server: { url: string }, i: number) => {
       const sample = await streamOnce(server.url, info.id, promptOf(i), TOKENS, agent);
-      if (sample.inputTokens !== idsOf(i).length) throw new Error(`the server counted ${sample.inputTokens} prompt tokens, the chat layer renders ${idsOf(i).length}`);
+      const rendered = idsOf(i).length;
+      if (sample.inputTokens !== rendered) throw new Error(`the server counted ${sample.inputTokens} prompt tokens, the chat layer renders ${rendered}`);
       return sample;
     };
     const run: Record<Layer, (i: number) => Promise<Sample>> = {

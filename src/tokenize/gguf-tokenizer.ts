@@ -14,7 +14,7 @@
  * (src/models/gguf-model.ts): a tokenizer.json beside the file is then the way.
  */
 import { PreTrainedTokenizer } from '@huggingface/transformers';
-import { ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
+import { ggufNumber, ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
 
 /** llama.cpp's token types (llama-vocab.h). */
 const UNKNOWN = 2;
@@ -55,13 +55,25 @@ const tokenNamed = (metadata: GgufMetadata, tokens: readonly string[], key: stri
 /** tokenizer.json's entry for an added token. */
 const addedToken = (id: number, content: string, special: boolean) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special });
 
-/** tokenizer.json's post-processor that puts `bos` (id `id`) before a text, and before a pair. */
-const bosFirst = (bos: string, id: number | undefined) => ({
-  type: 'TemplateProcessing',
-  single: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }],
-  pair: [{ SpecialToken: { id: bos, type_id: 0 } }, { Sequence: { id: 'A', type_id: 0 } }, { Sequence: { id: 'B', type_id: 1 } }],
-  special_tokens: { [bos]: { id: bos, ids: [id], tokens: [bos] } },
-});
+/** A special token a text begins or ends with, and its id. */
+interface End {
+  token: string;
+  id: number | undefined;
+}
+
+/**
+ * tokenizer.json's post-processor that puts `bos` before a text and `eos` after it (either may be
+ * absent; null when both are). A pair: the first text as alone, `eos` once more when both ends are
+ * there (XLM-R's <s> A </s></s> B </s>), then the second (token type `pairType`) and `eos`.
+ */
+function withEnds(bos: End | null, eos: End | null, pairType: 0 | 1) {
+  if (!bos && !eos) return null;
+  const special = (end: End | null) => (end ? [{ SpecialToken: { id: end.token, type_id: 0 } }] : []);
+  const single = [...special(bos), { Sequence: { id: 'A', type_id: 0 } }, ...special(eos)];
+  const pair = [...single, ...special(bos && eos), { Sequence: { id: 'B', type_id: pairType } }, ...special(eos)];
+  const ends = [bos, eos].filter((end): end is End => end !== null);
+  return { type: 'TemplateProcessing', single, pair, special_tokens: Object.fromEntries(ends.map(({ token, id }) => [token, { id: token, ids: [id], tokens: [token] }])) };
+}
 
 /**
  * A BERT WordPiece vocabulary (`tokenizer.ggml.model` bert: BERT, MiniLM, bge-small, nomic-embed)
@@ -142,9 +154,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     added_tokens: added,
     normalizer: prefix ? { type: 'Sequence', normalizers: [{ type: 'Prepend', prepend: '\u2581' }, spaces] } : spaces,
     pre_tokenizer: null,
-    post_processor: addBos
-      ? bosFirst(bos, vocab[bos])
-      : null,
+    post_processor: withEnds(addBos ? { token: bos, id: vocab[bos] } : null, null, 1),
     decoder: { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }, ...(prefix ? [{ type: 'Strip', content: ' ', start: 1, stop: 0 }] : [])] },
     model: { type: 'BPE', dropout: null, unk_token: name('unknown'), continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: true, byte_fallback: true, ignore_merges: false, vocab, merges: merges.map((m) => m.pair) },
   };
@@ -207,11 +217,6 @@ function unigramFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     // Each run of non-spaces after its spaces becomes one U+2581 and the run; trailing spaces go.
     ? [replace(' *([^ ]+)', '\u2581$1'), replace(' +', '')]
     : [...(prefix ? [replace('^( *)([^ ])', '$1\u2581$2')] : []), { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' }];
-  const special = (token: string | null) => (token === null ? [] : [{ SpecialToken: { id: token, type_id: 0 } }]);
-  const a = [...(addBos ? special(bos) : []), { Sequence: { id: 'A', type_id: 0 } }, ...(addEos ? special(eos) : [])];
-  // A pair as XLM-R's (<s> A </s></s> B </s>) when both ends are added, else A </s> B </s> (T5).
-  const b = [...(addBos && addEos ? special(eos) : []), { Sequence: { id: 'B', type_id: 0 } }, ...(addEos ? special(eos) : [])];
-  const ends = [...(addBos ? [bos!] : []), ...(addEos ? [eos!] : [])];
   const json = {
     version: '1.0',
     added_tokens: added,
@@ -223,9 +228,12 @@ function unigramFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
       ],
     },
     pre_tokenizer: null,
-    post_processor: ends.length > 0
-      ? { type: 'TemplateProcessing', single: a, pair: [...a, ...b], special_tokens: Object.fromEntries(ends.map((t) => [t, { id: t, ids: [tokens.indexOf(t)], tokens: [t] }])) }
-      : null,
+    // XLM-R's pair <s> A </s></s> B </s>; T5's A </s> B </s>.
+    post_processor: withEnds(
+      addBos ? { token: bos!, id: ggufNumber(metadata, 'tokenizer.ggml.bos_token_id') } : null,
+      addEos ? { token: eos!, id: ggufNumber(metadata, 'tokenizer.ggml.eos_token_id') } : null,
+      0,
+    ),
     decoder: { type: 'Metaspace', replacement: '\u2581', prepend_scheme: prefix ? 'always' : 'never', split: true },
     model: { type: 'Unigram', unk_id: typeof unknown === 'number' ? unknown : null, vocab, byte_fallback: false },
   };
@@ -271,9 +279,7 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     added_tokens: added,
     normalizer: pre.normalizer ?? null,
     pre_tokenizer: pre.pre,
-    post_processor: addBos
-      ? bosFirst(bos, metadata.get('tokenizer.ggml.bos_token_id') as number)
-      : null,
+    post_processor: withEnds(addBos ? { token: bos, id: metadata.get('tokenizer.ggml.bos_token_id') as number } : null, null, 1),
     decoder: byteLevel(true),
     model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },
   };

@@ -24,8 +24,11 @@ export class MaskBias {
 const biases = new WeakMap<LogitsMask, MaskBias>();
 let minusInfinity = new Float32Array(0);
 
-/** The bias that disallows what `mask` disallows over a vocabulary of `vocab` tokens (ids past the mask's end included). */
-export function maskBias(mask: LogitsMask, vocab: number): MaskBias {
+/** The bias that disallows what `mask` disallows over a vocabulary of `vocab` tokens (ids past the mask's end included); none without a mask. */
+export function maskBias(mask: LogitsMask, vocab: number): MaskBias;
+export function maskBias(mask: LogitsMask | undefined, vocab: number): MaskBias | undefined;
+export function maskBias(mask: LogitsMask | undefined, vocab: number): MaskBias | undefined {
+  if (!mask) return undefined;
   const known = biases.get(mask);
   if (known) return known;
   const denied = new Uint32Array(vocab);

@@ -25,7 +25,7 @@
  */
 import type { LlamaContextSequence, LlamaContextSequenceRepeatPenalty, Token, TokenBias } from 'node-llama-cpp';
 import type { PromptCacheStats } from '../../core/hooks.js';
-import { allows, type LogitsMask, type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
+import { type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
 import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
 import { acceptMaskBias, maskBias } from './mask-bias.js';
@@ -175,7 +175,7 @@ class LlamaSequences implements SequenceEngine {
     const last = await this.prefill(sequence, spec, input);
     if (last < 0) return;
     input = input.slice(last);
-    let bias = mask ? maskBias(mask, vocab) : undefined;
+    let bias = maskBias(mask, vocab);
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
       : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: (() => bias) as unknown as () => TokenBias, yieldEogToken: true });
@@ -199,7 +199,7 @@ class LlamaSequences implements SequenceEngine {
         if (spec.onToken(token) || generated.length >= spec.maxTokens || spec.cancelled()) return;
         mask = await spec.logitsMask?.();
         if (mask === null) return;
-        if (!plan) bias = mask ? maskBias(mask, vocab) : undefined;
+        if (!plan) bias = maskBias(mask, vocab);
       }
     } finally {
       spec.busy?.(false);
