@@ -65,6 +65,8 @@ export interface ErrorDetails {
   /** A JSON Schema keyword constrained decoding cannot enforce, and where it is (a JSON pointer). */
   feature?: string;
   schemaPath?: string;
+  /** Why the schema at schemaPath cannot be used (no value satisfies it, or it is not a valid schema): a sentence. */
+  problem?: string;
   shortenable?: boolean;
   restarted?: boolean;
 }

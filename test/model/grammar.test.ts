@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
 import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
-import { matcherFor, type Matcher } from '../../src/chat/grammar/xgrammar.js';
+import { GrammarCompileError, instancesLoaded, matcherFor, type Matcher } from '../../src/chat/grammar/xgrammar.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
 import { CoreError } from '../../src/core/errors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
@@ -79,6 +79,49 @@ describe('constraints on the bundled model', () => {
     expect(allows(mask, ids(' ')[0]!)).toBe(false);
     expect(allows(mask, ids('7')[0]!)).toBe(true);
     m.dispose();
+  });
+
+  it('an output schema beside a strict tool: the JSON value, or the calls in the tool syntax', async () => {
+    const both = request({ output: { schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }, strict: true }, tools: [WEATHER], toolChoice: { mode: 'auto', parallel: true } });
+    const json = await matcher(both);
+    const first = await json.mask();
+    expect(allows(first, ids('{')[0]!)).toBe(true);
+    expect(allows(first, ids('<tool_call>')[0]!)).toBe(true);
+    expect(allows(first, ids('Sure')[0]!)).toBe(false);
+    await feed(json, '{"n":7}');
+    expect(allows(await json.mask(), loaded.eosTokenIds[0]!)).toBe(true);
+    json.dispose();
+    const calls = await matcher(both);
+    await feed(calls, '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris"}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": {');
+    expect(allows(await calls.mask(), ids('}')[0]!)).toBe(false); // city is required in the second call too
+    await feed(calls, '"city":"Rome"}}\n</tool_call>');
+    expect(allows(await calls.mask(), loaded.eosTokenIds[0]!)).toBe(true);
+    calls.dispose();
+  });
+
+  it('a schema the compiler refuses retires its instance: after many failures, every kind of constraint still compiles and constrains', async () => {
+    // Straight to the compiler, past the schema checks of constraint.ts: what aborts it leaked part of
+    // its instance's stack each time, and after a few dozen every compile failed (issue 37).
+    const aborting = [{ type: 'integer', minimum: 10, maximum: 1 }, { type: 'string', minLength: 5, maxLength: 1 }, { enum: [] }, { type: 'string', pattern: '((' }];
+    const before = instancesLoaded();
+    for (let i = 0; i < 2 * aborting.length; i++) {
+      await expect(matcherFor(loaded, vocab, { kind: 'json_schema', schema: aborting[i % aborting.length]! })).rejects.toBeInstanceOf(GrammarCompileError);
+    }
+    // Each failure but the first ran on an instance loaded after the one before it was retired.
+    expect(instancesLoaded() - before).toBe(2 * aborting.length - 1);
+    // Through the checks, hundreds more never reach it.
+    for (let i = 0; i < 300; i++) {
+      const schema = { type: 'object', properties: { [`p${i}`]: aborting[i % aborting.length] }, required: [`p${i}`] };
+      expect(() => planConstraint(request({ output: { schema, strict: i % 2 === 0 } }), 'hermes')).toThrow(CoreError);
+    }
+    expect(instancesLoaded() - before).toBe(2 * aborting.length - 1);
+    const anyObject = await matcher(request({ output: { schema: { type: 'object', additionalProperties: true }, strict: false } }));
+    await feed(anyObject, '{"a":"b","c":1}');
+    anyObject.dispose();
+    const forced = await matcher(request({ tools: [WEATHER], toolChoice: { mode: 'any', parallel: false } }));
+    expect(allows(await forced.mask(), ids('Sure')[0]!)).toBe(false);
+    await feed(forced, '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Oslo"}}\n</tool_call>');
+    forced.dispose();
   });
 
   it('no constraint when nothing asks for one; a strict tool with an unsupported feature is refused with where it is', () => {

@@ -14,6 +14,7 @@ import { CoreError } from '../../core/errors.js';
 import type { ChatRequest } from '../../core/types.js';
 import type { ToolFormat } from '../tools/types.js';
 import { JsonCompletion } from './json-completion.js';
+import { keywordProblem, schemaProblems } from './schema-problems.js';
 import { relaxSchema, unsupportedFeatures, type JsonSchema, type SchemaFeature } from './schema-subset.js';
 import type { GrammarSource } from './xgrammar.js';
 
@@ -51,7 +52,7 @@ export interface Constraint {
  * their relaxed form).
  */
 export function planConstraint(request: ChatRequest, format: ToolFormat, loose = false): Constraint | undefined {
-  const output = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(request.output.schema, loose).schema);
+  const output = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(refuseProblems(request.output.schema, { reason: 'output' }), loose).schema);
   const choice = request.toolChoice;
   const tools = request.tools?.length && choice?.mode !== 'none' ? request.tools : [];
   const allowed = choice?.mode === 'tool' ? tools.filter((t) => t.name === choice.name) : tools;
@@ -65,7 +66,7 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   const relaxed: Constraint['relaxed'] = [];
   const calls = (useTools ? allowed : []).map((tool) => {
     if (tool.strict) return { name: tool.name, schema: tool.inputSchema };
-    const relaxedTool = relaxSchema(tool.inputSchema, loose);
+    const relaxedTool = relaxSchema(tool.inputSchema, loose, (node, key, value) => keywordProblem(node, key, value, tool.inputSchema));
     relaxed.push(...relaxedTool.relaxed.map((f) => ({ ...f, tool: tool.name })));
     return { name: tool.name, schema: relaxedTool.schema };
   });
@@ -91,8 +92,27 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   return { source: { kind: 'structural_tag', tag: triggered }, tracker: () => new CallsTracker(callLayout, 'triggered'), relaxed };
 }
 
-/** The schema itself when the grammar enforces all of it; otherwise a CoreError naming the first feature it cannot. */
-function refuseUnsupported(schema: JsonSchema, where: { reason: 'output' | 'tool'; item?: number }): JsonSchema {
+type Where = { reason: 'output' | 'tool'; item?: number };
+
+/**
+ * The schema itself when some value satisfies it and it is valid JSON Schema; otherwise a CoreError
+ * naming its first problem (./schema-problems.ts): what no value satisfies is refused even where the
+ * schema is not strict, since relaxing it would only hide the client's mistake.
+ */
+function refuseProblems(schema: JsonSchema, where: Where): JsonSchema {
+  const [first] = schemaProblems(schema);
+  if (!first) return schema;
+  throw new CoreError('schema_unsupported', `The schema's ${first.feature} at '${first.path || '/'}' cannot be used: ${first.problem}`, {
+    ...where,
+    feature: first.feature,
+    schemaPath: first.path,
+    problem: first.problem,
+  });
+}
+
+/** The schema itself when the grammar enforces all of it; otherwise a CoreError naming its first problem, or the first feature it cannot enforce. */
+function refuseUnsupported(schema: JsonSchema, where: Where): JsonSchema {
+  refuseProblems(schema, where);
   const [first] = unsupportedFeatures(schema);
   if (!first) return schema;
   throw new CoreError('schema_unsupported', `The schema uses ${first.feature} at '${first.path || '/'}', which constrained decoding cannot enforce`, {

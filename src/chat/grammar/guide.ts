@@ -15,7 +15,7 @@ import { featuresOf } from '../prompt.js';
 import { allows, onlyToken } from '../../engines/sequence.js';
 import { TextStream } from '../text-stream.js';
 import { planConstraint, type Constraint, type ConstraintTracker } from './constraint.js';
-import { matcherFor, type Matcher } from './xgrammar.js';
+import { GrammarCompileError, matcherFor, type Matcher } from './xgrammar.js';
 
 /**
  * Tokens forcing starts early by, beyond the completion's own: what one free token can add to it,
@@ -39,14 +39,22 @@ export class Guide {
     this.stream = new TextStream(decode, []);
   }
 
-  /** Compiles (or finds cached) the constraint's grammar; a grammar that cannot be built refuses the request. */
+  /**
+   * Compiles (or finds cached) the constraint's grammar. A `pattern` the compiler cannot parse refuses
+   * the request (the schema's fault); any other failure, after the schema checks of ./constraint.ts,
+   * is this server's: an internal error, its cause logged, never shown to the client.
+   */
   static async create(loaded: ChatModel, constraint: Constraint, reason: 'output' | 'tool'): Promise<Guide> {
     let matcher: Matcher;
     try {
       matcher = await matcherFor(loaded, loaded.vocabSize, constraint.source);
     } catch (error) {
+      if (error instanceof GrammarCompileError && error.regex) {
+        const problem = `a pattern cannot be used: ${error.message.slice(0, 200)}`;
+        throw new CoreError('schema_unsupported', `The schema's ${problem}`, { reason, feature: 'pattern', problem });
+      }
       const why = error instanceof Error ? error.message : String(error);
-      throw new CoreError('schema_unsupported', `The grammar could not be built from the schema: ${why.slice(0, 300)}`, { reason });
+      throw new CoreError('internal', `The grammar compiler failed on a schema the checks let through: ${why.slice(0, 300)}`, { reason });
     }
     const tracker = constraint.tracker();
     const shortest = tracker.completion();

@@ -19,7 +19,7 @@ export class SchemaMinimum {
     if (typeof ref === 'string' && depth < MAX_DEPTH) {
       const [, group, name] = /^#\/(\$defs|definitions)\/(.+)$/.exec(ref) ?? [];
       const defs = group ? this.root[group] : undefined;
-      if (isObject(defs) && name !== undefined) return this.resolve(defs[name], depth + 1);
+      if (isObject(defs) && name !== undefined && Object.hasOwn(defs, name)) return this.resolve(defs[name], depth + 1);
     }
     if (Array.isArray(schema.allOf) && schema.allOf.length === 1) return this.resolve(schema.allOf[0], depth + 1);
     return schema;
@@ -50,7 +50,7 @@ export class SchemaMinimum {
 
   propertySchema(schema: JsonSchema, key: string): JsonSchema {
     const props = isObject(schema.properties) ? schema.properties : {};
-    if (key in props) return this.resolve(props[key]);
+    if (Object.hasOwn(props, key)) return this.resolve(props[key]);
     return this.resolve(isObject(schema.additionalProperties) ? schema.additionalProperties : {});
   }
 

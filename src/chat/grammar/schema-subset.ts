@@ -15,6 +15,8 @@
  * back as written.
  */
 
+import { unsupportedRegex } from './regex-subset.js';
+
 export type JsonSchema = Record<string, unknown>;
 
 /**
@@ -108,13 +110,18 @@ const UNSUPPORTED = new Set([
 
 const NUMBER_BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'];
 
-const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
-const pointer = (path: string, ...keys: Array<string | number>) => path + keys.map((k) => `/${String(k).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+export const isObject = (v: unknown): v is JsonSchema => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const pointer = (path: string, ...keys: Array<string | number>) => path + keys.map((k) => `/${String(k).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 
 /** Where a keyword's value holds subschemas, and how. */
-const SUBSCHEMA_MAPS = ['properties', '$defs', 'definitions'];
-const SUBSCHEMA_LISTS = ['prefixItems', 'anyOf', 'allOf'];
-const SUBSCHEMAS = ['items', 'additionalProperties'];
+export const SUBSCHEMA_MAPS = ['properties', '$defs', 'definitions'];
+export const SUBSCHEMA_LISTS = ['prefixItems', 'anyOf', 'allOf'];
+export const SUBSCHEMAS = ['items', 'additionalProperties'];
+/**
+ * How deep subschemas may nest: far beyond any real schema, and well within what the grammar
+ * compiler's recursion (and this file's) takes. Deeper is refused (./schema-problems.ts).
+ */
+export const MAX_SCHEMA_DEPTH = 64;
 
 /** The features of `schema` the grammar cannot express, in document order (empty: exact). */
 export function unsupportedFeatures(schema: unknown): SchemaFeature[] {
@@ -139,6 +146,10 @@ function featureOf(node: JsonSchema, key: string, value: unknown): string | unde
   }
   if (key === 'allOf' && Array.isArray(value) && value.length > 1) return 'allOf with more than one schema';
   if (key === '$ref' && !(typeof value === 'string' && /^#\/(\$defs|definitions)\/[^/]+$/.test(value))) return `$ref: ${JSON.stringify(value).slice(0, 64)} (only #/$defs/… and #/definitions/… references)`;
+  if (key === 'pattern' && typeof value === 'string') {
+    const construct = unsupportedRegex(value);
+    if (construct) return `pattern: ${construct}`;
+  }
   if (NUMBER_BOUNDS.includes(key) && node.type !== 'integer') return `${key} on a non-integer number`;
   if (NUMBER_BOUNDS.includes(key) && typeof value === 'number' && beyondSafeIntegers(key, value)) return `${key} beyond the safe integers (±${MAX_SAFE_INTEGER})`;
   return undefined;
@@ -150,41 +161,54 @@ function beyondSafeIntegers(key: string, value: number): boolean {
   return minimum > maximum;
 }
 
-/** Visits `schema` and each subschema the supported keywords hold (depth-first, document order). */
-function walk(schema: unknown, path: string, visit: (node: JsonSchema, path: string) => void): void {
-  if (!isObject(schema)) return;
-  visit(schema, path);
+/**
+ * Visits `schema` and each subschema the supported keywords hold (depth-first, document order), to
+ * MAX_SCHEMA_DEPTH levels below the root (./schema-problems.ts refuses what lies deeper).
+ */
+export function walk(schema: unknown, path: string, visit: (node: JsonSchema, path: string, depth: number) => void, depth = 0): void {
+  if (!isObject(schema) || depth > MAX_SCHEMA_DEPTH) return;
+  visit(schema, path, depth);
   for (const [key, value] of Object.entries(schema)) {
-    if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) for (const [name, sub] of Object.entries(value)) walk(sub, pointer(path, key, name), visit);
-    else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) value.forEach((sub, i) => walk(sub, pointer(path, key, i), visit));
-    else if (SUBSCHEMAS.includes(key)) walk(value, pointer(path, key), visit);
+    if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) for (const [name, sub] of Object.entries(value)) walk(sub, pointer(path, key, name), visit, depth + 1);
+    else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) value.forEach((sub, i) => walk(sub, pointer(path, key, i), visit, depth + 1));
+    else if (SUBSCHEMAS.includes(key)) walk(value, pointer(path, key), visit, depth + 1);
   }
 }
 
 /** Keywords a compile can still refuse for their values (a regex it cannot parse, min above max). */
 const VALUE_CHECKED = ['pattern', 'format', 'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'minItems', 'maxItems', 'enum', 'const'];
 
+/** A keyword's problem as ./schema-problems.ts finds it (the reason), or undefined. */
+export type KeywordCheck = (node: JsonSchema, key: string, value: unknown) => string | undefined;
+
 /**
  * `schema` with every unsupported feature's keyword removed (oneOf becomes anyOf, its widening):
  * every value the original accepts, the relaxed one accepts. The features removed are returned too.
  * `loose`: also the keywords in VALUE_CHECKED, for a schema whose relaxed form the compiler refused.
+ * `problem`: keywords it names are removed too (a keyword the compiler would refuse for its value);
+ * a `false` subschema (no value) becomes `{}`, and subschemas nested deeper than MAX_SCHEMA_DEPTH `{}`.
  */
-export function relaxSchema(schema: JsonSchema, loose = false): { schema: JsonSchema; relaxed: SchemaFeature[] } {
+export function relaxSchema(schema: JsonSchema, loose = false, problem?: KeywordCheck): { schema: JsonSchema; relaxed: SchemaFeature[] } {
   const relaxed: SchemaFeature[] = [];
-  const copy = (node: unknown, path: string): unknown => {
+  const copy = (node: unknown, path: string, depth = 0): unknown => {
+    if (problem && (node === false || (isObject(node) && depth > MAX_SCHEMA_DEPTH))) {
+      relaxed.push({ path, feature: node === false ? 'false' : `nesting deeper than ${MAX_SCHEMA_DEPTH}` });
+      return {};
+    }
     if (!isObject(node)) return node;
     const out: JsonSchema = {};
+    const sub = (value: unknown, ...keys: Array<string | number>) => copy(value, pointer(path, ...keys), depth + 1);
     for (const [key, value] of Object.entries(node)) {
-      const feature = featureOf(node, key, value) ?? (loose && VALUE_CHECKED.includes(key) ? key : undefined);
+      const feature = featureOf(node, key, value) ?? (loose && VALUE_CHECKED.includes(key) ? key : undefined) ?? (problem?.(node, key, value) !== undefined ? key : undefined);
       if (feature) relaxed.push({ path, feature });
       if (feature && key === 'oneOf' && Array.isArray(value)) {
-        if (!('anyOf' in node)) out.anyOf = value.map((sub, i) => copy(sub, pointer(path, 'oneOf', i)));
+        if (!Object.hasOwn(node, 'anyOf')) out.anyOf = value.map((member, i) => sub(member, 'oneOf', i));
         continue;
       }
       if (feature) continue;
-      if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, copy(sub, pointer(path, key, name))]));
-      else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) out[key] = value.map((sub, i) => copy(sub, pointer(path, key, i)));
-      else if (SUBSCHEMAS.includes(key)) out[key] = copy(value, pointer(path, key));
+      if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, member]) => [name, sub(member, key, name)]));
+      else if (SUBSCHEMA_LISTS.includes(key) && Array.isArray(value)) out[key] = value.map((member, i) => sub(member, key, i));
+      else if (SUBSCHEMAS.includes(key)) out[key] = value === false ? false : sub(value, key); // `false` here is meaningful: no more items or properties
       else out[key] = value;
     }
     return out;

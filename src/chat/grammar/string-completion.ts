@@ -16,10 +16,13 @@ const TEMPLATES: Record<string, { fixed: string; zoned: boolean }> = {
 /** Shortest valid instances of the other formats with a rule here. */
 const INSTANCES: Record<string, string> = { email: 'a@a', hostname: 'a', ipv4: '0.0.0.0', ipv6: '::' };
 
+/** A table's entry for a schema's format: own keys only (`format: "constructor"` has none). */
+const entry = <T>(table: Record<string, T>, format: string): T | undefined => (Object.hasOwn(table, format) ? table[format] : undefined);
+
 /** The shortest value of a format, unquoted; undefined for a format without a rule here. */
 export function formatInstance(format: string): string | undefined {
-  const template = TEMPLATES[format];
-  return template ? template.fixed + (template.zoned ? 'Z' : '') : INSTANCES[format];
+  const template = entry(TEMPLATES, format);
+  return template ? template.fixed + (template.zoned ? 'Z' : '') : entry(INSTANCES, format);
 }
 
 /**
@@ -30,7 +33,7 @@ export function formatInstance(format: string): string | undefined {
  * least two characters long), a hostname's lower-case labels.
  */
 export function closeFormat(format: string, typed: string): string | undefined {
-  const template = TEMPLATES[format];
+  const template = entry(TEMPLATES, format);
   if (template) {
     const { fixed, zoned } = template;
     if (typed.length <= fixed.length) return fixed.slice(typed.length) + (zoned ? 'Z' : '');
@@ -50,7 +53,7 @@ export function closeFormat(format: string, typed: string): string | undefined {
     return closeLabels(typed.slice(at + 1), /[0-9A-Za-z]/);
   }
   if (format === 'hostname') return closeLabels(typed, /[0-9a-z]/);
-  return typed === '' ? INSTANCES[format] : undefined;
+  return typed === '' ? entry(INSTANCES, format) : undefined;
 }
 
 /**

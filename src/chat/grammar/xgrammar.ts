@@ -19,6 +19,7 @@ import path from 'node:path';
 import type { ChatTokenizer } from '../model.js';
 import { jsonSafeStrings } from './json-strings.js';
 import { MAX_SAFE_INTEGER, NUMBER_DIGITS, withSafeIntegers } from './schema-subset.js';
+import { tagsGrammar, type TagsWithSeparator } from './tag-grammar.js';
 
 /** The part of the package's API used here (lib/xgrammar.d.ts). */
 interface XGrammarApi {
@@ -54,7 +55,16 @@ interface XMatcher {
   dispose(): void;
 }
 
+/**
+ * The instance in use. Each load of the bundle is an instance of its own (its own WebAssembly memory).
+ * An instance that failed a conversion or a compile is never used again: XGrammar aborts a call it
+ * refuses without unwinding, so each failure leaks part of the instance's stack, and after a few
+ * dozen every call on it fails (`memory access out of bounds`), for every client (issue 37). Matchers
+ * made before keep their own instance's memory alive until they are disposed.
+ */
 let api: XGrammarApi | undefined;
+/** Counts the instances loaded; what was built on an older one (a model's compiler) is rebuilt. */
+let instance = 0;
 
 /** Loads the package's one bundle as CommonJS (its dynamic `import('module')` then works as in any CJS file). */
 export function xgrammar(): XGrammarApi {
@@ -64,7 +74,18 @@ export function xgrammar(): XGrammarApi {
   loader.filename = file;
   loader.paths = (Module as unknown as { _nodeModulePaths(dir: string): string[] })._nodeModulePaths(path.dirname(file));
   loader._compile(fs.readFileSync(file, 'utf8'), file);
+  instance++;
   return (api = loader.exports as XGrammarApi);
+}
+
+/** Retires `failed` (when it is still the instance in use): the next call loads a fresh one. */
+function retire(failed: XGrammarApi): void {
+  if (api === failed) api = undefined;
+}
+
+/** Instances loaded so far (for tests: a failed compile retires the one it ran on). */
+export function instancesLoaded(): number {
+  return instance;
 }
 
 /** What a grammar is compiled from: a JSON schema (the whole output) or a structural tag (tool calls). */
@@ -76,12 +97,14 @@ export type GrammarSource =
 const COMPILED_PER_MODEL = 64;
 
 interface ModelGrammars {
+  /** The instance the compiler and its grammars live in. */
+  api: XGrammarApi;
   compiler: GrammarCompiler;
   vocabSize: number;
   compiled: Map<string, Promise<CompiledGrammar>>;
 }
 
-const perModel = new WeakMap<ChatTokenizer, Promise<ModelGrammars>>();
+const perModel = new WeakMap<ChatTokenizer, { api: XGrammarApi; grammars: Promise<ModelGrammars> }>();
 
 /**
  * The vocabulary as XGrammar wants it: token strings by id, in the tokenizer's own encoding, read
@@ -109,18 +132,34 @@ interface Inner {
   tokenizer?: { decoder?: { type?: string; decoders?: Array<{ type?: string }> } | null };
 }
 
+/** The model's compiler on the instance in use (made again on a fresh instance after a failure). */
 function grammarsFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSize: number): Promise<ModelGrammars> {
+  const x = xgrammar();
   let entry = perModel.get(loaded);
-  if (!entry) {
-    entry = (async () => {
-      const x = xgrammar();
+  if (entry?.api !== x) {
+    const grammars = (async () => {
       const { vocab, type } = vocabularyOf(loaded.tokenizer, vocabSize);
       const info = await x.TokenizerInfo.createTokenizerInfo(vocab, type, false, vocabSize, loaded.eosTokenIds);
-      return { compiler: await x.GrammarCompiler.createGrammarCompiler(info, true), vocabSize, compiled: new Map() };
+      return { api: x, compiler: await x.GrammarCompiler.createGrammarCompiler(info, true), vocabSize, compiled: new Map() };
     })();
+    entry = { api: x, grammars };
     perModel.set(loaded, entry);
   }
-  return entry;
+  return entry.grammars;
+}
+
+/**
+ * A conversion or compile the grammar compiler refused. `regex`: its reason is a `pattern` it could
+ * not parse (the schema's: ./schema-problems.ts and ./regex-subset.ts catch what they know of before).
+ * Any other refusal, after those checks, is a failure of this server's (its message is for the log).
+ */
+export class GrammarCompileError extends Error {
+  constructor(
+    message: string,
+    readonly regex: boolean,
+  ) {
+    super(message);
+  }
 }
 
 /** A grammar's matcher for one sequence: the tokens allowed next, and the token chosen. */
@@ -140,7 +179,7 @@ export interface Matcher {
  * as `[FATAL] file:line: reason` and then aborts the call with a bare "Aborted()" (the module stays
  * usable); the line is caught here, kept out of the log, and becomes the message.
  */
-async function withCompilerMessages<T>(compile: () => Promise<T>): Promise<T> {
+async function withCompilerMessages<T>(x: XGrammarApi, compile: () => Promise<T>): Promise<T> {
   const lines: string[] = [];
   const write = process.stderr.write;
   process.stderr.write = ((chunk: string | Uint8Array, ...rest: unknown[]) => {
@@ -154,8 +193,11 @@ async function withCompilerMessages<T>(compile: () => Promise<T>): Promise<T> {
   try {
     return await compile();
   } catch (error) {
-    const fatal = lines.find((l) => l.includes('[FATAL]'));
-    throw new Error(fatal ? fatal.replace(/^.*?\[FATAL\]\s*\S+:\d+:\s*/, '') : error instanceof Error ? error.message : String(error));
+    retire(x);
+    const fatal = lines.find((l) => l.includes('[FATAL]'))?.replace(/^.*?\[FATAL\]\s*\S+:\d+:\s*/, '');
+    // Without a [FATAL] line the error is a bare exception pointer (a number) or a trap of the instance.
+    const raw = error instanceof Error ? error.message : `uncaught exception ${String(error)}`;
+    throw new GrammarCompileError(fatal ?? raw, fatal?.startsWith('Regex parsing error') ?? false);
   } finally {
     process.stderr.write = write;
   }
@@ -201,17 +243,17 @@ function boundedNumbers(ebnf: string): string {
 }
 
 /** The converter's grammar for `schema`: JSON (compact) or Qwen3-Coder's XML parameters, its numbers bounded. */
-async function converted(schema: unknown, format: 'json' | 'xml'): Promise<string> {
+async function converted(x: XGrammarApi, schema: unknown, format: 'json' | 'xml'): Promise<string> {
   const text = JSON.stringify(withSafeIntegers(schema));
   // XML: the arguments XGrammar's own qwen_xml_parameter format passes (QwenXMLToolCallingToEBNF: any
   // whitespace, no indent, default separators, strict).
-  const ebnf = format === 'json' ? await xgrammar().Testings._jsonSchemaToEBNF(text, ...COMPACT) : await xgrammar().Testings._jsonSchemaToEBNF(text, true, -1, undefined, true, undefined, 'xml');
+  const ebnf = format === 'json' ? await x.Testings._jsonSchemaToEBNF(text, ...COMPACT) : await x.Testings._jsonSchemaToEBNF(text, true, -1, undefined, true, undefined, 'xml');
   return boundedNumbers(ebnf);
 }
 
 /** The grammar (EBNF) of compact JSON valid against `schema`, its strings written as valid JSON (./json-strings.ts), its numbers bounded. */
-export async function schemaGrammar(schema: unknown): Promise<string> {
-  return jsonSafeStrings(await converted(schema, 'json'));
+export async function schemaGrammar(schema: unknown, x = xgrammar()): Promise<string> {
+  return jsonSafeStrings(await converted(x, schema, 'json'));
 }
 
 /**
@@ -219,19 +261,22 @@ export async function schemaGrammar(schema: unknown): Promise<string> {
  * allows any whitespace, in which a weak model wanders until its budget is spent, so each becomes
  * the grammar the converter writes for it with whitespace off (the compiler namespaces its rules).
  * Qwen3-Coder's XML parameters become the grammar XGrammar would build for them, its numbers bounded.
+ * XGrammar takes `tags_with_separator` only as the whole format (inside `or` or `sequence` its compile
+ * throws a bare exception): anywhere else it becomes the grammar it stands for (./tag-grammar.ts).
  */
-async function compactTag(node: unknown): Promise<unknown> {
-  if (Array.isArray(node)) return Promise.all(node.map(compactTag));
+async function compactTag(x: XGrammarApi, node: unknown, root: boolean): Promise<unknown> {
+  if (Array.isArray(node)) return Promise.all(node.map((n) => compactTag(x, n, false)));
   if (typeof node !== 'object' || node === null) return node;
   const record = node as Record<string, unknown>;
-  if (record.type === 'json_schema') return { type: 'grammar', grammar: await schemaGrammar(record.json_schema) };
-  if (record.type === 'qwen_xml_parameter') return { type: 'grammar', grammar: await converted(record.json_schema, 'xml') };
-  return Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, await compactTag(v)] as const)));
+  if (record.type === 'json_schema') return { type: 'grammar', grammar: await schemaGrammar(record.json_schema, x) };
+  if (record.type === 'qwen_xml_parameter') return { type: 'grammar', grammar: await converted(x, record.json_schema, 'xml') };
+  const compacted = Object.fromEntries(await Promise.all(Object.entries(record).map(async ([k, v]) => [k, await compactTag(x, v, false)] as const)));
+  return record.type === 'tags_with_separator' && !root ? { type: 'grammar', grammar: tagsGrammar(compacted as unknown as TagsWithSeparator) } : compacted;
 }
 
 /** The structural tag compiled for `tag` (a GrammarSource's), its JSON-schema parts compact grammars. */
-export async function structuralTag(tag: Record<string, unknown>): Promise<{ type: 'structural_tag'; format: Record<string, unknown> }> {
-  return { type: 'structural_tag', format: (await compactTag(tag)) as Record<string, unknown> };
+export async function structuralTag(tag: Record<string, unknown>, x = xgrammar()): Promise<{ type: 'structural_tag'; format: Record<string, unknown> }> {
+  return { type: 'structural_tag', format: (await compactTag(x, tag, true)) as Record<string, unknown> };
 }
 
 /**
@@ -245,10 +290,11 @@ export async function matcherFor(loaded: ChatTokenizer & { eosTokenIds: number[]
   if (compiled) {
     grammars.compiled.delete(key); // most recently used last
   } else {
-    compiled = withCompilerMessages(() =>
+    const x = grammars.api;
+    compiled = withCompilerMessages(x, () =>
       source.kind === 'json_schema'
-        ? schemaGrammar(source.schema).then((ebnf) => grammars.compiler.compileGrammar(ebnf, 'root'))
-        : structuralTag(source.tag).then((tag) => grammars.compiler.compileStructuralTag(tag)),
+        ? schemaGrammar(source.schema, x).then((ebnf) => grammars.compiler.compileGrammar(ebnf, 'root'))
+        : structuralTag(source.tag, x).then((tag) => grammars.compiler.compileStructuralTag(tag)),
     );
     // A failed compile is not kept.
     compiled.catch(() => grammars.compiled.get(key) === compiled && grammars.compiled.delete(key));
@@ -260,7 +306,7 @@ export async function matcherFor(loaded: ChatTokenizer & { eosTokenIds: number[]
     }
   }
   grammars.compiled.set(key, compiled);
-  const matcher = await xgrammar().GrammarMatcher.createGrammarMatcher(await compiled, loaded.eosTokenIds);
+  const matcher = await grammars.api.GrammarMatcher.createGrammarMatcher(await compiled, loaded.eosTokenIds);
   return {
     mask: async () => {
       const bits = await matcher.getNextTokenBitmask();

@@ -129,12 +129,14 @@ export class XmlCallScanner extends CallScanner {
       const tool = this.tools.get(f.name);
       if (tool === undefined) return { reason: `unknown tool ${JSON.stringify(f.name)}` };
       const properties = isObject(tool.inputSchema?.properties) ? tool.inputSchema.properties : {};
-      const args: Record<string, unknown> = {};
-      for (const [name, value] of f.params) {
-        const schema = properties[name];
-        // An unknown parameter keeps its text (vLLM does the same).
-        args[name] = isObject(schema) ? typeXmlValue(value, schema) : value;
-      }
+      // Own keys only, both ways: a parameter the model names `constructor` or `__proto__` is a plain key.
+      const args = Object.fromEntries(
+        f.params.map(([name, value]) => {
+          const schema = Object.hasOwn(properties, name) ? properties[name] : undefined;
+          // An unknown parameter keeps its text (vLLM does the same).
+          return [name, isObject(schema) ? typeXmlValue(value, schema) : value];
+        }),
+      );
       calls.push({ name: f.name, input: args });
     }
     return calls;

@@ -26,7 +26,8 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   schema_unsupported: {
     ...invalid,
     message: ({ message, details: d }) => {
-      const field = d.reason === 'tool' ? `tools.${d.item}.input_schema` : 'output_config.format.schema';
+      const field = d.reason === 'tool' ? (d.item === undefined ? 'tools' : `tools.${d.item}.input_schema`) : 'output_config.format.schema';
+      if (d.problem !== undefined) return `${field}: ${d.schemaPath === undefined ? '' : `at '${d.schemaPath || '/'}': `}${d.problem}`;
       if (d.feature === undefined) return `${field}: ${message}`;
       return `${field}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and structured outputs); remove it, or for a tool drop \`strict\``;
     },

@@ -11,7 +11,8 @@ import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
-import type { ChatBody, ChatMessageBody } from './chat-schema.js';
+import { functionChoiceSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
+import { parseField } from '../shared/validation.js';
 
 type Part = { type: string; text?: string };
 
@@ -118,7 +119,8 @@ function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice 
   if (choice != null && typeof choice === 'object' && choice.type !== 'function') {
     throw unsupported('tool_choice.type', `\`${clip(String(choice.type), 64)}\` is not served; send "none", "auto", "required" or {type: "function", function: {name}}`);
   }
-  const named = typeof choice === 'object' && choice !== null ? (choice as { function: { name: string } }).function.name : undefined;
+  // A malformed function choice reached the union's catch-all: held to its own form, the field at fault named.
+  const named = typeof choice === 'object' && choice !== null ? parseField(functionChoiceSchema, choice, ['tool_choice']).function.name : undefined;
   if (named !== undefined && !tools.some((t) => t.name === named)) throw invalidRequest(`tool_choice.function.name: no tool named \`${clip(named, 64)}\` in \`tools\``, 'tool_choice');
   if (choice != null && choice !== 'none' && tools.length === 0) throw invalidRequest('tool_choice: requires `tools`', 'tool_choice');
   if (tools.length === 0) return {};

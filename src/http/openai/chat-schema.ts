@@ -54,11 +54,10 @@ const toolSchema = z
   })
   .strict();
 
-const toolChoiceSchema = z.union([
-  z.enum(['none', 'auto', 'required']),
-  z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).strict() }).strict(),
-  z.object({ type: z.string() }).passthrough(),
-]);
+/** A tool choice naming a function: a choice of type "function" is held to it (chat-convert.ts). */
+export const functionChoiceSchema = z.object({ type: z.literal('function'), function: z.object({ name: z.string() }).strict() }).strict();
+
+const toolChoiceSchema = z.union([z.enum(['none', 'auto', 'required']), functionChoiceSchema, z.object({ type: z.string() }).passthrough()]);
 
 const responseFormatSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }).strict(),

@@ -18,6 +18,8 @@ interface Row {
 
 const invalid = { status: 400, type: 'invalid_request_error' } as const;
 const server = (status: number) => ({ status, type: 'server_error' }) as const;
+/** A tool's parameters, or the tools when the error is about no one tool (a forced call's grammar). */
+const toolSchema = (item: number | undefined) => (item === undefined ? 'tools' : `tools[${item}].function.parameters`);
 /** OpenAI names an input of a list as input[i]. */
 const input = (item: number | undefined) => (item === undefined ? 'input' : `input[${item}]`);
 
@@ -31,9 +33,10 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   // Chat completions only: an output schema or a strict tool the grammar cannot enforce.
   schema_unsupported: {
     ...invalid,
-    param: ({ details: d }) => (d.reason === 'tool' ? `tools[${d.item}].function.parameters` : 'response_format'),
+    param: ({ details: d }) => (d.reason === 'tool' ? toolSchema(d.item) : 'response_format'),
     message: ({ message, details: d }) => {
-      const field = d.reason === 'tool' ? `tools[${d.item}].function.parameters` : 'response_format.json_schema.schema';
+      const field = d.reason === 'tool' ? toolSchema(d.item) : 'response_format.json_schema.schema';
+      if (d.problem !== undefined) return `${field}: ${d.schemaPath === undefined ? '' : `at '${d.schemaPath || '/'}': `}${d.problem}`;
       if (d.feature === undefined) return `${field}: ${message}`;
       return `${field}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and strict json_schema); remove it, or send strict: false`;
     },

@@ -20,7 +20,8 @@ import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
-import { ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
+import { parseField } from '../shared/validation.js';
+import { allowedToolsChoiceSchema, functionChoiceSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
 
@@ -141,7 +142,7 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
 
 /** An item of a type served here, as its own schema reads it; refused with the field at fault when it does not fit. */
 function checkedItem(item: InputItem, type: string, where: string): InputItem {
-  const schema = ITEM_SCHEMAS[type];
+  const schema = ITEM_SCHEMAS.get(type);
   if (!schema) return item;
   const parsed = schema.safeParse(item);
   if (parsed.success) return parsed.data as InputItem;
@@ -203,16 +204,17 @@ function choiceOf(body: Omit<ResponsesBody, 'stream'>, tools: ToolSpec[]): { too
     return { toolChoice: { mode: choice === 'required' ? 'any' : choice, parallel } };
   }
   if (choice.type === 'function') {
-    const name = (choice as { name: string }).name;
+    const { name } = parseField(functionChoiceSchema, choice, ['tool_choice']);
     if (!tools.some((t) => t.name === name)) throw invalidRequest(`tool_choice.name: no function tool named \`${clip(name, 64)}\` in \`tools\``, 'tool_choice');
     return { toolChoice: { mode: 'tool', name, parallel } };
   }
   if (choice.type === 'allowed_tools') {
-    const allowed = new Set(((choice as { tools: Array<{ name?: string }> }).tools).map((t) => t.name));
+    const { mode, tools: listed } = parseField(allowedToolsChoiceSchema, choice, ['tool_choice']);
+    const allowed = new Set(listed.map((t) => t.name));
     const kept = tools.filter((t) => allowed.has(t.name));
     if (kept.length === 0) throw invalidRequest('tool_choice.tools: none of the allowed tools is a function tool in `tools`', 'tool_choice');
     tools.splice(0, tools.length, ...kept);
-    return { toolChoice: { mode: (choice as { mode: string }).mode === 'required' ? 'any' : 'auto', parallel } };
+    return { toolChoice: { mode: mode === 'required' ? 'any' : 'auto', parallel } };
   }
   throw unsupported('tool_choice.type', `\`${clip(choice.type, 64)}\` cannot be forced here: it is a tool only a hosted service runs; send "auto", "none", "required", a function or allowed_tools`);
 }

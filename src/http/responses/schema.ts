@@ -43,15 +43,16 @@ export const inputItemSchema = z.union([messageItem, functionCallItem, functionC
 
 /**
  * The schema of each item type the converter serves: an item of one of these types that does not
- * fit it (it reached the union's catch-all) is refused with the field at fault.
+ * fit it (it reached the union's catch-all) is refused with the field at fault. A Map: the type is
+ * the client's string (`constructor` must find nothing).
  */
-export const ITEM_SCHEMAS: Record<string, z.ZodType> = {
-  message: messageItem,
-  function_call: functionCallItem,
-  function_call_output: functionCallOutputItem,
-  reasoning: reasoningItem,
-  item_reference: itemReference,
-};
+export const ITEM_SCHEMAS: ReadonlyMap<string, z.ZodType> = new Map<string, z.ZodType>([
+  ['message', messageItem],
+  ['function_call', functionCallItem],
+  ['function_call_output', functionCallOutputItem],
+  ['reasoning', reasoningItem],
+  ['item_reference', itemReference],
+]);
 export type InputItem = z.infer<typeof inputItemSchema>;
 
 const functionTool = z
@@ -75,12 +76,13 @@ export const toolSchema = z.union([functionTool, namespaceTool, otherTool]);
 export type FunctionToolBody = z.infer<typeof functionTool>;
 export type NamespaceToolBody = z.infer<typeof namespaceTool>;
 
-const toolChoiceSchema = z.union([
-  z.enum(['none', 'auto', 'required']),
-  z.object({ type: z.literal('function'), name: z.string() }).passthrough(),
-  z.object({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.object({ type: z.string(), name: z.string().optional() }).passthrough()) }).passthrough(),
-  z.object({ type: z.string() }).passthrough(),
-]);
+/** The tool choices a converter holds a choice of their type to (convert.ts), when it reached the union's catch-all. */
+export const functionChoiceSchema = z.object({ type: z.literal('function'), name: z.string() }).passthrough();
+export const allowedToolsChoiceSchema = z
+  .object({ type: z.literal('allowed_tools'), mode: z.enum(['auto', 'required']), tools: z.array(z.object({ type: z.string(), name: z.string().optional() }).passthrough()) })
+  .passthrough();
+
+const toolChoiceSchema = z.union([z.enum(['none', 'auto', 'required']), functionChoiceSchema, allowedToolsChoiceSchema, z.object({ type: z.string() }).passthrough()]);
 
 const formatSchema = z.union([
   z.object({ type: z.literal('text') }).strict(),

@@ -29,11 +29,20 @@ export function parseBody<S extends z.ZodType>(schema: S, body: unknown, options
   if (depthExceeds(body, MAX_BODY_DEPTH)) {
     throw invalidRequest(`The request body is nested more than ${MAX_BODY_DEPTH} levels deep; the server accepts at most ${MAX_BODY_DEPTH}.`);
   }
-  const result = schema.safeParse(body, { reportInput: true });
+  return parseField(schema, body, [], options);
+}
+
+/**
+ * `value` (the body's field at `at`, already within the body's depth) as `schema` reads it, or a 400
+ * naming the field at fault from the body's root: for a field a converter checks against one form
+ * of a union once it knows which form the client meant (a tool choice of type "function").
+ */
+export function parseField<S extends z.ZodType>(schema: S, value: unknown, at: Array<string | number>, options: ParseOptions = {}): z.infer<S> {
+  const result = schema.safeParse(value, { reportInput: true });
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
   // Paths and keys are the client's strings: each clipped, and only the first few keys named.
-  const where = issue.path.map((p) => clip(String(p), 64)).join('.');
+  const where = [...at, ...issue.path].map((p) => clip(String(p), 64)).join('.');
   const keys = issue.code === 'unrecognized_keys' ? issue.keys.slice(0, MAX_KEYS_NAMED).map((k) => clip(k, 64)) : [];
   const message = issue.code === 'unrecognized_keys'
     ? (options.unknownKeys ?? defaultUnknownKeys)([...keys.map((k) => (where ? `${where}.${k}` : k)), ...(issue.keys.length > MAX_KEYS_NAMED ? [`(${issue.keys.length - MAX_KEYS_NAMED} more)`] : [])])
