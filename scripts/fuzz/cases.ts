@@ -10,6 +10,7 @@ import { CHAT_MODEL, EMBED_MODEL, type Endpoint, type Envelope, type FuzzCase } 
 import { asksClose, baseHeaders, mutateHeaders, type Headers } from './headers.js';
 import { boundMaxTokens, mutateBody, mutateSerialization, serializeBody, validChatBody, validEmbeddingsBody, validMessagesBody, validResponsesBody } from './bodies.js';
 import { rawCase } from './raw-cases.js';
+import { withHostileSchema, withPrototypeName, type ChatDialect } from './schemas.js';
 import { rerankRequest, retrievalEnvelopes, teiRequest, tokenizeRequest, type RetrievalRequest } from './retrieval-cases.js';
 
 export { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS, type Endpoint, type Envelope, type ExpectedResponse, type FuzzCase } from './fuzz-case.js';
@@ -130,8 +131,16 @@ function mutateRequest(rng: Random, draft: Draft): void {
   }
 }
 
-function postDraft(rng: Random, target: string, dialect: 'anthropic' | 'openai', body: Record<string, unknown>, fields: string[], cap?: number): Draft {
+/** The chat dialects' own hostile values (./schemas.ts), on some of their bodies, before the generic mutations. */
+function chatMutations(rng: Random, body: Record<string, unknown>, dialect: ChatDialect): string[] {
   const labels: string[] = [];
+  if (rng.chance(0.2)) labels.push(withHostileSchema(rng, body, dialect));
+  if (rng.chance(0.1)) labels.push(withPrototypeName(rng, body, dialect));
+  return labels;
+}
+
+function postDraft(rng: Random, target: string, dialect: 'anthropic' | 'openai', body: Record<string, unknown>, fields: string[], cap?: number, chat?: ChatDialect): Draft {
+  const labels: string[] = chat ? chatMutations(rng, body, chat) : [];
   const mutations = rng.weighted([[3, 0], [5, 1], [2, 2], [1, 3]]);
   for (let i = 0; i < mutations; i++) labels.push(mutateBody(rng, body, fields));
   if (cap !== undefined) boundMaxTokens(body, cap);
@@ -159,7 +168,7 @@ function messagesCase(rng: Random, id: string): FuzzCase {
     if (rng.chance(0.3)) draft.headers.push(['Connection', 'close']), draft.labels.push('connection close');
     return finish(id, 'messages', draft);
   }
-  const draft = postDraft(rng, rng.chance(0.1) ? '/v1/messages?beta=true' : '/v1/messages', 'anthropic', body, MESSAGES_FIELDS, 8);
+  const draft = postDraft(rng, rng.chance(0.1) ? '/v1/messages?beta=true' : '/v1/messages', 'anthropic', body, MESSAGES_FIELDS, 8, 'messages');
   if (mode === 'stream') draft.labels.unshift('stream');
   return finish(id, 'messages', draft);
 }
@@ -194,7 +203,7 @@ function chatCase(rng: Random, id: string): FuzzCase {
   const stream = rng.chance(0.3);
   if (stream) body.stream = true;
   if (stream && rng.chance(0.5)) body.stream_options = { include_usage: true };
-  const draft = postDraft(rng, '/v1/chat/completions', 'openai', body, CHAT_FIELDS, 8);
+  const draft = postDraft(rng, '/v1/chat/completions', 'openai', body, CHAT_FIELDS, 8, 'chat');
   boundOutput(draft, ['max_tokens', 'max_completion_tokens'], 'max_completion_tokens');
   if (stream) draft.labels.unshift('stream');
   return finish(id, 'chat', draft);
@@ -209,14 +218,14 @@ function responsesCase(rng: Random, id: string): FuzzCase {
   if (stream) body.stream = true;
   const count = !stream && rng.chance(0.15);
   if (count) delete body.max_output_tokens;
-  const draft = postDraft(rng, count ? '/v1/responses/input_tokens' : '/v1/responses', 'openai', body, RESPONSES_FIELDS, 8);
+  const draft = postDraft(rng, count ? '/v1/responses/input_tokens' : '/v1/responses', 'openai', body, RESPONSES_FIELDS, 8, 'responses');
   if (!count) boundOutput(draft, ['max_output_tokens'], 'max_output_tokens');
   if (stream) draft.labels.unshift('stream');
   return finish(id, 'responses', draft);
 }
 
 function countTokensCase(rng: Random, id: string): FuzzCase {
-  return finish(id, 'count_tokens', postDraft(rng, '/v1/messages/count_tokens', 'anthropic', validMessagesBody(rng, false), MESSAGES_FIELDS));
+  return finish(id, 'count_tokens', postDraft(rng, '/v1/messages/count_tokens', 'anthropic', validMessagesBody(rng, false), MESSAGES_FIELDS, undefined, 'messages'));
 }
 
 function embeddingsCase(rng: Random, id: string): FuzzCase {

@@ -121,6 +121,7 @@ export function checkResponse(c: FuzzCase, expected: ExpectedResponse, res: RawR
   const status = res.status;
   const overloaded = (status === 529 || status === 429 || status === 503) && /overloaded|rate_limit|capacity/i.test(text);
   if (status >= 500 && !overloaded) out.push({ check: 'status >= 500', detail: `${status} ${describeBody(res.body)}` });
+  if (expected.status !== undefined && status !== expected.status) out.push({ check: 'status', detail: `${status} where ${expected.status} is owed: ${describeBody(res.body)}` });
   if (LEAK.test(text)) out.push({ check: 'internals in body', detail: `${status}: ${LEAK.exec(text)![0].trim()}` });
 
   const contentType = header(res, 'content-type') ?? '';

@@ -22,6 +22,8 @@ export interface ExpectedResponse {
   head: boolean;
   /** Envelopes a 4xx answer may use. */
   envelopes: Envelope[];
+  /** The status the answer must have, where only one is right (a valid request after hostile ones). */
+  status?: number;
 }
 
 export interface FuzzCase {

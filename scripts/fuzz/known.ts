@@ -4,6 +4,8 @@
  */
 import { API_KEY, CHAT_MODEL, EMBED_MODEL, envelopesFor, type Envelope, type FuzzCase } from './cases.js';
 import { serializeRequest } from './raw-client.js';
+import { Random } from './random.js';
+import { PROTOTYPE_NAMES, withHostileSchema, type ChatDialect } from './schemas.js';
 
 const ANTHROPIC: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['anthropic-version', '2023-06-01'], ['x-api-key', API_KEY]];
 const OPENAI: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['Authorization', `Bearer ${API_KEY}`]];
@@ -38,6 +40,46 @@ const withField = (json: string, key: string, value: string) => `${json.slice(0,
 
 /** More than loopback socket buffers hold: the client is still writing when the answer comes. */
 const BIG_BODY = 4_000_000;
+
+const CHAT_ROUTES: Record<ChatDialect, [string, Array<[string, string]>, (extra: object) => string]> = {
+  messages: ['/v1/messages', ANTHROPIC, chat],
+  chat: ['/v1/chat/completions', OPENAI, (extra) => JSON.stringify({ model: CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], ...extra })],
+  responses: ['/v1/responses', OPENAI, (extra) => JSON.stringify({ model: CHAT_MODEL, max_output_tokens: 2, input: 'hi', ...extra })],
+};
+
+/**
+ * Issue 37: `count` hostile schemas through every door of every chat dialect (each answered < 500,
+ * in the dialect's envelope), then a valid constrained request of each kind on each dialect, each of
+ * which must be a 200. Refused schemas once left the grammar compiler broken for every later client.
+ */
+export function schemaRunCases(seed: number, count: number): FuzzCase[] {
+  const rng = new Random(seed, 37);
+  const dialects = Object.keys(CHAT_ROUTES) as ChatDialect[];
+  const hostile = Array.from({ length: count }, (_, i) => {
+    const dialect = dialects[i % dialects.length]!;
+    const [target, headers, body] = CHAT_ROUTES[dialect];
+    const fields: Record<string, unknown> = {};
+    const label = withHostileSchema(rng, fields, dialect);
+    return known(`${dialect} ${label}`, post(target, headers, body(fields)), { envelopes: [dialect === 'messages' ? 'anthropic' : 'openai'] });
+  });
+  const object = { type: 'object', properties: { a: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['a'], additionalProperties: false };
+  const named = PROTOTYPE_NAMES[seed % PROTOTYPE_NAMES.length]!;
+  const valid: Array<[ChatDialect, string, object]> = [
+    ['chat', 'json_object', { response_format: { type: 'json_object' } }],
+    ['chat', 'json_schema', { max_tokens: 16, response_format: { type: 'json_schema', json_schema: { name: 'o', schema: object, strict: true } } }],
+    ['chat', 'strict tool beside an output schema', { max_tokens: 40, tools: [{ type: 'function', function: { name: named, parameters: object, strict: true } }], response_format: { type: 'json_schema', json_schema: { name: 'o', schema: object, strict: true } } }],
+    ['responses', 'json_schema', { max_output_tokens: 16, text: { format: { type: 'json_schema', name: 'o', schema: object, strict: true } } }],
+    ['responses', 'forced strict tool', { max_output_tokens: 40, tools: [{ type: 'function', name: named, parameters: object, strict: true }], tool_choice: 'required' }],
+    ['messages', 'output_config', { max_tokens: 16, output_config: { format: { type: 'json_schema', schema: object } } }],
+    ['messages', 'forced strict tool', { max_tokens: 40, tools: [{ name: named, input_schema: object, strict: true }], tool_choice: { type: 'tool', name: named } }],
+  ];
+  const served = valid.map(([dialect, what, extra]) => {
+    const [target, headers, body] = CHAT_ROUTES[dialect];
+    const c = known(`${dialect} ${what} after the hostile schemas`, post(target, headers, body(extra)), { envelopes: [dialect === 'messages' ? 'anthropic' : 'openai'] });
+    return { ...c, responses: c.responses.map((r) => ({ ...r, status: 200 })) };
+  });
+  return [...hostile, ...served];
+}
 
 /** Each case: what it sends and which envelopes its error answer may use. */
 export function knownCases(): FuzzCase[] {
@@ -90,5 +132,14 @@ export function knownCases(): FuzzCase[] {
     known('client aborts before the answer', request('POST', '/v1/messages', ANTHROPIC, chat({ max_tokens: 64 })), { envelopes: ['anthropic'], action: 'abort-early' }),
     // Found by seed 509443479: transformers.js throws decoding no tokens (a 500 until detokenize answered '').
     known('detokenize of no tokens', post('/detokenize', OPENAI, JSON.stringify({ model: CHAT_MODEL, tokens: [] })), { envelopes: ['openai'] }),
+    // Issue 37: lookups by a client's string in plain objects (500s: `schema.safeParse is not a function`).
+    ...PROTOTYPE_NAMES.flatMap((type) =>
+      ['/v1/responses', '/v1/responses/input_tokens'].map((target) =>
+        known(`Responses input item of type ${type} (${target})`, post(target, OPENAI, JSON.stringify({ model: CHAT_MODEL, max_output_tokens: 2, input: [{ type, role: 'user', content: 'hi' }] })), { envelopes: ['openai'] }),
+      ),
+    ),
+    known('chat tool_choice function with name null', post('/v1/chat/completions', OPENAI, JSON.stringify({ model: CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], tools: [{ type: 'function', function: { name: 'f' } }], tool_choice: { type: 'function', function: { name: null } } })), { envelopes: ['openai'] }),
+    known('Responses tool_choice allowed_tools without its fields', post('/v1/responses', OPENAI, JSON.stringify({ model: CHAT_MODEL, max_output_tokens: 2, input: 'hi', tools: [{ type: 'function', name: 'f' }], tool_choice: { type: 'allowed_tools' } })), { envelopes: ['openai'] }),
+    known('json_schema with minLength 2^53 + 1', post('/v1/chat/completions', OPENAI, JSON.stringify({ model: CHAT_MODEL, max_tokens: 2, messages: [{ role: 'user', content: 'hi' }], response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object', properties: { s: { type: 'string', minLength: 9007199254740993 } }, required: ['s'] } } } })), { envelopes: ['openai'] }),
   ];
 }

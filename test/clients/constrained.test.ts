@@ -46,6 +46,7 @@ const loose = (params: Record<string, unknown>) => params as unknown as Anthropi
 const TEMPERATURES = [0, 0.4, 0.7, 1];
 const runs = (n: number) => Array.from({ length: n }, (_, i) => ({ i, temperature: TEMPERATURES[i % TEMPERATURES.length]! }));
 const textOf = (m: Anthropic.Message) => m.content.map((b) => (b.type === 'text' ? b.text : '')).join('');
+const calls = (m: Anthropic.Message) => m.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
 
 describe('structured outputs: output_config.format and output_format', () => {
   it.each(runs(8))('run %#: the text is JSON valid against the schema (JSON reply)', async ({ i, temperature }) => {
@@ -97,11 +98,13 @@ describe('structured outputs: output_config.format and output_format', () => {
     );
   });
 
-  it('a schema the grammar compiler refuses (a regex it cannot parse) is a 400 with the compiler\'s reason', async () => {
+  it('a pattern that is no regular expression is a 400 naming it and why', async () => {
     const schema = { type: 'object', properties: { s: { type: 'string', pattern: '(unclosed' } }, required: ['s'] };
     const error = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 20, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema } } })).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400 });
-    expect((error as { error: { error: { message: string } } }).error.error.message).toMatch(/^output_config\.format\.schema: .*Regex parsing error at position \d+: The parenthesis is not closed/);
+    expect((error as { error: { error: { message: string } } }).error.error.message).toBe(
+      "output_config.format.schema: at '/properties/s': pattern \"(unclosed\" is not a valid regular expression: /(unclosed/u: Unterminated group",
+    );
     // The worker's grammar compiler still serves the next request (greedy: this test is not about the budget).
     const ok = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, temperature: 0, messages: [{ role: 'user', content: 'hi' }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
     expect(validPerson(JSON.parse(textOf(ok)))).toBe(true);
@@ -148,7 +151,6 @@ describe('forced and strict tool calls', () => {
     { ...WEATHER_TOOL, strict: true },
     { name: 'add', description: 'Add two integers.', input_schema: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false } },
   ];
-  const calls = (m: Anthropic.Message) => m.content.filter((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
   const validAdd = ajv.compile(TOOLS[1]!.input_schema);
   const valid = (call: Anthropic.ToolUseBlock) => (call.name === 'add' ? validAdd(call.input) : validWeather(call.input));
 
@@ -233,6 +235,86 @@ describe('client libraries', () => {
     for (const temperature of [0, 1]) {
       const result = await langchainChat(target, { maxTokens: 120, temperature }).withStructuredOutput(Recipe, { name: 'recipe' }).invoke('A recipe.');
       expect(ajv.validate(recipeSchema, result), JSON.stringify(result)).toBe(true);
+    }
+  });
+});
+
+describe('one client\'s refused schemas change nothing for the others (issue 37)', () => {
+  const post = async (path: string, body: object, headers: Record<string, string> = {}) => {
+    const response = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}`, 'anthropic-version': '2023-06-01', ...headers }, body: JSON.stringify(body) });
+    return { status: response.status, body: (await response.json()) as Record<string, any> };
+  };
+  const user = [{ role: 'user', content: 'hi' }];
+  /** Each would have aborted XGrammar's compile; enough of them broke it for every later request. */
+  const IMPOSSIBLE: Array<[object, string]> = [
+    [{ type: 'integer', minimum: 10, maximum: 1 }, 'minimum'],
+    [{ type: 'string', minLength: 5, maxLength: 1 }, 'minLength'],
+    [{ enum: [] }, 'enum'],
+    [{ type: 'string', pattern: '((' }, 'pattern'],
+    [{ type: 'string', minLength: 9007199254740993 }, 'minLength'],
+    [{ type: 'string', minLength: -2147483649 }, 'minLength'],
+    [{ type: 'array', maxItems: 1e300 }, 'maxItems'],
+    [{ $ref: '#/$defs/constructor' }, '$ref'],
+    [{ type: 'constructor' }, 'type'],
+    [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['b'], additionalProperties: false }, 'required'],
+  ];
+  const wrap = (inner: object) => ({ type: 'object', properties: { x: inner }, required: ['x'] });
+  /** The same schema through each door: an output schema or a strict tool, on each dialect. */
+  const DOORS: Array<(schema: object) => [string, object]> = [
+    (schema) => ['/v1/chat/completions', { model: CHAT_MODEL, max_tokens: 4, messages: user, response_format: { type: 'json_schema', json_schema: { name: 'x', schema, strict: true } } }],
+    (schema) => ['/v1/chat/completions', { model: CHAT_MODEL, max_tokens: 4, messages: user, response_format: { type: 'json_schema', json_schema: { name: 'x', schema } } }],
+    (schema) => ['/v1/chat/completions', { model: CHAT_MODEL, max_tokens: 4, messages: user, tools: [{ type: 'function', function: { name: 'f', parameters: schema, strict: true } }] }],
+    (schema) => ['/v1/responses', { model: CHAT_MODEL, max_output_tokens: 4, input: 'hi', text: { format: { type: 'json_schema', name: 'x', schema, strict: true } } }],
+    (schema) => ['/v1/messages', { model: CHAT_MODEL, max_tokens: 4, messages: user, output_config: { format: { type: 'json_schema', schema } } }],
+    (schema) => ['/v1/messages', { model: CHAT_MODEL, max_tokens: 4, messages: user, tools: [{ name: 'f', input_schema: schema, strict: true }] }],
+  ];
+
+  it('hundreds of refused schemas, each a 400 naming the keyword; then json_object, json_schema and a strict tool call are served and valid', { timeout: 180_000 }, async () => {
+    const requests = Array.from({ length: 300 }, (_, i) => {
+      const [inner, keyword] = IMPOSSIBLE[i % IMPOSSIBLE.length]!;
+      return { keyword, request: DOORS[Math.floor(i / IMPOSSIBLE.length) % DOORS.length]!(wrap(inner)) };
+    });
+    for (let i = 0; i < requests.length; i += 6) {
+      await Promise.all(
+        requests.slice(i, i + 6).map(async ({ keyword, request: [path, body] }) => {
+          const { status, body: answer } = await post(path, body);
+          const message: string = answer.error?.message ?? answer.error?.error?.message;
+          expect(status, `${path} ${JSON.stringify(body).slice(0, 200)} → ${JSON.stringify(answer)}`).toBe(400);
+          expect(message).toContain(keyword);
+          expect(message).toContain("at '/properties/x'");
+          expect(message).not.toMatch(/Aborted|memory access|Check failed|: \d+$/);
+        }),
+      );
+    }
+    const object = await post('/v1/chat/completions', { model: CHAT_MODEL, max_tokens: 40, temperature: 0, messages: user, response_format: { type: 'json_object' } });
+    expect(object.status).toBe(200);
+    expect(typeof JSON.parse(object.body.choices[0].message.content)).toBe('object');
+    const person = await post('/v1/responses', { model: CHAT_MODEL, max_output_tokens: 200, temperature: 0, input: 'A person.', text: { format: { type: 'json_schema', name: 'person', schema: PERSON, strict: true } } });
+    expect(person.status).toBe(200);
+    expect(validPerson(JSON.parse(person.body.output.find((o: { type: string }) => o.type === 'message').content[0].text))).toBe(true);
+    const call = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 60, temperature: 0, messages: [{ role: 'user', content: 'weather?' }], tools: [{ ...WEATHER_TOOL, strict: true }], tool_choice: { type: 'any' } }));
+    expect(call.stop_reason).toBe('tool_use');
+    expect(validWeather(calls(call)[0]!.input)).toBe(true);
+  });
+
+  it('a strict tool beside an output schema is served on every dialect: the JSON value or calls, each valid', async () => {
+    const strictTool = { name: 'get_weather', description: WEATHER_TOOL.description, parameters: WEATHER_TOOL.input_schema, strict: true };
+    const answers: Array<{ text?: string; inputs: unknown[] }> = [];
+    for (const temperature of [0, 1]) {
+      const chat = await post('/v1/chat/completions', { model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: 'A person, or the weather.' }], tools: [{ type: 'function', function: strictTool }], response_format: { type: 'json_schema', json_schema: { name: 'person', schema: PERSON, strict: true } } });
+      expect(chat.status, JSON.stringify(chat.body)).toBe(200);
+      const m = chat.body.choices[0].message;
+      answers.push({ text: m.content ?? undefined, inputs: (m.tool_calls ?? []).map((c: { function: { arguments: string } }) => JSON.parse(c.function.arguments)) });
+      const responses = await post('/v1/responses', { model: CHAT_MODEL, max_output_tokens: 200, temperature, input: 'A person, or the weather.', tools: [{ type: 'function', ...strictTool }], text: { format: { type: 'json_schema', name: 'person', schema: PERSON, strict: true } } });
+      expect(responses.status, JSON.stringify(responses.body)).toBe(200);
+      const items = responses.body.output as Array<{ type: string; content?: Array<{ text: string }>; arguments?: string }>;
+      answers.push({ text: items.find((o) => o.type === 'message')?.content?.[0]?.text, inputs: items.filter((o) => o.type === 'function_call').map((o) => JSON.parse(o.arguments!)) });
+      const messages = await client.messages.create(loose({ model: CHAT_MODEL, max_tokens: 200, temperature, messages: [{ role: 'user', content: 'A person, or the weather.' }], tools: [{ ...WEATHER_TOOL, strict: true }], output_config: { format: { type: 'json_schema', schema: PERSON } } }));
+      answers.push({ text: calls(messages).length === 0 ? textOf(messages) : undefined, inputs: calls(messages).map((c) => c.input) });
+    }
+    for (const answer of answers) {
+      if (answer.inputs.length > 0) for (const input of answer.inputs) expect(validWeather(input), JSON.stringify(input)).toBe(true);
+      else expect(validPerson(JSON.parse(answer.text!)), answer.text).toBe(true);
     }
   });
 });

@@ -14,13 +14,15 @@ import { randomInt } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_KEY, CHAT_MODEL, EMBED_MODEL, ENDPOINTS } from '../../scripts/fuzz/cases.js';
 import { formatSummary, runFuzz, type FuzzSummary } from '../../scripts/fuzz/harness.js';
-import { knownCases } from '../../scripts/fuzz/known.js';
+import { knownCases, schemaRunCases } from '../../scripts/fuzz/known.js';
 import { startChildServer, type ChildServer } from '../../scripts/fuzz/server.js';
 import { CHAT_MODEL as SERVED_CHAT_MODEL, SERVED_MODELS_DIR } from '../helpers/paths.js';
 
 /** Generated cases per endpoint: small, so the file takes well under 30 s on two shared cores. */
 const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 const SEED = Number(process.env.FUZZ_SEED ?? randomInt(1, 2 ** 31));
+/** Hostile schemas sent before the valid constrained requests (more than the few dozen aborts that once broke the compiler). */
+const SCHEMA_RUN = Number(process.env.FUZZ_SCHEMA_RUN ?? 120);
 /** A bound on each endpoint's run whatever the cases do. */
 const ENDPOINT_MAX_MS = 15_000;
 /** No answer within this is a hang (a violation): under the test's own time limit, so that it is reported as such. */
@@ -48,6 +50,11 @@ describe('fuzzing the server process over sockets', () => {
       const summary = await runFuzz({ port: server.port, seed: SEED, runs: 0, cases: [c], concurrency: 1, serverAlive: server.alive, hangTimeoutMs: HANG_TIMEOUT_MS });
       expect(violations(summary)).toEqual([]);
     });
+  });
+
+  it('refused schemas through every door, then a valid constrained request of each kind: each of those a 200 (issue 37)', { timeout: 120_000 }, async () => {
+    const summary = await runFuzz({ port: server.port, seed: SEED, runs: 0, cases: schemaRunCases(SEED, SCHEMA_RUN), concurrency: 2, serverAlive: server.alive, hangTimeoutMs: HANG_TIMEOUT_MS });
+    expect(violations(summary), `FUZZ_SEED=${SEED}`).toEqual([]);
   });
 
   describe(`seeded cases (seed ${SEED})`, () => {
