@@ -61,6 +61,8 @@ export interface ErrorDetails {
   promptTokensAtLeast?: boolean;
   /** Index of the input at fault in a request with several. */
   item?: number;
+  /** Of a score request (ScoreRequest): whether the input at fault is one of its queries or of its documents. */
+  part?: 'query' | 'document';
   reason?: string;
   /** A JSON Schema keyword constrained decoding cannot enforce, and where it is (a JSON pointer). */
   feature?: string;

@@ -233,6 +233,10 @@ export interface InferenceService {
   detokenize(request: DetokenizeRequest, options?: CallOptions): Promise<string>;
   /** A cross-encoder's relevance logit for each (query, document) pair. */
   rerank(request: RerankRequest, options?: CallOptions): Promise<RerankResult>;
+  /** Documents scored against a query: by a cross-encoder, else by cosine over an embedding model's vectors. */
+  score(request: ScoreRequest, options?: CallOptions): Promise<ScoreResult>;
+  /** The model a request that names none is served by, for `use`; the caller words "none" and "several". */
+  defaultModel(use: ModelUse): DefaultModel;
 }
 
 /** One request's inputs within a gathered embedding batch. */
@@ -299,6 +303,42 @@ export interface RerankRequest {
    */
   truncate?: Truncate;
 }
+
+/**
+ * Documents scored against queries, whatever the model: a cross-encoder scores each pair, an
+ * embedding model by the cosine of the two vectors.
+ */
+export interface ScoreRequest {
+  model: string;
+  /** One query (every document against it), or one per document (pairwise). */
+  queries: string[];
+  documents: string[];
+  /** Cut each document to at most this many tokens (the query is never cut). */
+  maxTokens?: number;
+  /** As RerankRequest's and EmbedRequest's (undefined: the server's setting). */
+  truncate?: Truncate;
+}
+
+/** One document's score: `raw` is the cross-encoder's logit or the cosine, `score` it mapped to [0, 1] keeping the order. */
+export interface Scored {
+  index: number;
+  score: number;
+  raw: number;
+}
+
+export interface ScoreResult {
+  /** What scored: a cross-encoder (score: the logit's sigmoid) or an embedding model (score: (1 + cos) / 2). */
+  by: 'cross-encoder' | 'cosine';
+  /** One per document, in document order. */
+  scores: Scored[];
+  promptTokens: number;
+}
+
+/** What a request that names no model needs its model for: ranking (a cross-encoder or an embedding model), embeddings, or anything with a tokenizer. */
+export type ModelUse = 'ranking' | 'embedding' | 'any';
+
+/** The model for a request that names none: the one that can serve, or none, or several (the caller asks the client to choose). */
+export type DefaultModel = { kind: 'one'; id: string } | { kind: 'none' } | { kind: 'several'; ids: string[] };
 
 export interface RerankResult {
   /** Each pair's raw relevance logit, in document order. */

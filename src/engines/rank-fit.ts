@@ -35,6 +35,7 @@ export function fitDocument(pair: PairSize): { from: number; keep: number } {
     throw new CoreError('input_too_long', `query is ${fixed} tokens with the pair's special tokens, which leaves no room for a document in the model's context of ${limit}; shorten the query.`, {
       limit,
       requested: fixed,
+      part: 'query',
     });
   }
   const capped = Math.min(own, pair.maxTokens ?? own);

@@ -13,7 +13,7 @@ import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
 import { describedAs, type ModelDescription } from '../core/model.js';
 import { silentLogger, type Logger } from '../core/log.js';
-import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, ModelStatus, RerankRequest, RerankResult, TokenizeRequest, TokenizeResult } from '../core/types.js';
+import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, DefaultModel, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, ModelStatus, ModelUse, RerankRequest, RerankResult, ScoreRequest, ScoreResult, TokenizeRequest, TokenizeResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { modelFileBytes, modelSignature } from '../models/signature.js';
 import { EmbedBatcher, RerankBatcher, type EmbedBatchingOptions } from '../pool/embed-batcher.js';
@@ -22,6 +22,7 @@ import { openPool } from '../pool/open-pool.js';
 import type { InferencePool } from '../pool/pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
 import { ModelCatalog } from './catalog.js';
+import { defaultModelAmong, scoreDocuments } from './ranking.js';
 
 /**
  * When models are loaded and unloaded. Without it (tests, benchmarks), every model is loaded at
@@ -196,6 +197,14 @@ export class LocalInferenceService implements InferenceService {
   async rerank(request: RerankRequest, options: CallOptions = {}): Promise<RerankResult> {
     const { model: _model, ...pairs } = request;
     return this.using(this.entryFor(request.model, 'rerank'), options, ({ ranker }) => ranker!.submit(pairs));
+  }
+
+  score(request: ScoreRequest, options: CallOptions = {}): Promise<ScoreResult> {
+    return scoreDocuments(this, request, options);
+  }
+
+  defaultModel(use: ModelUse): DefaultModel {
+    return defaultModelAmong([...this.catalog.values()].map((e) => e.info), use);
   }
 
   async tokenize(request: TokenizeRequest, options: CallOptions = {}): Promise<TokenizeResult> {

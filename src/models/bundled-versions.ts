@@ -15,17 +15,11 @@ export const BUNDLED_MODEL_VERSIONS = {
   // 3: 32,768 positions (was 4096).
   'tiny-qwen3-random': 3,
   // 1: BERT-shaped cross-encoder, hidden 32, 2 layers, 128 positions (scripts/builders/bundled/test-reranker.ts).
-  'tiny-bert-reranker-random': 1,
+  // 2: its manifest says randomWeights (a rank request that names no model gets it last).
+  'tiny-bert-reranker-random': 2,
 } as const satisfies Record<string, number>;
 
 export type BundledModelId = keyof typeof BUNDLED_MODEL_VERSIONS;
-
-/**
- * The bundled cross-encoder: random weights, so its scores rank nothing (it is there so every rank
- * route runs a real cross-encoder with no network). A body that names no model is never given it
- * while another model can rank (src/http/retrieval/plugin.ts); it answers when named.
- */
-export const BUNDLED_TEST_RERANKER = 'tiny-bert-reranker-random' satisfies BundledModelId;
 
 /** What the builder writes into a built folder's manifest.json under `bundled`. */
 export interface BundledStamp {

@@ -75,6 +75,7 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
     prefix: manifest.prefix ?? '',
     aliases: manifest.aliases ?? [],
     displayName: manifest.displayName ?? (ggufString(metadata, 'general.name') || options.id),
+    ...(manifest.randomWeights ? { randomWeights: true } : {}),
     created: Math.floor(fs.statSync(file).mtimeMs / 1000),
   };
 }

@@ -42,6 +42,12 @@ export const manifestSchema = z
     /** Other names clients may use for this model. */
     aliases: z.array(z.string().regex(MODEL_ID_PATTERN)).optional(),
     displayName: z.string().optional(),
+    /**
+     * The weights are random (a model built for tests, as the bundled cross-encoder): it runs, but its
+     * outputs mean nothing, so a request that names no model is given it only when no other model can
+     * serve (src/inference/ranking.ts).
+     */
+    randomWeights: z.boolean().optional(),
   })
   .passthrough();
 

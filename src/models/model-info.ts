@@ -23,4 +23,6 @@ export interface ModelInfo extends ModelDescription {
   matryoshka: boolean;
   /** Put before every string input (embedding models trained with instruction prefixes). */
   prefix: string;
+  /** The manifest's `randomWeights`: the model runs but its outputs mean nothing (a test model); a request that names no model gets it only when nothing else can serve. */
+  randomWeights?: boolean;
 }

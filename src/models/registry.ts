@@ -171,6 +171,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     prefix: manifest.prefix ?? '',
     aliases: manifest.aliases ?? [],
     displayName: manifest.displayName ?? id,
+    ...(manifest.randomWeights ? { randomWeights: true } : {}),
     created: Math.floor(fs.statSync(dir).mtimeMs / 1000),
   };
 }

@@ -30,7 +30,8 @@ const TYPES: Record<string, string> = {
   '.css': 'text/css; charset=utf-8',
   '.svg': 'image/svg+xml',
 };
-const ASSETS = ['app.js', 'markdown.js', 'style.css', 'icon.svg', 'docs.js', 'docs.css'] as const;
+/** Every script, style sheet and icon of the folder: the page's ES modules import each other by name (no build step). */
+const isAsset = (name: string) => ['.js', '.css', '.svg'].includes(path.extname(name));
 
 interface Asset {
   body: Buffer;
@@ -45,10 +46,12 @@ function asset(body: Buffer, name: string): Asset {
 /**
  * The files, read once. The page names each asset with its content hash (`?v=`), so an asset can be
  * cached for a year and a new build is still picked up; the page itself is revalidated every time.
+ * The modules app.js imports are named without a hash (an import names a file): they are revalidated
+ * (their ETag) on each load instead.
  */
 function loadAssets(dir: string): { page: Asset; docs: Asset; assets: Map<string, Asset> } {
   const assets = new Map<string, Asset>();
-  for (const name of ASSETS) assets.set(name, asset(fs.readFileSync(path.join(dir, name)), name));
+  for (const name of fs.readdirSync(dir).filter(isAsset).sort()) assets.set(name, asset(fs.readFileSync(path.join(dir, name)), name));
   const pageOf = (file: string) => {
     let html = fs.readFileSync(path.join(dir, file), 'utf8');
     for (const [name, a] of assets) html = html.replaceAll(`"/web/${name}"`, `"/web/${name}?v=${a.etag.slice(1, 13)}"`);

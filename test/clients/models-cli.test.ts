@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatBytes } from '../../src/models/hub/checksums.js';
-import { CHAT_ENGINE, CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, ENGINE, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 /** Asynchronous: the server this test runs in its own process must keep answering. */
@@ -61,12 +61,11 @@ describe('models list and models ps', () => {
       expect(ps.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
       // The folder holds more than the weights (tokenizer, config), and says so in its own column; a
       // GGUF file holds its tokenizer itself, and its manifest is a few bytes.
-      const gguf = CHAT_ENGINE === 'llama' && id === CHAT_MODEL;
-      if (gguf) expect(list.find((r) => r.ID === id)?.FOLDER).toBe(weights);
+      if (ENGINE.oneFile && id === CHAT_MODEL) expect(list.find((r) => r.ID === id)?.FOLDER).toBe(weights);
       else expect(list.find((r) => r.ID === id)?.FOLDER).not.toBe(weights);
     }
     // A GGUF model's DTYPE is its quantization.
-    expect(list.find((r) => r.ID === CHAT_MODEL)?.DTYPE).toBe(CHAT_ENGINE === 'llama' ? 'F32' : 'fp32');
+    expect(list.find((r) => r.ID === CHAT_MODEL)?.DTYPE).toBe(ENGINE.listedDtype);
   });
 
   it('ps says when no server answers, and where it looked', async () => {

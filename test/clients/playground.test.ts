@@ -456,7 +456,10 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
   });
 
   it('the page writes model output without HTML sinks (its scripts use none)', () => {
-    for (const file of ['app.js', 'markdown.js']) {
+    // Every script of the page: app.js and the modules it imports, markdown.js, the reference page's.
+    const scripts = fs.readdirSync(path.join(ROOT, 'src', 'web')).filter((f) => f.endsWith('.js'));
+    expect(scripts).toEqual(expect.arrayContaining(['app.js', 'chat.js', 'markdown.js']));
+    for (const file of scripts) {
       const source = fs.readFileSync(path.join(ROOT, 'src', 'web', file), 'utf8');
       expect(source, file).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|DOMParser|createContextualFragment|\beval\(|new Function/);
     }

@@ -14,7 +14,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHAT_ENGINE, CHAT_MODEL, EMBED_MODEL, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { docExamples, parseCurl, parseExampleJson, REST, shapeDifferences, shellWords, type CurlCommand, type DocExample } from '../helpers/doc-examples.js';
 
@@ -37,7 +37,7 @@ beforeAll(async () => {
 afterAll(() => server?.close());
 
 /** The pages' chat model as the engine under test serves it. */
-const onEngine = (text: string) => (CHAT_ENGINE === 'llama' ? text.replaceAll(ONNX_CHAT_MODEL, CHAT_MODEL) : text);
+const onEngine = (text: string) => text.replaceAll(ONNX_CHAT_MODEL, CHAT_MODEL);
 const expectedOnEngine = (value: unknown): unknown =>
   typeof value === 'string' ? onEngine(value)
     : Array.isArray(value) ? value.map(expectedOnEngine)

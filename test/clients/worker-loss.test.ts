@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseSse } from '../helpers/inject.js';
-import { CHAT_ENGINE, CHAT_MODEL } from '../helpers/paths.js';
+import { CHAT_MODEL, ENGINE } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 /** Poll interval while waiting for a stream to reach a point. */
@@ -86,7 +86,7 @@ describe('a deadline behind another request’s long prefill', () => {
   // inside one sequence's prefill) holds the waiting sequence's step too; the watchdog then rightly
   // finds it stuck in a forward pass and kills the worker (and with it the model's process), where
   // this test asks that no worker be lost.
-  it.skipIf(CHAT_ENGINE === 'llama')('answers the waiting request 504 without killing the worker that runs the long prefill', async () => {
+  it.skipIf(ENGINE.prefillHoldsOthers)('answers the waiting request 504 without killing the worker that runs the long prefill', async () => {
     server = await startRealServer({ faults: true, generationBatchSize: 8, requestTimeoutMs: TIMEOUT_MS, only: [CHAT_MODEL] });
     const waiting = await streamUntil('Tell me a long story', 'content_block_delta');
     await new Promise((r) => setTimeout(r, HEAD_START_MS));

@@ -4,7 +4,8 @@
  * proven in test/model and test/clients.
  */
 import { CoreError, modelNotFound, wrongModelTask } from '../../src/core/errors.js';
-import type { AnswerPart, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, ChatResult, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, RerankRequest, RerankResult, TokenizeRequest, TokenizeResult } from '../../src/core/types.js';
+import type { AnswerPart, CallOptions, ChatCallOptions, ChatEvent, ChatPrompt, ChatRequest, ChatResult, DefaultModel, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, ModelUse, RerankRequest, RerankResult, ScoreRequest, ScoreResult, TokenizeRequest, TokenizeResult } from '../../src/core/types.js';
+import { defaultModelAmong, scoreDocuments } from '../../src/inference/ranking.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 export const FAKE_CHAT: ModelInfo = {
@@ -168,6 +169,15 @@ export class FakeInference implements InferenceService {
     const model = this.findModel(request.model);
     if (!model) throw modelNotFound(request.model);
     throw wrongModelTask(request.model, model.task);
+  }
+
+  /** Ranking and the default model as the real service has them (src/inference/ranking.ts), over this fake's models and calls. */
+  score(request: ScoreRequest, options?: CallOptions): Promise<ScoreResult> {
+    return scoreDocuments(this, request, options);
+  }
+
+  defaultModel(use: ModelUse): DefaultModel {
+    return defaultModelAmong(this.listModels(), use);
   }
 
   async close(): Promise<void> {}

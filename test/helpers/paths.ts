@@ -19,12 +19,46 @@ export const GGUF_CHAT_MODEL = 'tiny-qwen3-gguf';
 export const GGUF_EMBED_MODELS_DIR = path.join(ROOT, 'test-artifacts', 'models-gguf-embed');
 export const GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 
+/** The two engines the client tests run the chat model on: the bundled ONNX model, and its GGUF on llama.cpp. */
+type ChatEngine = 'onnx' | 'llama';
+
 /**
- * The engine the suite's chat model runs on. The client tests run twice (README's test command):
- * on the bundled ONNX model, then with TEST_CHAT_ENGINE=llama on its GGUF on llama.cpp.
+ * What differs between the two engines, one row each: a test reads its engine's row instead of
+ * branching on the engine (TEST_CHAT_ENGINE is read here and nowhere else).
  */
-export const CHAT_ENGINE: 'onnx' | 'llama' = process.env.TEST_CHAT_ENGINE === 'llama' ? 'llama' : 'onnx';
+interface EngineRow {
+  /** The chat model the tests serve. */
+  chatModel: string;
+  /** The models folder a test server serves by default. */
+  modelsDir: string;
+  /** What `models list` says in DTYPE for the chat model (a GGUF model's is its quantization). */
+  listedDtype: string;
+  /** The chat model is one file that holds its tokenizer: its folder's size is its weights'. */
+  oneFile: boolean;
+  /** The bundled models the server's start-up check names as missing from modelsDir. */
+  missingBundled: string[];
+  /**
+   * The model's sequences step in one shared batch (llama.cpp's context), so a fault that blocks one
+   * sequence's prefill holds every other sequence's step too; ONNX runs a prefill on its own.
+   */
+  prefillHoldsOthers: boolean;
+}
+
+const ENGINES: Record<ChatEngine, EngineRow> = {
+  onnx: { chatModel: ONNX_CHAT_MODEL, modelsDir: MODELS_DIR, listedDtype: 'fp32', oneFile: false, missingBundled: [], prefillHoldsOthers: false },
+  // The GGUF test folder holds the bundled embedder and reranker but, by design, not the bundled ONNX chat model.
+  llama: { chatModel: GGUF_CHAT_MODEL, modelsDir: GGUF_MODELS_DIR, listedDtype: 'F32', oneFile: true, missingBundled: [ONNX_CHAT_MODEL], prefillHoldsOthers: true },
+};
+
+/**
+ * The engine the suite's chat model runs on: ONNX in `vitest run`, llama.cpp in the llama.cpp pass
+ * (npm run test:llama, vitest.llama.config.ts), which runs again every client test that imports
+ * CHAT_MODEL, SERVED_MODELS_DIR or ENGINE from here (ENGINE_DEPENDENT).
+ */
+export const ENGINE: EngineRow = ENGINES[process.env.TEST_CHAT_ENGINE === 'llama' ? 'llama' : 'onnx'];
 /** The chat model the tests serve on that engine. */
-export const CHAT_MODEL = CHAT_ENGINE === 'llama' ? GGUF_CHAT_MODEL : ONNX_CHAT_MODEL;
+export const CHAT_MODEL = ENGINE.chatModel;
 /** The models folder a test server serves by default on that engine. */
-export const SERVED_MODELS_DIR = CHAT_ENGINE === 'llama' ? GGUF_MODELS_DIR : MODELS_DIR;
+export const SERVED_MODELS_DIR = ENGINE.modelsDir;
+/** The names whose import makes a client test one of the llama.cpp pass's (vitest.llama.config.ts). */
+export const ENGINE_DEPENDENT = ['CHAT_MODEL', 'SERVED_MODELS_DIR', 'ENGINE'] as const;

@@ -3,7 +3,7 @@
  * replies echo the last user message, one word a token; the context is 64 words): the whole SSE
  * transcript, truncation, the error envelope of every refusal, keys.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { fakeApp, JSON_HEADERS, parseSse } from '../helpers/inject.js';
 import type { FakeInference } from '../helpers/fake-inference.js';
@@ -65,6 +65,21 @@ describe('POST /v1/responses (fake inference)', () => {
     expect(disabled.json().error).toMatchObject({ type: 'invalid_request_error' });
   });
 
+  it('truncation "auto" finds where to start by bisection: a count per halving, not one per dropped turn', async () => {
+    // 16 turns of 8 words and a short question, in a window of 64 words: from message 10 on, it fits.
+    const turn = 'a b c d e f g h';
+    const input = [...Array.from({ length: 16 }, (_, i) => ({ role: i % 2 ? 'assistant' : 'user', content: turn })), { role: 'user', content: 'short question' }];
+    const counts = vi.spyOn(fake, 'countTokens');
+    const auto = await post({ model: 'fake-chat', input, truncation: 'auto', max_output_tokens: 4 });
+    const calls = counts.mock.calls.length;
+    counts.mockRestore();
+    expect(auto.statusCode, auto.body).toBe(200);
+    expect(auto.headers['x-truncated-messages']).toBe('10');
+    expect(fake.calls.chat.at(-1)!.messages).toHaveLength(7);
+    // 9 places to start (the whole, each later user turn, the last message): the whole, then log2(8) halvings.
+    expect(calls).toBe(4);
+  });
+
   it("refusals in OpenAI's envelope: unknown field, wrong type, missing key, unknown stored id, unknown model", async () => {
     const unknown = await post({ model: 'fake-chat', input: 'x', frobnicate: 1 });
     expect(unknown.statusCode).toBe(400);
@@ -81,5 +96,33 @@ describe('POST /v1/responses (fake inference)', () => {
     const model = await post({ model: 'no-such-model', input: 'x' });
     expect(model.statusCode).toBe(404);
     expect(model.json().error.code).toBe('model_not_found');
+  });
+});
+
+describe('the owner of a stored response', () => {
+  const create = (on: FastifyInstance, key: string) =>
+    on.inject({ method: 'POST', url: '/v1/responses', headers: { ...JSON_HEADERS, authorization: `Bearer ${key}` }, payload: { model: 'fake-chat', input: 'one two' } });
+  const items = (on: FastifyInstance, id: string, headers: Record<string, string>) => on.inject({ method: 'GET', url: `/v1/responses/${id}/input_items`, headers });
+
+  it('without keys configured, every client is the same one: the SDK with its placeholder key and a plain curl read the same responses', async () => {
+    const { app: open } = await fakeApp();
+    try {
+      const id = (await create(open, 'x')).json().id as string;
+      expect((await items(open, id, {})).statusCode).toBe(200);
+      expect((await items(open, id, { authorization: 'Bearer other' })).statusCode).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
+  it('with keys configured, a response is its key\'s: another valid key is answered 404', async () => {
+    const { app: keyed } = await fakeApp({ apiKeys: ['k', 'k2'] });
+    try {
+      const id = (await create(keyed, 'k')).json().id as string;
+      expect((await items(keyed, id, { authorization: 'Bearer k' })).statusCode).toBe(200);
+      expect((await items(keyed, id, { authorization: 'Bearer k2' })).statusCode).toBe(404);
+    } finally {
+      await keyed.close();
+    }
   });
 });

@@ -7,7 +7,6 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { CoreError, overloaded } from '../../src/core/errors.js';
 import type { EmbedRequest, RerankRequest, RerankResult } from '../../src/core/types.js';
-import { BUNDLED_TEST_RERANKER } from '../../src/models/bundled-versions.js';
 import { TEI_ERRORS, teiErrors } from '../../src/http/retrieval/errors.js';
 import { classify, ERROR_CODES, HttpError } from '../../src/http/shared/errors.js';
 import { FAKE_CHAT, FAKE_EMBED, FakeInference } from '../helpers/fake-inference.js';
@@ -38,6 +37,9 @@ class WithModels extends FakeInference {
   }
 }
 const crossEncoder = (id: string): ModelInfo => ({ ...FAKE_EMBED, id, task: 'rerank', displayName: id });
+/** A cross-encoder whose manifest says randomWeights, as the bundled test one's does. */
+const RANDOM_RERANKER = 'random-reranker';
+const randomCrossEncoder: ModelInfo = { ...crossEncoder(RANDOM_RERANKER), randomWeights: true };
 
 const appWith = async (inference: FakeInference, teiModel?: string) =>
   buildApp({ config: { apiKeys: [], bodyLimit: 1024 * 1024, pingIntervalMs: 60_000, ...(teiModel ? { teiModel } : {}) }, inference });
@@ -173,26 +175,26 @@ describe('which model a rerank body without one gets', () => {
     }
   };
 
-  it('the bundled random-weight cross-encoder never shadows a model that ranks: the embedding model, else a real cross-encoder', async () => {
+  it('a random-weight cross-encoder (the bundled test one) never shadows a model that ranks: the embedding model, else a real cross-encoder', async () => {
     // Out of the box: the bundled embedding model ranks, the test cross-encoder only when named.
-    const bundled = await rankedBy([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER)]);
+    const bundled = await rankedBy([FAKE_CHAT, FAKE_EMBED, randomCrossEncoder]);
     expect(bundled.model).toBe('fake-embed');
     expect(bundled.fake.ranked).toEqual([]);
     // A real cross-encoder installed beside it is the only one.
-    const real = await rankedBy([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER), crossEncoder('ms-marco')]);
+    const real = await rankedBy([FAKE_CHAT, FAKE_EMBED, randomCrossEncoder, crossEncoder('ms-marco')]);
     expect(real.model).toBe('ms-marco');
     expect(real.fake.ranked).toEqual(['ms-marco', 'ms-marco', 'ms-marco']);
     // Nothing else ranks: the test cross-encoder serves.
-    const alone = await rankedBy([FAKE_CHAT, crossEncoder(BUNDLED_TEST_RERANKER)]);
-    expect(alone.model).toBe(BUNDLED_TEST_RERANKER);
+    const alone = await rankedBy([FAKE_CHAT, randomCrossEncoder]);
+    expect(alone.model).toBe(RANDOM_RERANKER);
     // Named, it serves whatever else is installed.
-    const on = await appWith(new WithModels([FAKE_CHAT, FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER)]));
-    expect((await post('/v1/rerank', { model: BUNDLED_TEST_RERANKER, query: 'q', documents: ['x', 'y'] }, on)).json().results.map((r: any) => r.index)).toEqual([1, 0]);
+    const on = await appWith(new WithModels([FAKE_CHAT, FAKE_EMBED, randomCrossEncoder]));
+    expect((await post('/v1/rerank', { model: RANDOM_RERANKER, query: 'q', documents: ['x', 'y'] }, on)).json().results.map((r: any) => r.index)).toEqual([1, 0]);
     await on.close();
   });
 
   it('two real cross-encoders and no setting: a 400 naming them', async () => {
-    const on = await appWith(new WithModels([FAKE_EMBED, crossEncoder(BUNDLED_TEST_RERANKER), crossEncoder('a'), crossEncoder('b')]));
+    const on = await appWith(new WithModels([FAKE_EMBED, randomCrossEncoder, crossEncoder('a'), crossEncoder('b')]));
     const res = await post('/rerank', { query: 'q', texts: ['x'] }, on);
     expect(res.statusCode).toBe(422);
     expect(res.json().error).toMatch(/several models can serve this \(a, b\)/);

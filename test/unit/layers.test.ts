@@ -2,9 +2,11 @@
  * The structure drawn from imports (shared/DESIGN.md): every import in src/ runs down the layers
  * (entry -> cli -> http -> inference -> pool -> worker -> chat -> engines -> tokenize -> models ->
  * core), never back up; no files import each other in a loop; the runtime imports nothing from
- * scripts/ or test/; the chat layer knows no engine, only the sequence interface; the decoder does
- * not import the graph rewrites; what every dialect shares (http/shared) names none of them; and
- * the core's vocabulary rests on nothing else. Type-only imports count: they tie the code as much.
+ * scripts/ or test/; http rests on core alone (the layer order would allow it inference, pool and
+ * everything below: the code keeps the narrower floor, and this pins it); the chat layer knows no
+ * engine, only the sequence interface; the decoder does not import the graph rewrites; what every
+ * dialect shares (http/shared) names none of them; and the core's vocabulary rests on nothing else.
+ * Type-only imports count: they tie the code as much.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -91,6 +93,10 @@ describe('import structure of src/', () => {
     const decode = 'engines/onnx/decode';
     const graph = 'engines/onnx/graph';
     expect(crossings(({ file, target }) => (inside(file, decode) && inside(target, graph)) || (inside(file, graph) && inside(target, decode)))).toEqual([]);
+  });
+
+  it('http imports only core and http: every model, pool and engine detail reaches it through the inference service', () => {
+    expect(crossings(({ file, target }) => inside(file, 'http') && target.startsWith(SRC) && !inside(target, 'http') && !inside(target, 'core'))).toEqual([]);
   });
 
   it('what every dialect shares names none of them', () => {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
+import { MODELS_DIR, RERANK_MODEL } from '../helpers/paths.js';
 
 let dir: string;
 
@@ -60,6 +61,14 @@ describe('scanModels', () => {
       'bad-manifest': expect.stringMatching(/manifest.json is invalid: poolSize/),
       'zz-dup': expect.stringMatching(/"minilm" is already used/),
     });
+  });
+
+  it("a manifest's randomWeights marks the model (the bundled test cross-encoder's does: a model-less rank body gets it last)", () => {
+    const { models } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
+    expect(models.find((m) => m.id === 'linked')!.randomWeights).toBeUndefined();
+    const bundled = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models;
+    expect(bundled.find((m) => m.id === RERANK_MODEL)!.randomWeights).toBe(true);
+    expect(bundled.filter((m) => m.randomWeights).map((m) => m.id)).toEqual([RERANK_MODEL]);
   });
 
   it('returns nothing for a missing folder', () => {

@@ -36,7 +36,8 @@ export const BUNDLED_MODELS: BundledModel[] = [
     build: buildTinyChatModel,
   },
   {
-    manifest: { id: 'tiny-bert-reranker-random', task: 'rerank', dtype: 'fp32' },
+    // randomWeights: its scores rank nothing, so a rank request that names no model gets it only when nothing else can rank.
+    manifest: { id: 'tiny-bert-reranker-random', task: 'rerank', dtype: 'fp32', randomWeights: true },
     version: BUNDLED_MODEL_VERSIONS['tiny-bert-reranker-random'],
     build: buildTestReranker,
   },

@@ -79,151 +79,164 @@ function firstPlain(ranges: ReadonlyArray<readonly [number, number]>, negated: b
 }
 
 /**
- * The shortest string a regular expression (JSON Schema's `pattern`, ECMA syntax) matches whole,
- * or undefined for what this does not read (lookarounds, backreferences, a class with no character
- * a JSON string holds unescaped). Anchors are read as the grammar reads them: the whole string.
+ * A reader of one pattern, left to right (`at`), each method the shortest string of one production
+ * (alternation, sequence, atom, class); what it does not read throws, and shortestMatch answers
+ * undefined.
  */
-export function shortestMatch(pattern: string): string | undefined {
-  let at = 0;
-  const fail = (): never => {
+class PatternReader {
+  at = 0;
+  constructor(readonly pattern: string) {}
+
+  fail(): never {
     throw new Error('unread');
-  };
-  const peek = () => pattern[at];
+  }
+
+  peek(): string | undefined {
+    return this.pattern[this.at];
+  }
 
   /** A class's members as ranges of code points (negated: the complement within the Basic Latin plane's plain characters). */
-  function classChar(): number {
-    at++; // [
+  private classChar(): number {
+    this.at++; // [
     let negated = false;
-    if (peek() === '^') {
+    if (this.peek() === '^') {
       negated = true;
-      at++;
+      this.at++;
     }
     const ranges: Array<[number, number]> = [];
     // (ECMA's `[]` is an empty class: it matches nothing, and this finds no member.)
-    while (at < pattern.length && peek() !== ']') {
-      const lo = classAtom(ranges);
+    while (this.at < this.pattern.length && this.peek() !== ']') {
+      const lo = this.classAtom(ranges);
       if (lo === undefined) continue;
-      if (peek() === '-' && pattern[at + 1] !== ']' && at + 1 < pattern.length) {
-        at++;
-        const hi = classAtom(ranges);
-        if (hi === undefined) fail();
+      if (this.peek() === '-' && this.pattern[this.at + 1] !== ']' && this.at + 1 < this.pattern.length) {
+        this.at++;
+        const hi = this.classAtom(ranges);
+        if (hi === undefined) this.fail();
         ranges.push([lo, hi!]);
       } else ranges.push([lo, lo]);
     }
-    if (peek() !== ']') fail();
-    at++;
-    return firstPlain(ranges, negated) ?? fail();
+    if (this.peek() !== ']') this.fail();
+    this.at++;
+    return firstPlain(ranges, negated) ?? this.fail();
   }
 
   /** One member of a class: a character (its code point), or a shorthand added to `ranges` (undefined). */
-  function classAtom(ranges: Array<[number, number]>): number | undefined {
-    const c = pattern[at++];
-    if (c === undefined) return fail();
+  private classAtom(ranges: Array<[number, number]>): number | undefined {
+    const c = this.pattern[this.at++];
+    if (c === undefined) return this.fail();
     if (c !== '\\') return c.codePointAt(0)!;
-    const e = pattern[at++];
-    if (e === undefined) return fail();
+    const e = this.pattern[this.at++];
+    if (e === undefined) return this.fail();
     const shorthand = SHORTHANDS[e];
     if (shorthand) {
       ranges.push(...shorthand);
       return undefined;
     }
-    return escaped(e);
+    return this.escaped(e);
   }
 
-  function escaped(e: string): number {
+  private escaped(e: string): number {
     const simple: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, '0': 0 };
     if (e in simple) return simple[e]!;
     if (e === 'u') {
-      const hex = pattern.slice(at, at + 4);
-      at += 4;
-      return /^[0-9a-fA-F]{4}$/.test(hex) ? parseInt(hex, 16) : fail();
+      const hex = this.pattern.slice(this.at, this.at + 4);
+      this.at += 4;
+      return /^[0-9a-fA-F]{4}$/.test(hex) ? parseInt(hex, 16) : this.fail();
     }
     if (e === 'x') {
-      const hex = pattern.slice(at, at + 2);
-      at += 2;
-      return /^[0-9a-fA-F]{2}$/.test(hex) ? parseInt(hex, 16) : fail();
+      const hex = this.pattern.slice(this.at, this.at + 2);
+      this.at += 2;
+      return /^[0-9a-fA-F]{2}$/.test(hex) ? parseInt(hex, 16) : this.fail();
     }
-    if (/[0-9bBkpP]/.test(e)) fail(); // backreferences, word boundaries, named groups, properties
+    if (/[0-9bBkpP]/.test(e)) this.fail(); // backreferences, word boundaries, named groups, properties
     return e.codePointAt(0)!;
   }
 
   /** The shortest string of one atom. */
-  function atom(): string {
-    const c = peek();
+  private atom(): string {
+    const c = this.peek();
     if (c === '(') {
-      at++;
-      if (peek() === '?') {
-        if (pattern[at + 1] !== ':') fail(); // lookarounds, named groups
-        at += 2;
+      this.at++;
+      if (this.peek() === '?') {
+        if (this.pattern[this.at + 1] !== ':') this.fail(); // lookarounds, named groups
+        this.at += 2;
       }
-      const inner = alternation();
-      if (peek() !== ')') fail();
-      at++;
+      const inner = this.alternation();
+      if (this.peek() !== ')') this.fail();
+      this.at++;
       return inner;
     }
-    if (c === '[') return String.fromCodePoint(classChar());
+    if (c === '[') return String.fromCodePoint(this.classChar());
     if (c === '.') {
-      at++;
+      this.at++;
       return 'a';
     }
     if (c === '\\') {
-      at++;
-      const e = pattern[at++];
-      if (e === undefined) return fail();
+      this.at++;
+      const e = this.pattern[this.at++];
+      if (e === undefined) return this.fail();
       const shorthand = SHORTHANDS[e];
-      if (shorthand) return String.fromCodePoint(firstPlain(shorthand, false) ?? fail());
-      const cp = escaped(e);
-      return PLAIN(cp) ? String.fromCodePoint(cp) : fail();
+      if (shorthand) return String.fromCodePoint(firstPlain(shorthand, false) ?? this.fail());
+      const cp = this.escaped(e);
+      return PLAIN(cp) ? String.fromCodePoint(cp) : this.fail();
     }
-    if (c === undefined || c === ')' || c === '|' || /[*+?{]/.test(c)) return fail();
-    at++;
+    if (c === undefined || c === ')' || c === '|' || /[*+?{]/.test(c)) return this.fail();
+    this.at++;
     return c;
   }
 
   /** The fewest repetitions a quantifier after an atom asks for (1 without one). */
-  function repetitions(): number {
-    const c = peek();
+  private repetitions(): number {
+    const c = this.peek();
     let min = 1;
     if (c === '*' || c === '?') {
-      at++;
+      this.at++;
       min = 0;
-    } else if (c === '+') at++;
+    } else if (c === '+') this.at++;
     else if (c === '{') {
-      const m = /^\{(\d+)(,\d*)?\}/.exec(pattern.slice(at));
+      const m = /^\{(\d+)(,\d*)?\}/.exec(this.pattern.slice(this.at));
       if (!m) return 1; // a literal brace
-      at += m[0].length;
+      this.at += m[0].length;
       min = Number(m[1]);
     } else return 1;
-    if (peek() === '?') at++; // lazy
+    if (this.peek() === '?') this.at++; // lazy
     return min;
   }
 
-  function sequence(): string {
+  private sequence(): string {
     let out = '';
-    while (at < pattern.length && peek() !== '|' && peek() !== ')') {
-      if (peek() === '^' || peek() === '$') {
-        at++;
+    while (this.at < this.pattern.length && this.peek() !== '|' && this.peek() !== ')') {
+      if (this.peek() === '^' || this.peek() === '$') {
+        this.at++;
         continue;
       }
-      const text = atom();
-      out += text.repeat(repetitions());
+      const text = this.atom();
+      out += text.repeat(this.repetitions());
     }
     return out;
   }
 
-  function alternation(): string {
-    let best = sequence();
-    while (peek() === '|') {
-      at++;
-      const other = sequence();
+  alternation(): string {
+    let best = this.sequence();
+    while (this.peek() === '|') {
+      this.at++;
+      const other = this.sequence();
       if (other.length < best.length) best = other;
     }
     return best;
   }
+}
 
+/**
+ * The shortest string a regular expression (JSON Schema's `pattern`, ECMA syntax) matches whole,
+ * or undefined for what this does not read (lookarounds, backreferences, a class with no character
+ * a JSON string holds unescaped). Anchors are read as the grammar reads them: the whole string.
+ */
+export function shortestMatch(pattern: string): string | undefined {
+  const reader = new PatternReader(pattern);
   try {
-    const result = alternation();
-    return at === pattern.length ? result : undefined;
+    const result = reader.alternation();
+    return reader.at === pattern.length ? result : undefined;
   } catch {
     return undefined;
   }

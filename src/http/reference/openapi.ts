@@ -12,10 +12,11 @@ import { countTokensSchema, messagesSchema } from '../anthropic/schema.js';
 import { chatSchema } from '../openai/chat-schema.js';
 import { embeddingsSchema } from '../openai/schema.js';
 import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema } from '../responses/schema.js';
-import {
-  detokenizeSchema, llamaTokenizeSchema, rerankSchema, scoreSchema, teiDecodeSchema, teiEmbedSchema, teiRerankSchema,
-  teiTokenizeSchema, vllmChatTokenizeSchema, vllmTokenizeSchema,
-} from '../retrieval/schema.js';
+import { rerankSchema } from '../retrieval/cohere/schema.js';
+import { llamaTokenizeSchema } from '../retrieval/llama/schema.js';
+import { detokenizeSchema } from '../retrieval/schema.js';
+import { teiDecodeSchema, teiEmbedSchema, teiRerankSchema, teiTokenizeSchema } from '../retrieval/tei/schema.js';
+import { scoreSchema, vllmChatTokenizeSchema, vllmTokenizeSchema } from '../retrieval/vllm/schema.js';
 import { modelAdminSchema } from '../shared/model-admin-plugin.js';
 
 /** One registered route as Fastify saw it (HEAD routes Fastify adds for GET are left out). */

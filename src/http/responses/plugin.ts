@@ -4,11 +4,10 @@
  * prompt cache as the two chat dialects: create (JSON or SSE), read back, list input items, delete,
  * count input tokens, compact. Errors in OpenAI's envelope; Bearer keys as the other OpenAI routes.
  */
-import { createHash } from 'node:crypto';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { clip, isCoreError } from '../../core/errors.js';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { clip } from '../../core/errors.js';
 import type { ChatPrompt, ChatRequest, InferenceService } from '../../core/types.js';
-import { presentedKey, requireKey, type KeyChecker } from '../shared/auth.js';
+import { requireKey, type KeyChecker } from '../shared/auth.js';
 import { HttpError, invalidRequest, sendError } from '../shared/errors.js';
 import { keepAliveOf } from '../shared/keep-alive.js';
 import { abortOnDisconnect, streamChat } from '../shared/stream.js';
@@ -16,9 +15,11 @@ import { parseBody } from '../shared/validation.js';
 import { responsesErrors } from './errors.js';
 import { unknownKeysMessage } from '../openai/schema.js';
 import { toResponsesRequest } from './convert.js';
-import { newItemId, newResponseId, renderResponse, responseFrames, ThoughtSeal, usageOf, type ResponseContext } from './render.js';
+import { newItemId, newResponseId, renderResponse, ThoughtSeal, usageOf, type ResponseContext } from './render.js';
+import { responseFrames } from './render-stream.js';
 import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema, type InputItem, type ResponsesBody } from './schema.js';
-import { ResponseStore } from './store.js';
+import { ownerOf, ResponseStore } from './store.js';
+import { truncated } from './truncation.js';
 
 export interface ResponsesPluginOptions {
   inference: InferenceService;
@@ -31,16 +32,13 @@ export interface ResponsesPluginOptions {
   reasoningKey?: string;
 }
 
-/** A response id this key has not stored (or that has expired): 404, as OpenAI answers it. */
 /** What the model is asked for when a conversation is compacted. */
 const COMPACTION_PROMPT = 'Summarize the conversation so far for your own later use: the task, what was decided and done, the facts and file names that matter, and what is left to do. Write only the summary.';
 /** Output the summary may take at most (the model's own limit when lower). */
 const COMPACTION_MAX_TOKENS = 2048;
 
+/** A response id this key has not stored (or that has expired): 404, as OpenAI answers it. */
 const notFound = (id: string) => new HttpError('route_not_found', `No response found with id '${clip(id, 64)}'.`, 'response_id');
-
-/** Whose stored responses a request may read: a digest of its API key (one owner when no keys are configured). */
-const ownerOf = (request: FastifyRequest) => createHash('sha256').update(presentedKey(request.headers, false) ?? '').digest('hex');
 
 /** Items with ids (a message the client sent without one gets one, as OpenAI gives it). */
 function withIds(items: InputItem[]): Array<InputItem & { id: string }> {
@@ -52,17 +50,15 @@ function withIds(items: InputItem[]): Array<InputItem & { id: string }> {
   });
 }
 
-export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async (app, options) => {
-  const { inference, checkKey } = options;
-  const store = new ResponseStore(options.store);
-  const seal = ThoughtSeal.withKey(options.reasoningKey);
-  /** Hosted tool types already logged as left out (once each per process). */
-  const logged = new Set<string>();
-  app.setErrorHandler((error, request, reply) => sendError(responsesErrors, error, request, reply));
-  app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }));
+type Owned = Array<InputItem & { id: string }>;
 
-  /** The conversation as items: the previous response's input and output, then this request's input, references resolved. */
-  const conversation = (body: Pick<ResponsesBody, 'input' | 'previous_response_id'>, owner: string): { own: Array<InputItem & { id: string }>; all: InputItem[] } => {
+/**
+ * A body's conversation and its core request: the previous response's input and output, then this
+ * request's input, references resolved; hosted tools logged as left out (once each per process).
+ */
+function preparer(inference: InferenceService, store: ResponseStore, seal: ThoughtSeal) {
+  const logged = new Set<string>();
+  const conversation = (body: Pick<ResponsesBody, 'input' | 'previous_response_id'>, owner: string): { own: Owned; all: InputItem[] } => {
     const own = withIds(typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input ?? []));
     let previous: InputItem[] = [];
     if (body.previous_response_id) {
@@ -78,9 +74,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
     });
     return { own, all: [...previous, ...resolved] };
   };
-
-  /** The core request for a body, its hosted tools logged once. */
-  const prepare = (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
+  return (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
     const { own, all } = conversation(body, owner);
     const converted = toResponsesRequest(body, all, { defaultMaxTokens: inference.findModel(body.model)?.maxOutputTokens ?? 1, readSealed: (sealed, kind) => seal.open(sealed, kind) });
     for (const type of converted.skippedTools) {
@@ -90,18 +84,26 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
     }
     return { own, all, converted };
   };
+}
+
+export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async (app, options) => {
+  const { inference, checkKey } = options;
+  const store = new ResponseStore(options.store);
+  const seal = ThoughtSeal.withKey(options.reasoningKey);
+  const owner = ownerOf(checkKey);
+  const prepare = preparer(inference, store, seal);
+  app.setErrorHandler((error, request, reply) => sendError(responsesErrors, error, request, reply));
+  app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }));
 
   app.post('/v1/responses', async (request, reply) => {
     const body = parseBody(responsesSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const owner = ownerOf(request);
-    const { own, all, converted } = prepare(request, body, owner);
+    const { own, all, converted } = prepare(request, body, owner(request));
     const chatRequest = await truncated(inference, converted.request, body.truncation === 'auto', reply);
     const context: ResponseContext = { id: newResponseId(), createdAt: Math.floor(Date.now() / 1000), body, namespaced: converted.namespaced, seal };
     const keep = (response: ReturnType<typeof renderResponse>) => {
-      if (body.store !== false) store.put({ owner, response, input: [...(all.slice(0, all.length - own.length) as Array<InputItem & { id: string }>), ...own] });
+      if (body.store !== false) store.put({ owner: owner(request), response, input: [...(all.slice(0, all.length - own.length) as Owned), ...own] });
     };
-    const abort = abortOnDisconnect(reply);
-    const call = { signal: abort.signal, ...keepAliveOf(request) };
+    const call = { signal: abortOnDisconnect(reply).signal, ...keepAliveOf(request) };
     if (!body.stream) {
       const response = renderResponse(context, await inference.chat(chatRequest, call));
       keep(response);
@@ -116,7 +118,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   // The SDK's responses.inputTokens.count: what the response's usage.input_tokens would say.
   app.post('/v1/responses/input_tokens', async (request) => {
     const body = parseBody(inputTokensSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const { converted } = prepare(request, body, ownerOf(request));
+    const { converted } = prepare(request, body, owner(request));
     const { model, system, messages, tools, toolChoice, thinking } = converted.request;
     const prompt: ChatPrompt = { model, messages, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(thinking ? { thinking } : {}) };
     return { object: 'response.input_tokens', input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
@@ -127,8 +129,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   // encrypted_content carries that summary; sent back as input, it stands for what it replaced.
   app.post('/v1/responses/compact', async (request, reply) => {
     const body = parseBody(compactSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const owner = ownerOf(request);
-    const { all, converted } = prepare(request, body, owner);
+    const { all, converted } = prepare(request, body, owner(request));
     const summaryRequest: ChatRequest = {
       ...converted.request,
       messages: [...converted.request.messages, { role: 'user', content: COMPACTION_PROMPT }],
@@ -146,62 +147,34 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
     };
   });
 
-  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {
-    const stored = store.get(request.params.id, ownerOf(request));
-    if (!stored) throw notFound(request.params.id);
-    return stored.response;
-  });
+  storedRoutes(app, store, owner);
+};
+
+/** A stored response read back, its input items listed, deleted; cancel (no background responses here). */
+function storedRoutes(app: FastifyInstance, store: ResponseStore, owner: (request: FastifyRequest) => string): void {
+  const stored = (request: FastifyRequest<{ Params: { id: string } }>) => {
+    const found = store.get(request.params.id, owner(request));
+    if (!found) throw notFound(request.params.id);
+    return found;
+  };
+  app.get<{ Params: { id: string } }>('/v1/responses/:id', async (request) => stored(request).response);
 
   app.get<{ Params: { id: string } }>('/v1/responses/:id/input_items', async (request) => {
-    const stored = store.get(request.params.id, ownerOf(request));
-    if (!stored) throw notFound(request.params.id);
+    const { input } = stored(request);
     const query = parseBody(listQuerySchema, request.query);
-    const ordered = query.order === 'asc' ? stored.input : [...stored.input].reverse();
+    const ordered = query.order === 'asc' ? input : [...input].reverse();
     const from = query.after ? ordered.findIndex((item) => item.id === query.after) + 1 : 0;
     const page = ordered.slice(from, from + query.limit);
     return { object: 'list', data: page, first_id: page[0]?.id ?? null, last_id: page.at(-1)?.id ?? null, has_more: from + page.length < ordered.length };
   });
 
   app.delete<{ Params: { id: string } }>('/v1/responses/:id', async (request) => {
-    if (!store.delete(request.params.id, ownerOf(request))) throw notFound(request.params.id);
+    if (!store.delete(request.params.id, owner(request))) throw notFound(request.params.id);
     return { id: request.params.id, object: 'response', deleted: true };
   });
 
   app.post<{ Params: { id: string } }>('/v1/responses/:id/cancel', async (request) => {
-    if (!store.get(request.params.id, ownerOf(request))) throw notFound(request.params.id);
+    stored(request);
     throw new HttpError('unsupported_feature', 'cancel: only background responses can be cancelled, and this server does not serve background responses (a streamed response is cancelled by closing its connection)', 'response_id');
   });
-};
-
-/**
- * `truncation: "auto"`: the oldest turns are dropped, as OpenAI drops them, until the prompt fits
- * the model's window (the system prompt and the last turn are kept; what is left starts at a user
- * turn); the
- * number dropped is said in the `x-truncated-messages` header. `disabled`: a prompt that does not
- * fit is the context error.
- */
-async function truncated(inference: InferenceService, request: ChatRequest, auto: boolean, reply: FastifyReply): Promise<ChatRequest> {
-  const window = inference.findModel(request.model)?.contextLength;
-  if (!auto || window === undefined) return request;
-  let messages = request.messages;
-  let dropped = 0;
-  // The service refuses to count a prompt past the window (prompt_too_long): that is "does not fit" too.
-  const fits = async (candidate: ChatRequest['messages']) => {
-    try {
-      return (await inference.countTokens({ ...request, messages: candidate })) < window;
-    } catch (error) {
-      if (isCoreError(error) && error.code === 'prompt_too_long') return false;
-      throw error;
-    }
-  };
-  while (messages.length > 1 && !(await fits(messages))) {
-    // What is left starts at a user turn (chat templates expect one first; a turn's tool results go
-    // with the turn that called them).
-    let cut = 1;
-    while (cut < messages.length - 1 && messages[cut]!.role !== 'user') cut++;
-    messages = messages.slice(cut);
-    dropped += cut;
-  }
-  if (dropped > 0) reply.header('x-truncated-messages', String(dropped));
-  return { ...request, messages };
 }

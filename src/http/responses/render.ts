@@ -4,14 +4,12 @@
  * its increasing `sequence_number`, as the `openai` SDK types them.
  *
  * Item ids are given as the parts start (`ResponseIds`), so a streamed response's final object names
- * the items its events named.
+ * the items its events named. The stream's frames: render-stream.ts.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { AnswerPart, ChatEvent, ChatResult, TokenLogprob } from '../../core/types.js';
+import type { AnswerPart, ChatResult, TokenLogprob } from '../../core/types.js';
 import type { KnownError } from '../shared/errors.js';
 import { callId, logprobEntry } from '../openai/chat-render.js';
-import type { PartEvent, StartEvent, StreamFrames } from '../shared/stream.js';
-import { responsesErrors as openAiErrors } from './errors.js';
 import type { ResponsesBody } from './schema.js';
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
@@ -93,14 +91,14 @@ export function usageOf(result: Pick<ChatResult, 'inputTokens' | 'cachedInputTok
   };
 }
 
-const outputText = (text: string, logprobs: TokenLogprob[] | undefined) => ({ type: 'output_text' as const, text, annotations: [], logprobs: (logprobs ?? []).map(logprobEntry) });
+export const outputText = (text: string, logprobs: TokenLogprob[] | undefined) => ({ type: 'output_text' as const, text, annotations: [], logprobs: (logprobs ?? []).map(logprobEntry) });
 
 /** A call as its function_call item: a namespaced tool's call names its namespace. */
-function callNames(context: ResponseContext, name: string): { name: string; namespace?: string } {
+export function callNames(context: ResponseContext, name: string): { name: string; namespace?: string } {
   return context.namespaced.get(name) ?? { name };
 }
 
-function reasoningItem(context: ResponseContext, id: string, text: string, status: 'in_progress' | 'completed') {
+export function reasoningItem(context: ResponseContext, id: string, text: string, status: 'in_progress' | 'completed') {
   const summarized = context.body.reasoning?.summary != null;
   const sealed = context.body.include?.includes('reasoning.encrypted_content');
   return {
@@ -169,120 +167,4 @@ export const statusOf = (result: ChatResult) => (result.finish === 'length' || r
 
 export function renderResponse(context: ResponseContext, result: ChatResult, ids = new ResponseIds()) {
   return responseObject(context, { status: statusOf(result), output: outputItems(context, result, ids), result });
-}
-
-/** The frames of one streamed response; `onDone` receives the final object (to store it). */
-export function responseFrames(context: ResponseContext, requestId: string, onDone: (response: ReturnType<typeof renderResponse>) => void): StreamFrames {
-  let sequence = 0;
-  const event = (type: string, payload: Record<string, unknown>) => `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...payload })}\n\n`;
-  const ids = new ResponseIds();
-  const kinds = new Map<number, AnswerPart['kind']>();
-  const texts = new Map<number, string>();
-  const names = new Map<number, string>();
-  let pending: TokenLogprob[] = [];
-  let outputIndex = -1;
-  const indexOf = new Map<number, number>();
-  const wantLogprobs = context.body.include?.includes('message.output_text.logprobs') === true;
-  const summarized = context.body.reasoning?.summary != null;
-
-  const partStart = (event_: Extract<PartEvent, { type: 'part_start' }>): string => {
-    const { index, part } = event_;
-    kinds.set(index, part.kind);
-    texts.set(index, '');
-    indexOf.set(index, ++outputIndex);
-    const id = ids.of(index, part.kind);
-    const at = { output_index: outputIndex };
-    if (part.kind === 'text') {
-      return event('response.output_item.added', { ...at, item: { id, type: 'message', role: 'assistant', status: 'in_progress', content: [] } })
-        + event('response.content_part.added', { ...at, item_id: id, content_index: 0, part: outputText('', []) });
-    }
-    if (part.kind === 'thinking') {
-      return event('response.output_item.added', { ...at, item: { id, type: 'reasoning', summary: [], status: 'in_progress' } })
-        + (summarized ? event('response.reasoning_summary_part.added', { ...at, item_id: id, summary_index: 0, part: { type: 'summary_text', text: '' } }) : '');
-    }
-    names.set(index, part.name);
-    return event('response.output_item.added', { ...at, item: { id, type: 'function_call', call_id: ids.callOf(index, part.id), ...callNames(context, part.name), arguments: '', status: 'in_progress' } });
-  };
-
-  const partDelta = (event_: Extract<PartEvent, { type: 'part_delta' }>): string => {
-    const { index, text } = event_;
-    texts.set(index, (texts.get(index) ?? '') + text);
-    const id = ids.of(index, kinds.get(index)!);
-    const at = { item_id: id, output_index: indexOf.get(index) };
-    switch (kinds.get(index)) {
-      case 'text': {
-        const logprobs = wantLogprobs ? pending.map(logprobEntry) : [];
-        pending = [];
-        return event('response.output_text.delta', { ...at, content_index: 0, delta: text, logprobs });
-      }
-      case 'thinking':
-        return summarized ? event('response.reasoning_summary_text.delta', { ...at, summary_index: 0, delta: text }) : event('response.reasoning_text.delta', { ...at, content_index: 0, delta: text });
-      default:
-        return event('response.function_call_arguments.delta', { ...at, delta: text });
-    }
-  };
-
-  /**
-   * A message's end is held until the next item starts or the response ends: only then is it known
-   * whether it ended `completed` or `incomplete` (cut at the output limit), as its item says.
-   */
-  let heldText: number | undefined;
-  const textDone = (status: 'completed' | 'incomplete'): string => {
-    if (heldText === undefined) return '';
-    const index = heldText;
-    heldText = undefined;
-    const id = ids.of(index, 'text');
-    const text = texts.get(index) ?? '';
-    const at = { item_id: id, output_index: indexOf.get(index) };
-    const part = outputText(text, []);
-    return event('response.output_text.done', { ...at, content_index: 0, text, logprobs: [] })
-      + event('response.content_part.done', { ...at, content_index: 0, part })
-      + event('response.output_item.done', { output_index: at.output_index, item: { id, type: 'message', role: 'assistant', status, content: [part] } });
-  };
-
-  const partStop = (index: number): string => {
-    const kind = kinds.get(index)!;
-    const id = ids.of(index, kind);
-    const text = texts.get(index) ?? '';
-    const at = { item_id: id, output_index: indexOf.get(index) };
-    if (kind === 'text') {
-      heldText = index;
-      return '';
-    }
-    if (kind === 'thinking') {
-      return (summarized
-        ? event('response.reasoning_summary_text.done', { ...at, summary_index: 0, text }) + event('response.reasoning_summary_part.done', { ...at, summary_index: 0, part: { type: 'summary_text', text } })
-        : event('response.reasoning_text.done', { ...at, content_index: 0, text }))
-        + event('response.output_item.done', { output_index: at.output_index, item: reasoningItem(context, id, text, 'completed') });
-    }
-    const callId = ids.callOf(index, '');
-    return event('response.function_call_arguments.done', { ...at, arguments: text })
-      + event('response.output_item.done', { output_index: at.output_index, item: { id, type: 'function_call', call_id: callId, ...callNames(context, names.get(index) ?? ''), arguments: text, status: 'completed' } });
-  };
-
-  return {
-    start: (_event: StartEvent) => {
-      const created = responseObject(context, { status: 'in_progress', output: [] });
-      return event('response.created', { response: created }) + event('response.in_progress', { response: created });
-    },
-    part: (e: PartEvent) => {
-      if (e.type === 'part_start') return textDone('completed') + partStart(e);
-      if (e.type === 'part_delta') return partDelta(e);
-      if (e.type === 'part_stop') return partStop(e.index);
-      pending.push((e as Extract<ChatEvent, { type: 'token_logprobs' }>).entry);
-      return '';
-    },
-    end: (result: ChatResult) => {
-      const response = renderResponse(context, result, ids);
-      onDone(response);
-      return textDone(response.status === 'incomplete' ? 'incomplete' : 'completed')
-        + event(response.status === 'incomplete' ? 'response.incomplete' : 'response.completed', { response });
-    },
-    error: (error: KnownError) => {
-      const body = openAiErrors.render(error, requestId).body as { error: { message: string; code: string; param: string | null } };
-      return textDone('incomplete') + event('error', { code: body.error.code, message: body.error.message, param: body.error.param })
-        + event('response.failed', { response: responseObject(context, { status: 'failed', output: [], error }) });
-    },
-    ping: () => ': ping\n\n',
-  };
 }

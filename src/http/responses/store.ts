@@ -9,7 +9,20 @@
  * A response is readable only with the API key that created it (its owner); without keys
  * configured, every client is the same owner.
  */
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import { presentedKey, type KeyChecker } from '../shared/auth.js';
 import type { InputItem } from './schema.js';
+
+/**
+ * Whose stored responses a request may read: a digest of its API key. Without keys configured (the
+ * checker lets a request with no key in) every client is the same owner, whatever token it presents:
+ * the SDK's placeholder key and a plain curl read the same responses.
+ */
+export function ownerOf(checkKey: KeyChecker): (request: FastifyRequest) => string {
+  const everyone = checkKey(undefined);
+  return (request) => createHash('sha256').update(everyone ? '' : (presentedKey(request.headers, false) ?? '')).digest('hex');
+}
 
 export interface StoredResponse {
   owner: string;
