@@ -649,6 +649,7 @@ function main(): void {
   const out = {
     source: { repository: 'https://github.com/ggml-org/llama.cpp', commit: llamaCommit(), file: SOURCE, note: 'the version node-llama-cpp 3.21.1 ships; MIT licence, see README.md' },
     comparison: 'content and reasoningContent compared with whitespace stripped at both ends; each call by name and by arguments as JSON values (llama.cpp: assert_msg_equals(expected, actual, true), renormalize_json); ids as llama.cpp expects them, for formats that carry one',
+    counting: 'a case is one tst.test(…).run() chain on one template: the chains run in a loop over templates (test_lfm2_parser on 3 LFM2 templates, the Hermes 3 / Qwen2.5 / MiMo-VL loop) count once per template, so the file\'s 389 chains are 427 cases here; a parse check written outside the builder counts as a case of its family, in unextracted',
     generationPrompts: 'rendered with @huggingface/jinja as llama.cpp computes them (with and without add_generation_prompt, the part after the common prefix); llama.cpp\'s dedicated handlers may build their own',
     families: tally,
     tools,
