@@ -156,8 +156,9 @@ const show = (s: string) => JSON.stringify(s.length > 120 ? `${s.slice(0, 120)}â
  * Why `actual` is not the case's expected message, or null when it is: content and reasoning equal
  * with whitespace stripped at both ends, the same number of calls, each with the same name and
  * arguments equal as JSON (as llama.cpp's assert_msg_equals(â€¦, true) compares). A call whose
- * expected arguments are not JSON (a partial case) never matches: our parser hands back only
- * complete calls. Ids are not compared: ours are made by the server, not by the parser.
+ * expected arguments are not JSON (partial cases: empty or cut) never matches: llama.cpp wants
+ * arguments that are not JSON either, and our parser hands back only complete calls. Ids are not
+ * compared: ours are made by the server, not by the parser.
  */
 export function mismatch(c: ChatCase, actual: ParsedMessage): string | null {
   const e = c.expect;
@@ -169,7 +170,7 @@ export function mismatch(c: ChatCase, actual: ParsedMessage): string | null {
     if (call.name !== got.name) return `call ${i} named ${got.name}, expected ${call.name}`;
     let args: unknown;
     try {
-      args = JSON.parse(call.arguments === '' ? '{}' : call.arguments);
+      args = JSON.parse(call.arguments);
     } catch {
       return `call ${i}: expected partial arguments ${show(call.arguments)}`;
     }

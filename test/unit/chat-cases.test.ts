@@ -61,7 +61,7 @@ describe('llama.cpp parse cases (tests/test-chat.cpp) through our parser', () =>
     const passing = [...results.values()].flat().filter(({ r }) => r.passed);
     expect(passing.length).toBeGreaterThan(0);
     for (const { c } of passing) {
-      const parsed = { content: c.expect.content, reasoningContent: c.expect.reasoningContent, toolCalls: c.expect.toolCalls.map((t) => ({ name: t.name, input: JSON.parse(t.arguments || '{}') as Record<string, unknown> })) };
+      const parsed = { content: c.expect.content, reasoningContent: c.expect.reasoningContent, toolCalls: c.expect.toolCalls.map((t) => ({ name: t.name, input: JSON.parse(t.arguments) as Record<string, unknown> })) };
       expect(mismatch(c, parsed), c.id).toBeNull();
       expect(mismatch(c, { ...parsed, content: `${parsed.content}x` }), c.id).not.toBeNull();
       expect(mismatch(c, { ...parsed, reasoningContent: `${parsed.reasoningContent}x` }), c.id).not.toBeNull();
