@@ -259,9 +259,16 @@ class Walker {
     return toks.some((t, i) => t.k === 'id' && t.v === 'run' && toks[i - 1]?.v === '.');
   }
 
+  /** A statement that is not case data; the cases inside one the walk cannot enter are listed. */
   private skip(start: number, toks: Tok[], line: number): void {
-    if (this.isCase(toks)) throw new Error(`line ${line}: a case inside a statement the extractor does not walk`);
-    this.skipped.push({ line, text: this.text(start, this.c.pos) });
+    const text = this.text(start, this.c.pos);
+    if (this.isCase(toks)) {
+      const runs = toks.filter((t, i) => t.k === 'id' && t.v === 'run' && toks[i - 1]?.v === '.');
+      const template = /models\/templates\/([^"]+\.jinja)/.exec(text)?.[1] ?? '?';
+      for (const run of runs) this.unextracted.push({ family: '', template, line: run.line, reason: `a case inside a statement the extractor does not walk (line ${line})`, source: text });
+      return;
+    }
+    this.skipped.push({ line, text });
   }
 
   private caseFailed(scope: Scope, toks: Tok[], start: number, reason: string): void {
@@ -626,6 +633,7 @@ function main(): void {
   });
   const unextracted = walker.unextracted.map((u) => ({ ...u, family: familyOf(u.template) }));
   // Parse checks outside the builder (a raw common_chat_peg_parse call): a case of the family too.
+  if (args.includes('--skipped')) for (const sk of walker.skipped) console.log(`skipped (not case data): line ${sk.line}: ${sk.text.split('\n')[0]!.trim()}`);
   for (const sk of walker.skipped) {
     if (!/common_chat_peg_parse|make_peg_parser/.test(sk.text)) continue;
     const tmpl = /models\/templates\/([^"]+\.jinja)/.exec(sk.text)?.[1] ?? '?';
