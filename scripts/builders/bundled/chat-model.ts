@@ -71,7 +71,7 @@ interface AddedToken {
   content: string;
 }
 
-function packageModels(packageName: string): string {
+export function packageModels(packageName: string): string {
   const require = createRequire(import.meta.url);
   // The package's exports hide package.json: walk up from its main entry to the package root.
   let root = path.dirname(require.resolve(packageName));
