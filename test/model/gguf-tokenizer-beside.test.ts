@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
-import { loadGgufTokenizer } from '../../src/engines/llama/load.js';
+import { loadGgufTokenizer } from '../../src/tokenize/load-tokenizer.js';
 import { buildBpeVocabGguf } from '../../scripts/builders/gguf/bpe-vocab-gguf.js';
 
 const GGUF_TEMPLATE = "{% for m in messages %}[GGUF {{ m.role }}] {{ m.content }}\n{% endfor %}{% if add_generation_prompt %}[GGUF assistant]{% endif %}";

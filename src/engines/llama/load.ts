@@ -9,15 +9,12 @@
  * model with `generationBatchSize` sequences (llama-server's slots), each with the model's context
  * length, decoded together in one batch (./runner.ts).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { LogFn } from '../../core/log.js';
-import { ggufNumber, ggufString, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
+import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
 import type { ModelInfo } from '../../models/registry.js';
-import { tokenizerFromGguf } from '../../tokenize/gguf-tokenizer.js';
-import { loadTokenizer, type LoadedTokenizer } from '../onnx/load.js';
+import { loadGgufTokenizer, type LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 
 /** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
 export interface LlamaLoaded extends LoadedTokenizer {
@@ -74,21 +71,6 @@ function llamaRuntime(engine: EngineSettings, log: LogFn): Promise<Llama> {
   });
   runtime = { gpu: engine.gpu, llama };
   return llama;
-}
-
-/**
- * The tokenizer the chat layer uses: tokenizer.json beside the GGUF when there is one, else rebuilt
- * from its metadata. The chat template is the GGUF's either way: the model was described from it
- * (tool-call format, thinking switch: src/models/gguf-model.ts), and a tokenizer.json's folder often
- * has none, or another model's.
- */
-export async function loadGgufTokenizer(info: ModelInfo, metadata?: GgufMetadata): Promise<LoadedTokenizer> {
-  const file = info.gguf!.parts[0]!;
-  if (!fs.existsSync(path.join(info.dir, 'tokenizer.json'))) return { info, tokenizer: tokenizerFromGguf(metadata ?? readGgufMetadata(file)) };
-  const loaded = await loadTokenizer(info);
-  const template = ggufString(metadata ?? readGgufMetadata(file, { maxArray: 0 }), 'tokenizer.chat_template');
-  if (template !== undefined) (loaded.tokenizer as unknown as { chat_template: string }).chat_template = template;
-  return loaded;
 }
 
 /** Sampling defaults the GGUF states (`general.sampling.*`, as llama.cpp's converter writes them from generation_config.json); llama.cpp's own otherwise. */
