@@ -1,0 +1,61 @@
+/**
+ * Every chat template llama.cpp ships (its models/templates/, copied to
+ * test/fixtures/templates/llama-cpp/ with their licence note) renders a tool conversation through the
+ * server's prompt rendering (src/chat/prompt.ts: the model's tool format or the generic one, then
+ * src/chat/template/render.ts): system, user, an assistant turn with a tool call, its result, and a
+ * user turn, with tools, one of whose parameters has no description. No template raises; every
+ * output names the tool, and where the template writes earlier calls (it reads `tool_calls`, or the
+ * conversation was given in the generic format's text) the call's argument is there too.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import { featuresOf, renderPrompt } from '../../src/chat/prompt.js';
+import type { ChatPrompt } from '../../src/core/types.js';
+import { describeModel } from '../../src/models/registry.js';
+import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { MODELS_DIR, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
+
+const DIR = path.join(ROOT, 'test/fixtures/templates/llama-cpp');
+const TEMPLATES = fs.readdirSync(DIR).filter((file) => file.endsWith('.jinja')).sort();
+/** The call's argument: a value no other message holds, so finding it means the call was written. */
+const CITY = 'Reykjavik-Hofn';
+
+const PROMPT: ChatPrompt = {
+  model: 'm',
+  system: 'You are terse.',
+  messages: [
+    { role: 'user', content: 'What is the weather where I am?' },
+    { role: 'assistant', content: '', toolCalls: [{ id: 'call_1', name: 'get_weather', input: { location: CITY } }] },
+    { role: 'tool', content: '18 degrees', callId: 'call_1', name: 'get_weather' },
+    { role: 'user', content: 'Thanks. And tomorrow?' },
+  ],
+  tools: [{
+    name: 'get_weather',
+    description: 'Weather for a city',
+    inputSchema: { type: 'object', properties: { location: { type: 'string', description: 'The city' }, unit: { type: 'string', enum: ['c', 'f'] } }, required: ['location'] },
+  }],
+};
+
+describe("llama.cpp's chat templates", () => {
+  let tokenizer: PreTrainedTokenizer;
+  let info: ReturnType<typeof describeModel>;
+  beforeAll(async () => {
+    ({ tokenizer, info } = await loadTokenizer(describeModel(path.join(MODELS_DIR, ONNX_CHAT_MODEL), 1)));
+  });
+
+  it('are all there', () => {
+    expect(TEMPLATES.length).toBeGreaterThanOrEqual(68);
+  });
+
+  it.each(TEMPLATES)('%s renders a tool conversation', (file) => {
+    const template = fs.readFileSync(path.join(DIR, file), 'utf8');
+    // A tokenizer per template (a shallow copy with its own template), as each model has its own.
+    const own = Object.assign(Object.create(Object.getPrototypeOf(tokenizer)), tokenizer, { chat_template: template, _compiled_template_cache: new Map() }) as PreTrainedTokenizer;
+    const loaded = { info: { ...info, contextLength: 32_768 }, tokenizer: own };
+    const { text } = renderPrompt(loaded, PROMPT);
+    expect(text).toContain('get_weather');
+    if (featuresOf(loaded).toolFormat === 'generic' || template.includes('tool_calls')) expect(text).toContain(CITY);
+  });
+});
