@@ -15,6 +15,7 @@ import { featuresOf, renderPrompt } from '../../src/chat/prompt.js';
 import type { ChatPrompt } from '../../src/core/types.js';
 import { describeModel } from '../../src/models/registry.js';
 import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { rewriteTemplate } from '../../src/chat/template/rewrite.js';
 import { MODELS_DIR, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
 
 const DIR = path.join(ROOT, 'test/fixtures/templates/llama-cpp');
@@ -47,6 +48,32 @@ describe("llama.cpp's chat templates", () => {
 
   it('are all there', () => {
     expect(TEMPLATES.length).toBeGreaterThanOrEqual(68);
+  });
+
+  it('render as before where they rendered before: the rewrites keep their meaning', () => {
+    const tools = [{ type: 'function', function: { name: 'get_weather', description: 'Weather', parameters: PROMPT.tools![0]!.inputSchema } }];
+    const messages = [
+      { role: 'system', content: 'You are terse.' },
+      { role: 'user', content: 'Hi' },
+      { role: 'assistant', content: '', tool_calls: [{ type: 'function', id: 'abcdefghi', function: { name: 'get_weather', arguments: { location: CITY } } }] },
+      { role: 'tool', content: '18', tool_call_id: 'abcdefghi', name: 'get_weather' },
+      { role: 'assistant', content: 'It is 18.' },
+      { role: 'user', content: 'Thanks' },
+    ];
+    const render = (template: string) => tokenizer.apply_chat_template(messages as never, { tokenize: false, add_generation_prompt: true, tools, chat_template: template, bos_token: '<s>', eos_token: '</s>' } as never) as unknown as string;
+    let compared = 0;
+    for (const file of TEMPLATES) {
+      const template = fs.readFileSync(path.join(DIR, file), 'utf8');
+      let before: string;
+      try {
+        before = render(template);
+      } catch {
+        continue;
+      }
+      expect(render(rewriteTemplate(template)), file).toBe(before);
+      compared++;
+    }
+    expect(compared).toBeGreaterThan(50);
   });
 
   it.each(TEMPLATES)('%s renders a tool conversation', (file) => {

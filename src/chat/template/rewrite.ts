@@ -33,13 +33,13 @@ function rewriteFormat(source: string): string {
 }
 
 function rewriteMinMax(source: string): string {
-  return source.replace(/\|\s*(min|max)\b(?!\s*\()/g, (_whole, which: string) => `|sort|${which === 'min' ? 'first' : 'last'}`);
+  return inCode(source, (code) => code.replace(/\|\s*(min|max)\b(?!\s*\()/g, (_whole, which: string) => `|sort|${which === 'min' ? 'first' : 'last'}`));
 }
 
-/** `a.b|string` -> `(a.b if a.b is string else a.b|tojson)`. */
+/** `a.b|string` -> `(a.b|tojson if a.b is mapping else a.b|string)`: the same text for anything but a mapping. */
 function rewriteStringFilter(source: string): string {
   // Not a name after `|` (a filter: `x|length|string` stays) or after `.`, `)`, `]`, a quote (part of a longer expression).
-  return source.replace(/(?<![\w.\]'")|]\s*)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\|\s*string\b/g, (_whole, name: string) => `(${name} if ${name} is string else ${name}|tojson)`);
+  return inCode(source, (code) => code.replace(/(?<![\w.\]'")|]\s*)([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\|\s*string\b/g, (_whole, name: string) => `(${name}|tojson if ${name} is mapping else ${name}|string)`));
 }
 
 /** `{%- set x = a.b.pop(0) -%}` -> `{%- set x = a.b[0] -%}{%- set a.b = a.b[1:] -%}`. */
@@ -73,4 +73,10 @@ function rewriteIntegerKeys(source: string): string {
 /** `[("a", "b"), ...]` -> `[["a", "b"], ...]`: a loop here cannot unpack a tuple. */
 function rewriteTuples(source: string): string {
   return source.replace(/(?<=[[,]\s*)\(\s*("[^"]*"|'[^']*')\s*,\s*("[^"]*"|'[^']*')\s*\)/g, '[$1, $2]');
+}
+
+/** `rewrite` applied to the code of the template's tags only: not to its text, nor to string literals. */
+function inCode(source: string, rewrite: (code: string) => string): string {
+  return source.replace(/\{\{[\s\S]*?\}\}|\{%[\s\S]*?%\}/g, (tag) =>
+    tag.split(/('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")/).map((part, i) => (i % 2 === 1 ? part : rewrite(part))).join(''));
 }
