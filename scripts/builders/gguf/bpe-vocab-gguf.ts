@@ -61,20 +61,34 @@ function read(vocabulary: string) {
 /** The text a tokenizer_config.json entry names (a string, or an AddedToken object). */
 const content = (value: unknown) => (typeof value === 'string' ? value : typeof value === 'object' && value && 'content' in value ? String(value.content) : undefined);
 
+const cuts = new Map<string, { kept: Array<{ token: string; type: number }>; tokens: string[]; merges: string[] }>();
+/**
+ * The rows kept and the merges among them, once per vocabulary and size: the first `limit` tokens,
+ * every added and one-character (or byte) token, renumbered in that order; the merges whose parts
+ * and result all stay.
+ */
+function cut(vocabulary: string, limit: number, byteTokens: boolean) {
+  const key = `${vocabulary} ${limit} ${byteTokens}`;
+  let found = cuts.get(key);
+  if (!found) {
+    const { hf } = read(vocabulary);
+    const added = new Map(hf.added_tokens.map((t) => [t.id, t]));
+    const rows: Array<{ token: string; type: number }> = [];
+    for (const [token, id] of Object.entries(hf.model.vocab)) rows[id] = { token, type: byteTokens && BYTE_TOKEN.test(token) ? TYPE.byte : TYPE.normal };
+    for (const t of hf.added_tokens) rows[t.id] = { token: t.content, type: t.special ? TYPE.control : TYPE.userDefined };
+    const kept = rows.flatMap((row, id) => (row && (id < limit || added.has(id) || Array.from(row.token).length === 1 || BYTE_TOKEN.test(row.token)) ? [row] : []));
+    const tokens = kept.map((row) => row.token);
+    const known = new Set(tokens);
+    const merges = hf.model.merges.map((m) => (Array.isArray(m) ? m : (m.split(' ') as [string, string]))).filter(([a, b]) => known.has(a) && known.has(b) && known.has(a + b)).map((m) => m.join(' '));
+    cuts.set(key, (found = { kept, tokens, merges }));
+  }
+  return found;
+}
+
 /** Writes `out`. */
 export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): void {
-  const { hf, config } = read(options.vocabulary);
-  const added = new Map(hf.added_tokens.map((t) => [t.id, t]));
-  const rows: Array<{ token: string; type: number }> = [];
-  for (const [token, id] of Object.entries(hf.model.vocab)) rows[id] = { token, type: options.model === 'gemma4' && BYTE_TOKEN.test(token) ? TYPE.byte : TYPE.normal };
-  for (const t of hf.added_tokens) rows[t.id] = { token: t.content, type: t.special ? TYPE.control : TYPE.userDefined };
-  // With `vocabSize`: the first tokens, every added token and every one-character token, renumbered
-  // in that order; the merges whose parts and result all stay.
-  const limit = options.vocabSize ?? Infinity;
-  const kept = rows.flatMap((row, id) => (row && (id < limit || added.has(id) || Array.from(row.token).length === 1 || BYTE_TOKEN.test(row.token)) ? [row] : []));
-  const tokens = kept.map((row) => row.token);
-  const known = new Set(tokens);
-  const merges = hf.model.merges.map((m) => (Array.isArray(m) ? m : (m.split(' ') as [string, string]))).filter(([a, b]) => known.has(a) && known.has(b) && known.has(a + b));
+  const { config } = read(options.vocabulary);
+  const { kept, tokens, merges } = cut(options.vocabulary, options.vocabSize ?? Infinity, options.model === 'gemma4');
   const id = (name: string | undefined) => (name === undefined ? -1 : tokens.indexOf(name));
   const bos = id(options.bos ?? content(config.bos_token));
   const eos = id(content(config.eos_token));
@@ -96,7 +110,7 @@ export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): vo
     'tokenizer.ggml.pre': { type: 'string', value: options.pre },
     'tokenizer.ggml.tokens': { type: 'strings', value: tokens },
     'tokenizer.ggml.token_type': { type: 'i32s', value: kept.map((row) => row.type) },
-    'tokenizer.ggml.merges': { type: 'strings', value: merges.map((m) => m.join(' ')) },
+    'tokenizer.ggml.merges': { type: 'strings', value: merges },
     ...(bos >= 0 ? { 'tokenizer.ggml.bos_token_id': { type: 'u32', value: bos } as GgufValue } : {}),
     ...(eos >= 0 ? { 'tokenizer.ggml.eos_token_id': { type: 'u32', value: eos } as GgufValue } : {}),
     ...(typeof config.add_bos_token === 'boolean' ? { 'tokenizer.ggml.add_bos_token': { type: 'bool', value: config.add_bos_token } as GgufValue } : {}),
