@@ -6,13 +6,14 @@
  * harmony, DeepSeek V3, Qwen3, Llama 3; Gemma 3's for Gemma 4's kind); the other types split text
  * with Llama 3's vocabulary under their name, which tests the split (every piece boundary llama.cpp
  * draws and ours does not, or the reverse, changes the tokens where the vocabulary has a token
- * across it). The vocabularies are cut to their first 8000 tokens (and every added and one-character
+ * across it); the prompt encoder, with its own BPE for long words, gives the same ids. The vocabularies are cut to their first 8000 tokens (and every added and one-character
  * token) so each case loads in about a second (the cut is made once per vocabulary: 30 cases in ~60 s on the shared machine).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getLlama, type Llama } from 'node-llama-cpp';
 import { readGgufMetadata } from '../../src/models/gguf.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
+import { PromptEncoder } from '../../src/tokenize/prompt-encoder.js';
 import { withBpeVocabGguf, type BpeVocabGgufOptions } from '../../scripts/builders/gguf/bpe-vocab-gguf.js';
 
 const VOCAB_SIZE = 8000;
@@ -29,6 +30,9 @@ const TEXTS = [
   '\r\n\r\nwin\u00a0nbsp\u2003em\u3000ideo\u0085nel',
   '1 12 123 1234 12345 123456 3.14159 ١٢٣ ²',
 ];
+
+/** Words past the prompt encoder's long-word threshold (its own BPE: src/tokenize/long-word-bpe.ts), a long digit run and a long space run. */
+const LONG = `${'zebraZEBRA'.repeat(200)}\n${'7'.repeat(1100)} ${' '.repeat(1100)}end ${'日本'.repeat(600)}`;
 
 interface Case extends BpeVocabGgufOptions {
   /** A text with the vocabulary's own control tokens, which must stay whole. */
@@ -68,6 +72,9 @@ describe('BPE tokenizers rebuilt from GGUF metadata under llama.cpp\'s pre-token
         for (const text of [...TEXTS, ...(special ? [special] : [])]) {
           expect(tokenizer.encode(text, { add_special_tokens: false }), text).toEqual([...reference.tokenize(text, true)]);
         }
+        // The prompt encoder (what the chat layer counts with) gives the same ids, long words included.
+        const encoded = PromptEncoder.for(tokenizer).encode(LONG);
+        expect('ids' in encoded && encoded.ids, 'long words').toEqual([...reference.tokenize(LONG, true)]);
         // The BOS token where llama.cpp puts one (a type's default when the GGUF does not say).
         const bos = reference.tokens.bos;
         expect(tokenizer.encode('x')[0] === bos && bos !== null, 'BOS').toBe(reference.tokens.shouldPrependBosToken);
