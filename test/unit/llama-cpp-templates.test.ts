@@ -76,11 +76,20 @@ describe("llama.cpp's chat templates", () => {
     expect(compared).toBeGreaterThan(50);
   });
 
+  /** The bundled model's tokenizer with `template` (a shallow copy per template, as each model has its own). */
+  const withTemplate = (template: string) => {
+    const own = Object.assign(Object.create(Object.getPrototypeOf(tokenizer)), tokenizer, { chat_template: template, _compiled_template_cache: new Map() }) as PreTrainedTokenizer;
+    return { info: { ...info, contextLength: 32_768 }, tokenizer: own };
+  };
+
+  it("a conversation no change saves is refused with the template's own reason", () => {
+    const loaded = withTemplate("{% for m in messages %}{% if m.role == 'user' and 'tomorrow' in m.content %}{{ raise_exception('Not about tomorrow') }}{% endif %}{{ m.content }}{% endfor %}");
+    expect(() => renderPrompt(loaded, PROMPT)).toThrow(expect.objectContaining({ code: 'template_rejected', message: expect.stringContaining('Not about tomorrow') }));
+  });
+
   it.each(TEMPLATES)('%s renders a tool conversation', (file) => {
     const template = fs.readFileSync(path.join(DIR, file), 'utf8');
-    // A tokenizer per template (a shallow copy with its own template), as each model has its own.
-    const own = Object.assign(Object.create(Object.getPrototypeOf(tokenizer)), tokenizer, { chat_template: template, _compiled_template_cache: new Map() }) as PreTrainedTokenizer;
-    const loaded = { info: { ...info, contextLength: 32_768 }, tokenizer: own };
+    const loaded = withTemplate(template);
     const { text } = renderPrompt(loaded, PROMPT);
     expect(text).toContain('get_weather');
     if (featuresOf(loaded).toolFormat === 'generic' || template.includes('tool_calls')) expect(text).toContain(CITY);

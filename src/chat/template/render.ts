@@ -74,12 +74,13 @@ export function renderChatTemplate(tokenizer: PreTrainedTokenizer, conversation:
   } catch (error) {
     first = error;
   }
-  // Every combination of the changes that alter this conversation, fewest first.
-  const applicable = CHANGES.filter((change) => change(original) !== null);
+  // Every combination of the changes that alter this conversation, fewest first (at most 63 renders,
+  // only for a conversation the template refused).
+  const applicable = CHANGES.filter((change) => change(original, source ?? '') !== null);
   const combinations = Array.from({ length: 2 ** applicable.length - 1 }, (_, i) => applicable.filter((_, bit) => ((i + 1) >> bit) & 1)).sort((a, b) => a.length - b.length);
   for (const changes of combinations) {
     try {
-      return render(changes.reduce((attempt, change) => change(attempt) ?? attempt, original));
+      return render(changes.reduce((attempt, change) => change(attempt, source ?? '') ?? attempt, original));
     } catch {
       // The next combination.
     }
@@ -96,8 +97,8 @@ function today(): string {
   return `${month} ${day} ${year}`;
 }
 
-/** A change to the attempt, or null where it changes nothing. */
-type Change = (attempt: Attempt) => Attempt | null;
+/** A change to the attempt for the template `source`, or null where it changes nothing. */
+type Change = (attempt: Attempt, source: string) => Attempt | null;
 
 const CHANGES: Change[] = [
   // Every tool and parameter described ('' where the client gave no description).
@@ -113,7 +114,7 @@ const CHANGES: Change[] = [
   // No tools as an empty list (Command R loops over them unguarded, where the tools went into the generic prompt).
   ([messages, tools, extra]) => (tools === undefined || tools === null ? [messages, [], extra] : null),
   // Firefunction v2 reads the tools as a JSON text named `functions`.
-  ([messages, tools, extra]) => [messages, tools, { ...extra, functions: JSON.stringify(Array.isArray(tools) ? tools.map((t: TemplateTool) => t.function) : [], null, 2) }],
+  ([messages, tools, extra], source) => (/\bfunctions\b/.test(source) ? [messages, tools, { ...extra, functions: JSON.stringify(Array.isArray(tools) ? tools.map((t: TemplateTool) => t.function) : [], null, 2) }] : null),
   // Call ids as nine letters and digits (Mistral's templates refuse others), the same for a call and its result.
   ([messages, tools, extra]) => {
     if (!messages.some((m) => m.tool_calls?.length || m.tool_call_id !== undefined)) return null;
