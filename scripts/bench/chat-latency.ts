@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import path from 'node:path';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
-import { useLocalModels } from '../../src/engines/onnx/local-models.js';
+import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { buildApp, closeApp } from '../../src/app.js';
 import { ENGINE_DEFAULTS } from '../../src/core/engine-settings.js';
 import { LocalInferenceService } from '../../src/inference/service.js';

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoModel, AutoTokenizer, Tensor } from '@huggingface/transformers';
-import { useLocalModels } from '../../src/engines/onnx/local-models.js';
+import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
 import { percentile, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { AutoModelForCausalLM, AutoTokenizer, BaseStreamer, Tensor } from '@huggingface/transformers';
-import { useLocalModels } from '../../src/engines/onnx/local-models.js';
+import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { BENCH_MODELS, ensureBundledModels } from '../builders/bundled/index.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, streamOnce, type ServerProcess, type StreamRun } from './server-process.js';

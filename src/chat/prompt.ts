@@ -9,6 +9,7 @@ import { templateFeatures, type TemplateFeatures } from '../models/template-feat
 import type { ChatTokenizer } from './model.js';
 import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
+import { renderChatTemplate, type TemplateMessage } from './template/render.js';
 
 export interface RenderedPrompt {
   text: string;
@@ -47,7 +48,7 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
   let text: string;
   try {
-    text = loaded.tokenizer.apply_chat_template(conversation as never, options) as unknown as string;
+    text = renderChatTemplate(loaded.tokenizer, conversation, options);
   } catch (error) {
     // Templates raise for conversations they do not accept (e.g. roles that do not alternate).
     const reason = (error as Error).message;
@@ -104,16 +105,6 @@ function hideSpecialTokens(texts: string[], specialTokens: readonly string[]): H
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** A message as chat templates take it (the Hugging Face convention). */
-interface TemplateMessage {
-  role: string;
-  content: string;
-  tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
-  reasoning_content?: string;
-  tool_call_id?: string;
-  name?: string;
-}
 
 /**
  * One message for the template. Native tool formats get the template's own fields (tool_calls on

@@ -49,9 +49,9 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
   if (task === 'chat' && !template) throw new Error(`${path.basename(file)}: a chat model without tokenizer.chat_template in its metadata`);
   const tokenizerModel = ggufString(metadata, 'tokenizer.ggml.model');
   const pre = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
-  const rebuilt = tokenizerModel === 'bert' || tokenizerModel === 'llama' || tokenizerModel === 't5' || (tokenizerModel === 'gpt2' && (GGUF_PRE_TOKENIZERS as readonly string[]).includes(pre));
+  const rebuilt = tokenizerModel === 'bert' || tokenizerModel === 'llama' || tokenizerModel === 't5' || tokenizerModel === 'gemma4' || (tokenizerModel === 'gpt2' && (GGUF_PRE_TOKENIZERS as readonly string[]).includes(pre));
   if (!fs.existsSync(path.join(dir, 'tokenizer.json')) && !rebuilt) {
-    throw new Error(`${path.basename(file)}: its tokenizer (${tokenizerModel ?? 'none'}, pre-tokenizer ${pre}) is not one the server rebuilds from GGUF metadata (SentencePiece BPE or unigram, bert's WordPiece, or gpt2 with ${GGUF_PRE_TOKENIZERS.join(', ')}); put the model's tokenizer.json beside it`);
+    throw new Error(`${path.basename(file)}: its tokenizer (${tokenizerModel ?? 'none'}, pre-tokenizer ${pre}) is not one the server rebuilds from GGUF metadata (SentencePiece BPE or unigram, bert's WordPiece, Gemma 4's BPE, or gpt2 with one of llama.cpp's pre-tokenizers); put the model's tokenizer.json beside it`);
   }
   const trained = ggufNumber(metadata, `${arch}.context_length`);
   const contextLength = manifest.contextLength ?? Math.min(trained && trained > 0 ? trained : DEFAULT_CONTEXT, GGUF_CONTEXT_CAP);

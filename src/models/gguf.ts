@@ -164,9 +164,23 @@ export function quantOf(stem: string): string | undefined {
 }
 
 /**
- * Tokenizers the server rebuilds from GGUF metadata alone (src/tokenize/gguf-tokenizer.ts, whose
- * table is keyed by these names): byte-level BPE (`tokenizer.ggml.model` gpt2) with one of these
- * llama.cpp pre-tokenizer names. Others need the model's tokenizer.json beside the file.
+ * Tokenizers the server rebuilds from GGUF metadata alone (src/tokenize/gguf-tokenizer.ts): byte-level
+ * BPE (`tokenizer.ggml.model` gpt2) with any pre-tokenizer name llama.cpp loads (llama-vocab.cpp; the
+ * rules are src/tokenize/gguf-pre-tokenizers.ts, keyed by these names), and `gpt2`, which the server
+ * took before. Others need the model's tokenizer.json beside the file.
  */
-export const GGUF_PRE_TOKENIZERS = ['qwen2', 'deepseek-r1-qwen', 'llama-bpe', 'llama3', 'smaug-bpe', 'default', 'gpt2', 'gpt-2', 'smollm'] as const;
+export const GGUF_PRE_TOKENIZERS = [
+  'default', 'gpt2', 'llama3', 'llama-v3', 'llama-bpe', 'falcon3', 'falcon-h1', 'pixtral',
+  'midm-2.0', 'lfm2', 'jina-v5-nano', 'deepseek-llm', 'deepseek-coder', 'deepseek-v3',
+  'hunyuan-dense', 'joyai-llm', 'youtu', 'falcon', 'mpt', 'starcoder', 'gpt-2', 'phi-2', 'jina-es',
+  'jina-de', 'gigachat', 'jina-v2-es', 'jina-v2-de', 'a.x-4.0', 'mellum', 'modern-bert',
+  'jina-v1-en', 'jina-v2-code', 'roberta-bpe', 'exaone4', 'olmo', 'jais', 'trillion',
+  'granite-docling', 'jais-2', 'gemma4', 'granite-embed-multi-311m', 'sarvam-moe', 'refact',
+  'command-r', 'smollm', 'codeshell', 'exaone', 'minerva-7b', 'mellum2', 'qwen2',
+  'deepseek-r1-qwen', 'kormo', 'f2llmv2', 'megrez', 'stablelm2', 'hunyuan', 'solar-open', 'grok-2',
+  'qwen35', 'dbrx', 'smaug-bpe', 'glm4', 'chatglm-bpe', 'poro-chat', 'bloom', 'gpt3-finnish',
+  'viking', 'tekken', 'chameleon', 'gpt-4o', 'llama4', 'kanana2', 'talkie', 'minimax-m2',
+  'granite-embed-multi-97m', 'tiny_aya', 'cohere2moe', 'superbpe', 'bailingmoe', 'bailingmoe2',
+  'llada-moe', 'seed-coder', 'kimi-k2', 'afmoe', 'laguna', 'exaone-moe', 'minicpm5',
+] as const;
 export type GgufPreTokenizer = (typeof GGUF_PRE_TOKENIZERS)[number];

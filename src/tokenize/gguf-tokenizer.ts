@@ -8,13 +8,14 @@
  * What is read: `tokenizer.ggml.tokens`, `token_type` (control tokens become special added tokens;
  * user-defined ones, like Qwen3's `<think>`, added tokens that are not special; unused padding rows
  * are left out), `merges`, the special ids, `add_bos_token`, `tokenizer.chat_template`, and
- * `tokenizer.ggml.pre`, llama.cpp's name for the pre-tokenizer, which maps to the split expression
- * the model was trained with (llama.cpp's llama-vocab.cpp, the same expressions as the models'
- * tokenizer.json files). A pre-tokenizer not in the table is refused when the model is scanned
- * (src/models/gguf-model.ts): a tokenizer.json beside the file is then the way.
+ * `tokenizer.ggml.pre`, llama.cpp's name for the pre-tokenizer, which maps to llama.cpp's split
+ * expressions for it (./gguf-pre-tokenizers.ts, every name llama.cpp loads). A tokenizer kind not
+ * rebuilt here is refused when the model is scanned (src/models/gguf-model.ts): a tokenizer.json
+ * beside the file is then the way.
  */
 import { PreTrainedTokenizer } from '@huggingface/transformers';
-import { ggufNumber, ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
+import { GGUF_PRE_TOKENIZERS, ggufNumber, ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
+import { GGUF_PRE_TOKENIZER_RULES, type PreTokenizerRule } from './gguf-pre-tokenizers.js';
 
 /** llama.cpp's token types (llama-vocab.h). */
 const UNKNOWN = 2;
@@ -22,24 +23,8 @@ const CONTROL = 3;
 const USER_DEFINED = 4;
 const UNUSED = 5;
 
-const QWEN2 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const LLAMA3 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
 const byteLevel = (useRegex: boolean) => ({ type: 'ByteLevel', add_prefix_space: false, trim_offsets: false, use_regex: useRegex });
-const split = (regex: string) => ({ type: 'Sequence', pretokenizers: [{ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }, byteLevel(false)] });
-
-/** llama.cpp pre-tokenizer names -> tokenizer.json's pre_tokenizer and normalizer. */
-const PRE_TOKENIZERS: Record<GgufPreTokenizer, { pre: unknown; normalizer?: unknown }> = {
-  qwen2: { pre: split(QWEN2), normalizer: { type: 'NFC' } },
-  'deepseek-r1-qwen': { pre: split(QWEN2), normalizer: { type: 'NFC' } },
-  'llama-bpe': { pre: split(LLAMA3) },
-  llama3: { pre: split(LLAMA3) },
-  'smaug-bpe': { pre: split(LLAMA3) },
-  default: { pre: byteLevel(true) },
-  gpt2: { pre: byteLevel(true) },
-  'gpt-2': { pre: byteLevel(true) },
-  smollm: { pre: { type: 'Sequence', pretokenizers: [{ type: 'Digits', individual_digits: true }, byteLevel(true)] } },
-};
+const splits = (regexes: readonly string[]) => regexes.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false }));
 
 const strings = (m: GgufMetadata, key: string): string[] => {
   const value = m.get(key);
@@ -256,9 +241,26 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   if (model === 'bert') return wordPieceFromGguf(metadata);
   if (model === 'llama') return sentencePieceFromGguf(metadata);
   if (model === 't5') return unigramFromGguf(metadata);
+  // Gemma 4's own tokenizer kind: BPE over UTF-8 text with spaces as U+2581 (llama.cpp loads it as gemma4's pre-tokenizer, with a BOS always).
+  if (model === 'gemma4') return bpeFromGguf(metadata, { ...GGUF_PRE_TOKENIZER_RULES.gemma4, addBos: true }, { forceBos: true, newlineRuns: true });
   const preName = ggufString(metadata, 'tokenizer.ggml.pre') ?? 'default';
-  const pre = (PRE_TOKENIZERS as Record<string, { pre: unknown; normalizer?: unknown } | undefined>)[preName];
-  if (model !== 'gpt2' || !pre) throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);
+  if (model !== 'gpt2' || !(GGUF_PRE_TOKENIZERS as readonly string[]).includes(preName)) {
+    throw new Error(`the GGUF's tokenizer (${model}, pre-tokenizer ${preName}) is not one the server rebuilds; put its tokenizer.json beside it`);
+  }
+  const pre = preName as GgufPreTokenizer;
+  // GLM-4's loader drops the BOS id (llama-vocab.cpp), so no text starts with one.
+  return bpeFromGguf(metadata, GGUF_PRE_TOKENIZER_RULES[pre], { noBos: pre === 'glm4' || pre === 'chatglm-bpe' });
+}
+
+/**
+ * A BPE vocabulary (`tokenizer.ggml.model` gpt2, or gemma4) under one of llama.cpp's pre-tokenizers
+ * (./gguf-pre-tokenizers.ts). Byte-level unless the rule is SentencePiece-style (then the pieces are
+ * UTF-8 text, spaces U+2581, and a piece no merge covers falls back to `<0xXX>` byte tokens, as
+ * llama.cpp spells them). `newlineRuns` (Gemma 4): a run of newlines that is a vocabulary entry is
+ * that token, as llama.cpp's loader special-cases; added tokens give that for every run the
+ * vocabulary holds.
+ */
+function bpeFromGguf(metadata: GgufMetadata, rule: PreTokenizerRule, options: { noBos?: boolean; forceBos?: boolean; newlineRuns?: boolean }): PreTrainedTokenizer {
   const tokens = strings(metadata, 'tokenizer.ggml.tokens');
   const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   const vocab: Record<string, number> = {};
@@ -266,22 +268,23 @@ export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
   tokens.forEach((token, id) => {
     const type = types[id] ?? 1;
     if (type === UNUSED) return;
-    if (type === CONTROL || type === USER_DEFINED) {
-      added.push(addedToken(id, token, type === CONTROL));
-    }
+    if (type === CONTROL || type === USER_DEFINED) added.push(addedToken(id, token, type === CONTROL));
+    else if (options.newlineRuns && /^\n+$/.test(token)) added.push(addedToken(id, token, false));
     vocab[token] = id;
   });
   const special = (key: string) => tokenNamed(metadata, tokens, key);
-  const bos = special('bos');
-  const addBos = metadata.get('tokenizer.ggml.add_bos_token') === true && bos !== null;
+  const bos = options.noBos ? null : special('bos');
+  const addBosKey = metadata.get('tokenizer.ggml.add_bos_token');
+  const addBos = bos !== null && (options.forceBos || (typeof addBosKey === 'boolean' ? addBosKey : rule.addBos === true));
+  const spm = rule.spmStyle === true;
   const json = {
     version: '1.0',
     added_tokens: added,
-    normalizer: pre.normalizer ?? null,
-    pre_tokenizer: pre.pre,
+    normalizer: spm ? { type: 'Replace', pattern: { String: ' ' }, content: '\u2581' } : rule.nfc ? { type: 'NFC' } : null,
+    pre_tokenizer: { type: 'Sequence', pretokenizers: [...splits(rule.regexes), ...(spm ? [] : [byteLevel(false)])] },
     post_processor: withEnds(addBos ? { token: bos, id: metadata.get('tokenizer.ggml.bos_token_id') as number } : null, null, 1),
-    decoder: byteLevel(true),
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },
+    decoder: spm ? { type: 'Sequence', decoders: [{ type: 'Replace', pattern: { String: '\u2581' }, content: ' ' }, { type: 'ByteFallback' }, { type: 'Fuse' }] } : byteLevel(true),
+    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: '', end_of_word_suffix: '', fuse_unk: false, byte_fallback: spm, ignore_merges: rule.ignoreMerges === true, vocab, merges: strings(metadata, 'tokenizer.ggml.merges') },
   };
   const config = {
     add_bos_token: addBos,

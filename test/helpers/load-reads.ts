@@ -4,7 +4,7 @@
  * from files (/proc/self/io rchar) from before the load until reading has stopped.
  */
 import fs from 'node:fs';
-import { avoidEagerFileReads } from '../../src/engines/onnx/local-models.js';
+import { avoidEagerFileReads } from '../../src/tokenize/local-models.js';
 import { CHAT_MODEL, MODELS_DIR } from './paths.js';
 
 if (process.env.PATCH === '1') avoidEagerFileReads();

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Anthropic from '@anthropic-ai/sdk';
 import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
-import { useLocalModels } from '../../src/engines/onnx/local-models.js';
+import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 

@@ -1,6 +1,6 @@
 /**
  * transformers.js 4.3 reads every file it loads a second time, in the background, into a stream
- * nobody consumes (src/engines/onnx/local-models.ts). Measured in child processes by the bytes they read:
+ * nobody consumes (src/tokenize/local-models.ts). Measured in child processes by the bytes they read:
  * without the workaround a model costs about twice its file size in reads, with it about once.
  * If a transformers.js upgrade fixes the library, the first expectation fails: drop the workaround.
  */

@@ -9,7 +9,7 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer, type LoadedTokenizer } from '../../src/engines/onnx/load.js';
+import { loadTokenizer, type LoadedTokenizer } from '../../src/tokenize/load-tokenizer.js';
 import { PromptEncoder } from '../../src/tokenize/prompt-encoder.js';
 import * as longWordBpe from '../../src/tokenize/long-word-bpe.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';

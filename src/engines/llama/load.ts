@@ -9,15 +9,12 @@
  * model with `generationBatchSize` sequences (llama-server's slots), each with the model's context
  * length, decoded together in one batch (./runner.ts).
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { LogFn } from '../../core/log.js';
 import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
 import type { ModelInfo } from '../../models/registry.js';
-import { tokenizerFromGguf } from '../../tokenize/gguf-tokenizer.js';
-import { loadTokenizer, type LoadedTokenizer } from '../onnx/load.js';
+import { loadGgufTokenizer, type LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 
 /** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
 export interface LlamaLoaded extends LoadedTokenizer {
@@ -74,12 +71,6 @@ function llamaRuntime(engine: EngineSettings, log: LogFn): Promise<Llama> {
   });
   runtime = { gpu: engine.gpu, llama };
   return llama;
-}
-
-/** The tokenizer the chat layer uses: tokenizer.json beside the GGUF when there is one, else rebuilt from its metadata. */
-export async function loadGgufTokenizer(info: ModelInfo, metadata?: GgufMetadata): Promise<LoadedTokenizer> {
-  if (fs.existsSync(path.join(info.dir, 'tokenizer.json'))) return loadTokenizer(info);
-  return { info, tokenizer: tokenizerFromGguf(metadata ?? readGgufMetadata(info.gguf!.parts[0]!)) };
 }
 
 /** Sampling defaults the GGUF states (`general.sampling.*`, as llama.cpp's converter writes them from generation_config.json); llama.cpp's own otherwise. */

@@ -5,38 +5,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
-  AutoTokenizer,
   AutoModel,
   AutoModelForCausalLM,
 } from '@huggingface/transformers';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { prepareGraph } from './graph/prepare-graph.js';
-import { useLocalModels } from './local-models.js';
-import { dropTokenizerSource } from '../../tokenize/drop-source.js';
+import { loadTokenizer } from '../../tokenize/load-tokenizer.js';
 import { batchDecoding, sessionOf } from './decode/session-info.js';
 import { StepSession } from './decode/step-session.js';
 import type { LogFn } from '../../core/log.js';
-import type { LoadedModel, LoadedTokenizer } from './loaded-model.js';
+import type { LoadedModel } from './loaded-model.js';
 
-export type { LoadedModel, LoadedTokenizer };
-
-/** Points transformers.js at the model's parent folder, offline; returns the name to load. */
-function localName(info: ModelInfo): string {
-  useLocalModels(path.dirname(info.dir));
-  return path.basename(info.dir);
-}
-
-export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
-  const tokenizer = await AutoTokenizer.from_pretrained(localName(info), { local_files_only: true });
-  dropTokenizerSource(tokenizer);
-  // Newer exports keep the template in chat_template.jinja (beside, or instead of, the one in
-  // tokenizer_config.json); transformers.js reads only the latter from a local folder. The file wins,
-  // as in Python transformers.
-  const jinja = path.join(info.dir, 'chat_template.jinja');
-  if (fs.existsSync(jinja)) (tokenizer as unknown as { chat_template: string }).chat_template = fs.readFileSync(jinja, 'utf8');
-  return { info, tokenizer };
-}
+export type { LoadedModel };
 
 /**
  * Whether the ONNX file names this operator: a scan of its bytes for the op type string (nodes come

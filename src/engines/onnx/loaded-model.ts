@@ -3,15 +3,11 @@
  * configuration says about generation, and the sessions the decoder drives. Types only: the decoder
  * (./decode/) reads it, ./load.ts builds it.
  */
-import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
+import type { PreTrainedModel } from '@huggingface/transformers';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
+import type { LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 import type { StepSession } from './decode/step-session.js';
-
-export interface LoadedTokenizer {
-  info: ModelInfo;
-  tokenizer: PreTrainedTokenizer;
-}
 
 export interface LoadedModel extends LoadedTokenizer {
   model: PreTrainedModel;
