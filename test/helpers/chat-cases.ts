@@ -85,13 +85,11 @@ export function casesByFamily(): Map<string, ChatCase[]> {
   return out;
 }
 
-/** A llama.cpp template: the shared fixture folder's copy first, else the one beside the cases. */
+/** A llama.cpp template, from the shared fixture folder (test/fixtures/templates/llama-cpp: all of llama.cpp's). */
 export function templateSource(name: string): string {
-  for (const dir of ['templates/llama-cpp', 'chat-cases/templates']) {
-    const file = path.join(FIXTURES, dir, name);
-    if (existsSync(file)) return readFileSync(file, 'utf8');
-  }
-  throw new Error(`template ${name} is in neither test/fixtures/templates/llama-cpp nor test/fixtures/chat-cases/templates`);
+  const file = path.join(FIXTURES, 'templates/llama-cpp', name);
+  if (!existsSync(file)) throw new Error(`template ${name} is not in test/fixtures/templates/llama-cpp`);
+  return readFileSync(file, 'utf8');
 }
 
 export interface ParsedMessage {

@@ -25,7 +25,7 @@ import type { CausalLmShape } from '../onnx/causal-lm.js';
 
 const ROOT = path.join(import.meta.dirname, '../../..');
 /** Where llama.cpp's templates are kept in this repository (the first that has the file wins). */
-const TEMPLATE_DIRS = ['test/fixtures/templates/llama-cpp', 'test/fixtures/chat-cases/templates'].map((d) => path.join(ROOT, d));
+const TEMPLATE_DIRS = ['test/fixtures/templates/llama-cpp'].map((d) => path.join(ROOT, d));
 
 export interface Marker {
   content: string;
