@@ -5,7 +5,7 @@
  */
 import { CoreError } from '../core/errors.js';
 import type { ChatMessage, ChatPrompt } from '../core/types.js';
-import { templateFeatures, type TemplateFeatures } from '../models/template-features.js';
+import { REASONING_TAGS, templateFeatures, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
 import type { ChatTokenizer } from './model.js';
 import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
@@ -13,6 +13,8 @@ import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
 export interface RenderedPrompt {
   text: string;
   ids: number[];
+  /** The prompt ends inside a thought: the template's generation prompt opened it (`…<think>\n`). */
+  opensThought: boolean;
 }
 
 /**
@@ -33,7 +35,7 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   // generation prompt rather than rendered as a finished turn.
   let prefill = last?.role === 'assistant' && !last.toolCalls?.length ? last.content : '';
   const turns = prefill ? prompt.messages.slice(0, -1) : prompt.messages;
-  conversation.push(...turns.map((m) => templateMessage(m, generic)));
+  conversation.push(...turns.map((m) => templateMessage(m, generic, features.toolFormat)));
   // The common case, no special-token text in any message, renders and encodes the text as it is.
   const literals = hideSpecialTokens([...conversation.map((m) => m.content), prefill], encoder.specialTokens);
   if (literals) {
@@ -45,6 +47,12 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   if (tools && !generic) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
   // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
   if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
+  // A level, where the template takes one (gpt-oss: low / medium / high; its default is medium).
+  // Harmony cannot turn its analysis off: thinking off asks for the least.
+  if (features.effortLevels) {
+    const level = prompt.thinking?.level ?? (prompt.thinking?.enabled === false ? 'low' : undefined);
+    if (level) options.reasoning_effort = level;
+  }
   let text: string;
   try {
     text = loaded.tokenizer.apply_chat_template(conversation as never, options) as unknown as string;
@@ -65,7 +73,15 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
       ...(exact ? {} : { promptTokensAtLeast: true }),
     });
   }
-  return { text: literals ? literals.show(text) : text, ids: encoded.ids };
+  const shown = literals ? literals.show(text) : text;
+  const tags = REASONING_TAGS[features.reasoning];
+  return { text: shown, ids: encoded.ids, opensThought: tags !== undefined && opensThought(shown, tags.open, tags.close) };
+}
+
+/** Whether the prompt's last thought tag is an opening one, with only whitespace after it. */
+function opensThought(text: string, open: string, close: string): boolean {
+  const end = text.trimEnd();
+  return end.endsWith(open) && !end.endsWith(close);
 }
 
 interface HiddenSpecials {
@@ -111,6 +127,8 @@ interface TemplateMessage {
   content: string;
   tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
   reasoning_content?: string;
+  /** gpt-oss's and LFM2's templates read the thought from `thinking`. */
+  thinking?: string;
   tool_call_id?: string;
   name?: string;
 }
@@ -120,7 +138,7 @@ interface TemplateMessage {
  * the assistant turn, a `tool` role per result); the generic format writes calls and results as
  * text in its own form (tools/generic.ts), since such a template knows neither.
  */
-function templateMessage(message: ChatMessage, generic: boolean): TemplateMessage {
+function templateMessage(message: ChatMessage, generic: boolean, format: ToolFormat): TemplateMessage {
   if (message.role === 'user') return { role: 'user', content: message.content };
   if (message.role === 'tool') {
     const content = message.isError ? `Error: ${message.content}` : message.content;
@@ -128,12 +146,15 @@ function templateMessage(message: ChatMessage, generic: boolean): TemplateMessag
   }
   const calls = message.toolCalls ?? [];
   if (generic) return { role: 'assistant', content: [message.content, ...calls.map(genericToolCallText)].filter((t) => t !== '').join('\n') };
+  const thinkingField = message.reasoning && (format === 'harmony' || format === 'lfm2');
   return {
     role: 'assistant',
-    // Qwen3's template needs a string, never null, beside tool calls.
-    content: message.content,
+    // Qwen3's template needs a string, never null, beside tool calls. gpt-oss's refuses content and
+    // thinking together beside a call: the thought goes back as its analysis (as llama.cpp does).
+    content: thinkingField && format === 'harmony' && calls.length ? '' : message.content,
     ...(calls.length ? { tool_calls: calls.map((c) => ({ type: 'function' as const, id: c.id, function: { name: c.name, arguments: c.input } })) } : {}),
     ...(message.reasoning ? { reasoning_content: message.reasoning } : {}),
+    ...(thinkingField ? { thinking: message.reasoning } : {}),
   };
 }
 

@@ -11,8 +11,56 @@
  * whatever markers it contains.
  */
 /** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
-export const TOOL_FORMATS = ['hermes', 'qwen3-xml', 'llama3-json', 'generic'] as const;
+export const TOOL_FORMATS = [
+  'hermes', 'qwen3-xml', 'llama3-json', 'generic',
+  'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2',
+] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
+
+/**
+ * How a family writes a thought: between two tags at the start of its answer (`<think>…</think>`,
+ * Mistral's `[THINK]…[/THINK]`), on harmony's `analysis` channel, or not at all.
+ */
+export const REASONING_STYLES = ['think-tags', 'mistral-think', 'harmony', 'none'] as const;
+export type ReasoningStyle = (typeof REASONING_STYLES)[number];
+
+/** The tags of a thought, for the styles that have them. */
+export const REASONING_TAGS: Partial<Record<ReasoningStyle, { open: string; close: string }>> = {
+  'think-tags': { open: '<think>', close: '</think>' },
+  'mistral-think': { open: '[THINK]', close: '[/THINK]' },
+};
+
+/**
+ * The marker strings each format writes around calls (and harmony around every message): the parser
+ * reads them, the client never sees them. Where a tokenizer calls them special they must survive
+ * decoding (src/chat/turn.ts keeps these and drops the other special tokens).
+ */
+export const FORMAT_MARKERS: Record<ToolFormat, readonly string[]> = {
+  hermes: ['<tool_call>', '</tool_call>'],
+  'qwen3-xml': ['<tool_call>', '</tool_call>'],
+  'llama3-json': ['<|python_tag|>'],
+  generic: [],
+  harmony: ['<|start|>', '<|channel|>', '<|message|>', '<|constrain|>', '<|end|>', '<|call|>', '<|return|>'],
+  mistral: ['[TOOL_CALLS]', '[ARGS]', '[CALL_ID]'],
+  'kimi-k2': ['<|tool_calls_section_begin|>', '<|tool_calls_section_end|>', '<|tool_call_begin|>', '<|tool_call_argument_begin|>', '<|tool_call_end|>'],
+  glm: ['<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'],
+  'deepseek-r1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', '<｜tool▁call▁begin｜>', '<｜tool▁call▁end｜>', '<｜tool▁sep｜>'],
+  'deepseek-v3.1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', '<｜tool▁call▁begin｜>', '<｜tool▁call▁end｜>', '<｜tool▁sep｜>'],
+  'deepseek-dsml': ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>'],
+  'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>'],
+  lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'],
+};
+
+/** Tokens that end the model's turn besides its end-of-sequence ids (harmony: a call, or the final answer). */
+export const FORMAT_END_MARKERS: Partial<Record<ToolFormat, readonly string[]>> = {
+  harmony: ['<|call|>', '<|return|>'],
+};
+
+/** Every marker string of a family: its call format's and its thought's tags. */
+export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'reasoning'>): string[] {
+  const tags = REASONING_TAGS[features.reasoning];
+  return [...FORMAT_MARKERS[features.toolFormat], ...(tags ? [tags.open, tags.close] : [])];
+}
 
 export interface TemplateFeatures {
   /** The format to prompt and parse tool calls in. `generic`: put genericToolPrompt() in the
@@ -20,23 +68,57 @@ export interface TemplateFeatures {
   toolFormat: ToolFormat;
   /** The template renders a `tools` variable (it describes tools to the model itself). */
   nativeTools: boolean;
-  /** The template reads `enable_thinking` (Qwen3's switch between thinking and direct answers). */
+  /** The template reads `enable_thinking` (Qwen3's switch between thinking and direct answers) or,
+   * for harmony, `reasoning_effort`: thinking can be asked for. */
   thinkingSwitch: boolean;
+  /** How the model writes its thoughts. */
+  reasoning: ReasoningStyle;
+  /** The template reads `reasoning_effort` (gpt-oss: low / medium / high). */
+  effortLevels: boolean;
 }
 
 export function templateFeatures(template: string): TemplateFeatures {
   const code = templateCode(template);
   const nativeTools = /\btools\b/.test(code);
-  const thinkingSwitch = /\benable_thinking\b/.test(code);
-  return { toolFormat: nativeTools ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch };
+  const effortLevels = /\breasoning_effort\b/.test(code);
+  const reasoning = reasoningStyle(template);
+  const thinkingSwitch = /\benable_thinking\b/.test(code) || (reasoning === 'harmony' && effortLevels);
+  return { toolFormat: nativeTools ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
+/** A short description of what the model was given, for the models list (`GET /v1/models`). */
+export function formatSummary(template: string): { tool_format: ToolFormat; reasoning: ReasoningStyle } {
+  const f = templateFeatures(template);
+  return { tool_format: f.toolFormat, reasoning: f.reasoning };
+}
+
+/**
+ * The family's call format by its markers, in llama.cpp's order (common/chat.cpp,
+ * common_chat_try_specialized_template): the dedicated formats first, since several of them also
+ * contain `<tool_call>` (GLM, Qwen3-Coder); `<tool_call>` alone last, as hermes.
+ */
 function nativeFormat(src: string): ToolFormat {
+  if (src.includes('[TOOL_CALLS]')) return 'mistral';
+  if (src.includes('<|channel|>')) return 'harmony';
+  if (src.includes('<|tool_calls_section_begin|>')) return 'kimi-k2';
+  if (src.includes('<|tool_call_start|>') || src.includes('<|tool_list_start|>') || src.includes('List of tools: [')) return 'lfm2';
+  if (src.includes('dsml_token') && src.includes('DSML')) return 'deepseek-dsml';
+  if (src.includes('<minimax:tool_call>')) return 'minimax-m2';
   if (src.includes('<tool_call>') && src.includes('<function=') && src.includes('<parameter=')) return 'qwen3-xml';
+  // GLM 4.5 / 4.6 / 4.7: `<tool_call>NAME` then `<arg_key>`/`<arg_value>` pairs (not hermes JSON).
+  if (src.includes('<arg_key>') && src.includes('<arg_value>')) return 'glm';
+  if (src.includes('tool▁calls▁begin')) return src.includes('```json') ? 'deepseek-r1' : 'deepseek-v3.1';
   if (src.includes('<tool_call>')) return 'hermes';
   if (src.includes('<|start_header_id|>ipython<|end_header_id|>') || src.includes('<|python_tag|>')) return 'llama3-json';
-  // Renders tools in a form we do not parse (Mistral's [TOOL_CALLS], Command-R, …): teach ours.
+  // Renders tools in a form we do not parse (Command-R, …): teach ours.
   return 'generic';
+}
+
+function reasoningStyle(src: string): ReasoningStyle {
+  if (src.includes('<|channel|>')) return 'harmony';
+  if (src.includes('[THINK]')) return 'mistral-think';
+  if (src.includes('<think>') || src.includes('</think>')) return 'think-tags';
+  return 'none';
 }
 
 /**

@@ -27,6 +27,10 @@ interface CallSyntax {
   trigger: string;
   /** The input is JSON (a tracker can complete it); false: Qwen3-Coder's XML parameters. */
   json: boolean;
+  /** The input is the family's own text form (GLM's arg_key / arg_value, MiniMax's and DSML's
+   * parameter tags, LFM2's Python arguments), which no grammar content type describes: any text up
+   * to the call's end (the call's name is still forced; its arguments are not constrained). */
+  text?: true;
 }
 
 /** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
@@ -35,6 +39,31 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
   generic: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
   'qwen3-xml': { begin: (name) => `<tool_call>\n<function=${name}>\n`, end: '</function>\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: false },
   'llama3-json': { begin: (name) => `<|python_tag|>{"name": ${JSON.stringify(name)}, "parameters": `, end: '}', separator: '; ', trigger: '<|python_tag|>', json: true },
+  // The families' own forms (src/chat/tools/parser.ts and family-calls.ts read them back).
+  harmony: { begin: (name) => `<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>`, end: '<|call|>', separator: '', trigger: '<|channel|>commentary to=', json: true },
+  mistral: { begin: (name) => `[TOOL_CALLS]${name}[ARGS]`, end: '', separator: '', trigger: '[TOOL_CALLS]', json: true },
+  'kimi-k2': {
+    begin: (name) => `<|tool_calls_section_begin|><|tool_call_begin|>functions.${name}:0<|tool_call_argument_begin|>`,
+    end: '<|tool_call_end|><|tool_calls_section_end|>', separator: '', trigger: '<|tool_calls_section_begin|>', json: true,
+  },
+  glm: { begin: (name) => `<tool_call>${name}\n`, end: '</tool_call>', separator: '\n', trigger: '<tool_call>', json: false, text: true },
+  'deepseek-r1': {
+    begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>${name}\n\`\`\`json\n`,
+    end: '\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '', trigger: '<｜tool▁calls▁begin｜>', json: true,
+  },
+  'deepseek-v3.1': {
+    begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>${name}<｜tool▁sep｜>`,
+    end: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '', trigger: '<｜tool▁calls▁begin｜>', json: true,
+  },
+  'deepseek-dsml': {
+    begin: (name) => `<｜DSML｜function_calls>\n<｜DSML｜invoke name="${name}">\n`,
+    end: '</｜DSML｜invoke>\n</｜DSML｜function_calls>', separator: '\n', trigger: '<｜DSML｜function_calls>', json: false, text: true,
+  },
+  'minimax-m2': {
+    begin: (name) => `<minimax:tool_call>\n<invoke name="${name}">\n`,
+    end: '</invoke>\n</minimax:tool_call>', separator: '\n', trigger: '<minimax:tool_call>', json: false, text: true,
+  },
+  lfm2: { begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '', trigger: '<|tool_call_start|>', json: false, text: true },
 };
 
 export interface Constraint {
@@ -73,7 +102,7 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   const tags = calls.map(({ name, schema }) => ({
     type: 'tag',
     begin: syntax.begin(name),
-    content: syntax.json ? { type: 'json_schema', json_schema: schema } : { type: 'qwen_xml_parameter', json_schema: schema },
+    content: syntax.json ? { type: 'json_schema', json_schema: schema } : syntax.text ? { type: 'any_text' } : { type: 'qwen_xml_parameter', json_schema: schema },
     end: syntax.end,
   }));
   const callLayout = { syntax, calls, parallel };
