@@ -39,21 +39,23 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
   generic: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
   'qwen3-xml': { begin: (name) => `<tool_call>\n<function=${name}>\n`, end: '</function>\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: false },
   'llama3-json': { begin: (name) => `<|python_tag|>{"name": ${JSON.stringify(name)}, "parameters": `, end: '}', separator: '; ', trigger: '<|python_tag|>', json: true },
-  // The families' own forms (src/chat/tools/parser.ts and family-calls.ts read them back).
-  harmony: { begin: (name) => `<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>`, end: '<|call|>', separator: '', trigger: '<|channel|>commentary to=', json: true },
-  mistral: { begin: (name) => `[TOOL_CALLS]${name}[ARGS]`, end: '', separator: '', trigger: '[TOOL_CALLS]', json: true },
+  // The families' own forms (src/chat/tools/parser.ts and family-calls.ts read them back). XGrammar
+  // takes no empty separator: where a family writes calls back to back, a newline (its parser skips
+  // whitespace between calls; harmony's turn ends at its first <|call|> anyway).
+  harmony: { begin: (name) => `<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>`, end: '<|call|>', separator: '\n', trigger: '<|channel|>commentary to=', json: true },
+  mistral: { begin: (name) => `[TOOL_CALLS]${name}[ARGS]`, end: '', separator: '\n', trigger: '[TOOL_CALLS]', json: true },
   'kimi-k2': {
     begin: (name) => `<|tool_calls_section_begin|><|tool_call_begin|>functions.${name}:0<|tool_call_argument_begin|>`,
-    end: '<|tool_call_end|><|tool_calls_section_end|>', separator: '', trigger: '<|tool_calls_section_begin|>', json: true,
+    end: '<|tool_call_end|><|tool_calls_section_end|>', separator: '\n', trigger: '<|tool_calls_section_begin|>', json: true,
   },
   glm: { begin: (name) => `<tool_call>${name}\n`, end: '</tool_call>', separator: '\n', trigger: '<tool_call>', json: false, text: true },
   'deepseek-r1': {
     begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>${name}\n\`\`\`json\n`,
-    end: '\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '', trigger: '<｜tool▁calls▁begin｜>', json: true,
+    end: '\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '\n', trigger: '<｜tool▁calls▁begin｜>', json: true,
   },
   'deepseek-v3.1': {
     begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>${name}<｜tool▁sep｜>`,
-    end: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '', trigger: '<｜tool▁calls▁begin｜>', json: true,
+    end: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '\n', trigger: '<｜tool▁calls▁begin｜>', json: true,
   },
   'deepseek-dsml': {
     begin: (name) => `<｜DSML｜function_calls>\n<｜DSML｜invoke name="${name}">\n`,
@@ -63,7 +65,7 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
     begin: (name) => `<minimax:tool_call>\n<invoke name="${name}">\n`,
     end: '</invoke>\n</minimax:tool_call>', separator: '\n', trigger: '<minimax:tool_call>', json: false, text: true,
   },
-  lfm2: { begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '', trigger: '<|tool_call_start|>', json: false, text: true },
+  lfm2: { begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '\n', trigger: '<|tool_call_start|>', json: false, text: true },
 };
 
 export interface Constraint {
