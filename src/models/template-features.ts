@@ -86,10 +86,10 @@ export function templateFeatures(template: string): TemplateFeatures {
   return { toolFormat: nativeTools ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
-/** A short description of what the model was given, for the models list (`GET /v1/models`). */
-export function formatSummary(template: string): { tool_format: ToolFormat; reasoning: ReasoningStyle } {
-  const f = templateFeatures(template);
-  return { tool_format: f.toolFormat, reasoning: f.reasoning };
+/** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
+export function chatFormat(template: string): { toolFormat: ToolFormat; reasoning: ReasoningStyle; effortLevels: boolean } {
+  const { toolFormat, reasoning, effortLevels } = templateFeatures(template);
+  return { toolFormat, reasoning, effortLevels };
 }
 
 /**

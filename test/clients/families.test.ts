@@ -49,6 +49,9 @@ const WEATHER = {
 const MARKERS = [...new Set([...Object.values(FORMAT_MARKERS).flat(), ...Object.values(REASONING_TAGS).flatMap((t) => [t.open, t.close])])];
 const ASK = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 
+/** Four models start at once: on a loaded machine that takes minutes, not the default hook limit. */
+const START_TIMEOUT_MS = 300_000;
+
 let models: FamilyModels;
 let server: RealServer;
 let openai: OpenAI;
@@ -56,7 +59,7 @@ beforeAll(async () => {
   models = makeFamilyModels(FAMILIES);
   server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: FAMILIES.map((f) => f.id), script });
   openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
-});
+}, START_TIMEOUT_MS);
 afterAll(async () => {
   await server?.close();
   models?.close();
@@ -97,6 +100,20 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (model) => {
       expect(call.type === 'function' && call.function.name).toBe('get_weather');
       expect(typeof (JSON.parse(call.type === 'function' ? call.function.arguments : '{}') as { city: unknown }).city).toBe('string');
     }
+  });
+});
+
+describe('GET /v1/models', () => {
+  it("says each family's tool format and reasoning style", async () => {
+    const res = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
+    const { data } = (await res.json()) as { data: Array<{ id: string; tool_format?: string; reasoning_format?: string; capabilities: { effort: { supported: boolean } } }> };
+    const byId = Object.fromEntries(data.map((m) => [m.id, [m.tool_format, m.reasoning_format, m.capabilities.effort.supported]]));
+    expect(byId).toEqual({
+      'gpt-oss-test': ['harmony', 'harmony', true],
+      'devstral-test': ['mistral', 'none', false],
+      'glm-test': ['glm', 'think-tags', false],
+      'minimax-test': ['minimax-m2', 'think-tags', false],
+    });
   });
 });
 

@@ -40,11 +40,15 @@ function makeOne(modelsDir: string, options: FamilySpec): void {
   const dir = path.join(modelsDir, options.id);
   fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
   for (const file of ['config.json', 'generation_config.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, file), path.join(dir, file));
-  const graph = path.join(source, 'onnx', 'model.onnx');
-  try {
-    fs.linkSync(graph, path.join(dir, 'onnx', 'model.onnx'));
-  } catch {
-    fs.copyFileSync(graph, path.join(dir, 'onnx', 'model.onnx'));
+  // The graph, and the graphs the server derived from it if it has (stamped by the graph's size and
+  // time, which a hard link shares): a model that starts without deriving them starts in seconds.
+  for (const file of fs.readdirSync(path.join(source, 'onnx'))) {
+    const from = path.join(source, 'onnx', file);
+    try {
+      fs.linkSync(from, path.join(dir, 'onnx', file));
+    } catch {
+      fs.copyFileSync(from, path.join(dir, 'onnx', file));
+    }
   }
   fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify({ id: options.id, task: 'chat', dtype: 'fp32' }));
   const tokenizer = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer.json'), 'utf8')) as { added_tokens: Array<Record<string, unknown>> };
