@@ -7,7 +7,7 @@ import { CoreError } from '../core/errors.js';
 import type { ChatMessage, ChatPrompt } from '../core/types.js';
 import { REASONING_TAGS, templateFeatures, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
 import type { ChatTokenizer } from './model.js';
-import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText, nativeToolPrompt } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
 
 export interface RenderedPrompt {
@@ -27,8 +27,13 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   const features = featuresOf(loaded);
   const tools = prompt.tools && prompt.tools.length > 0 && prompt.toolChoice?.mode !== 'none' ? prompt.tools : undefined;
   const generic = tools !== undefined && features.toolFormat === 'generic';
+  // A template that writes calls in its family's form but never describes tools (DeepSeek R1 and
+  // V3.1): the server describes them, with that form as the example, and the template renders the
+  // history's calls itself.
+  const described = tools !== undefined && !generic && !features.nativeTools;
   const conversation: TemplateMessage[] = [];
-  const system = [prompt.system ?? '', generic ? genericToolPrompt(tools) : ''].filter((part) => part !== '').join('\n\n');
+  const toolPrompt = generic ? genericToolPrompt(tools) : described ? nativeToolPrompt(tools, features.toolFormat) : '';
+  const system = [prompt.system ?? '', toolPrompt].filter((part) => part !== '').join('\n\n');
   if (system !== '') conversation.push({ role: 'system', content: system });
   const last = prompt.messages.at(-1);
   // A final assistant message is a prefill: the reply continues it, so it is appended after the
@@ -44,7 +49,7 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
     prefill = hide(prefill);
   }
   const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
-  if (tools && !generic) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
+  if (tools && !generic && !described) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
   // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
   if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
   // A level, where the template takes one (gpt-oss: low / medium / high; its default is medium).

@@ -83,7 +83,7 @@ export function templateFeatures(template: string): TemplateFeatures {
   const effortLevels = /\breasoning_effort\b/.test(code);
   const reasoning = reasoningStyle(template);
   const thinkingSwitch = /\benable_thinking\b/.test(code) || (reasoning === 'harmony' && effortLevels);
-  return { toolFormat: nativeTools ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
+  return { toolFormat: nativeTools || rendersCalls(template) ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
 /** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
@@ -112,6 +112,16 @@ function nativeFormat(src: string): ToolFormat {
   if (src.includes('<|start_header_id|>ipython<|end_header_id|>') || src.includes('<|python_tag|>')) return 'llama3-json';
   // Renders tools in a form we do not parse (Command-R, …): teach ours.
   return 'generic';
+}
+
+/**
+ * A template that renders a message's `tool_calls` in its family's markup without describing tools
+ * (DeepSeek R1 and V3.1): its family's format still applies, with the tools described by the server
+ * (src/chat/tools/generic.ts nativeToolPrompt).
+ */
+function rendersCalls(src: string): boolean {
+  // `message['tool_calls']`: the name is a string literal, so the source is read, not the code.
+  return src.includes('tool_calls') && src.includes('tool▁calls▁begin');
 }
 
 function reasoningStyle(src: string): ReasoningStyle {

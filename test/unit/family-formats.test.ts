@@ -65,6 +65,13 @@ describe('detection from the real templates', () => {
     expect(templateFeatures(template(name))).toMatchObject({ toolFormat, reasoning, nativeTools: true });
   });
 
+  it.each([
+    ['deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja', 'deepseek-r1'],
+    ['deepseek-ai-DeepSeek-V3.1.jinja', 'deepseek-v3.1'],
+  ])('%s renders calls in its form but describes no tools: %s, the server describing them', (name, toolFormat) => {
+    expect(templateFeatures(template(name))).toMatchObject({ toolFormat, reasoning: 'think-tags', nativeTools: false });
+  });
+
   it('gpt-oss takes a reasoning level', () => {
     expect(templateFeatures(template('openai-gpt-oss-120b.jinja'))).toMatchObject({ effortLevels: true, thinkingSwitch: true });
   });
@@ -168,14 +175,13 @@ describe('DeepSeek R1, V3.1, V3.2 (DSML)', () => {
   it('R1: function<｜tool▁sep｜>NAME and a json fence; the thought opened by the template', () => {
     const f = templateFeatures(template('deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja'));
     expect(parse(f, `${THOUGHT}</think>${ASSIST}`, { thoughtOpened: true })).toEqual(msg({ content: ASSIST, reasoning: THOUGHT }));
-    const r1 = { ...f, toolFormat: 'deepseek-r1' as const };
-    expect(parse(r1, '</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{"arg1": 1}```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', { thoughtOpened: true })).toEqual(
+    expect(parse(f, '</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>special_function\n```json\n{"arg1": 1}```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', { thoughtOpened: true })).toEqual(
       msg({ toolCalls: [CALL] }),
     );
   });
 
   it('V3.1: NAME<｜tool▁sep｜>{json}, several calls in one section', () => {
-    const f = { ...templateFeatures(template('deepseek-ai-DeepSeek-V3.1.jinja')), toolFormat: 'deepseek-v3.1' as const };
+    const f = templateFeatures(template('deepseek-ai-DeepSeek-V3.1.jinja'));
     const text =
       'REASONING</think>CONTENT<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_time<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>';
     expect(parse(f, text, { thoughtOpened: true })).toEqual(
