@@ -26,9 +26,10 @@ export class ThinkingPlan {
   /**
    * The plan for this request, or undefined when it did not ask for thinking or the model cannot.
    * `opened`: the rendered prompt ends inside a thought its template opened; the plan then exists
-   * whatever the request asked, so that the thought closes in time for a constrained answer.
+   * whatever the request asked, so that the thought closes in time for a constrained answer — at
+   * once when the request did not ask for thinking and its answer is constrained (`constrained`).
    */
-  static for(model: ChatModel, request: ChatRequest, opened = false): ThinkingPlan | undefined {
+  static for(model: ChatModel, request: ChatRequest, opened = false, constrained = false): ThinkingPlan | undefined {
     const family = familyOf(model);
     const asked = request.thinking?.enabled === true && family.features.thinkingSwitch;
     if (!family.tags || !(asked || opened)) return undefined;
@@ -39,7 +40,7 @@ export class ThinkingPlan {
     const open = single(family.tags.open);
     const close = single(family.tags.close);
     if ((open === undefined && !opened) || close === undefined) return undefined;
-    return new ThinkingPlan(opened ? undefined : onlyToken(model.vocabSize, open!), onlyToken(model.vocabSize, close), close, asked ? request.thinking?.budgetTokens : undefined);
+    return new ThinkingPlan(opened ? undefined : onlyToken(model.vocabSize, open!), onlyToken(model.vocabSize, close), close, asked ? request.thinking?.budgetTokens : constrained ? 0 : undefined);
   }
 
   /** The thought has closed: what follows is the answer. */

@@ -69,7 +69,7 @@ export class ChatTurn {
     // builder keeps them from the client's text.
     this.stream = new TextStream(family.decode, request.stopStrings);
     const tools = request.tools?.length && request.toolChoice?.mode !== 'none' ? request.tools : undefined;
-    this.thinking = ThinkingPlan.for(model, request, options.opensThought);
+    this.thinking = ThinkingPlan.for(model, request, options.opensThought, guide !== undefined);
     const format = family.features.toolFormat;
     // Harmony's parser reads its channels whether or not the request has tools.
     const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? []) : undefined;
