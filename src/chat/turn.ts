@@ -73,9 +73,10 @@ export class ChatTurn {
     const format = family.features.toolFormat;
     // Harmony's parser reads its channels whether or not the request has tools.
     const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? []) : undefined;
-    // A thought is looked for when one is planned, the prompt opened it, or the template has no
-    // switch (the model decides: Kimi K2 Thinking, the R1 family); not when thinking was switched off.
-    const lookForThought = family.tags && (this.thinking || options.opensThought || !family.features.thinkingSwitch);
+    // A thought is looked for when thinking was asked for or planned, the prompt opened it, or the
+    // template has no switch (the model decides: Kimi K2 Thinking, the R1 family); not when thinking
+    // was switched off. (Gemma 4's opening tag is two tokens: no plan forces it, the model writes it.)
+    const lookForThought = family.tags && (request.thinking?.enabled || this.thinking || options.opensThought || !family.features.thinkingSwitch);
     this.answer = new AnswerBuilder({
       send: this.send,
       ...(lookForThought ? { reasoning: family.tags, startsInThought: options.opensThought } : {}),

@@ -13,7 +13,7 @@
 /** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
 export const TOOL_FORMATS = [
   'hermes', 'qwen3-xml', 'llama3-json', 'generic',
-  'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2',
+  'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2', 'gemma4',
 ] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 
@@ -21,13 +21,15 @@ export type ToolFormat = (typeof TOOL_FORMATS)[number];
  * How a family writes a thought: between two tags at the start of its answer (`<think>…</think>`,
  * Mistral's `[THINK]…[/THINK]`), on harmony's `analysis` channel, or not at all.
  */
-export const REASONING_STYLES = ['think-tags', 'mistral-think', 'harmony', 'none'] as const;
+export const REASONING_STYLES = ['think-tags', 'mistral-think', 'gemma-channel', 'harmony', 'none'] as const;
 export type ReasoningStyle = (typeof REASONING_STYLES)[number];
 
 /** The tags of a thought, for the styles that have them. */
 export const REASONING_TAGS: Partial<Record<ReasoningStyle, { open: string; close: string }>> = {
   'think-tags': { open: '<think>', close: '</think>' },
   'mistral-think': { open: '[THINK]', close: '[/THINK]' },
+  // Gemma 4: `<|channel>thought\n…<channel|>` (the newline is dropped with the thought's whitespace).
+  'gemma-channel': { open: '<|channel>thought', close: '<channel|>' },
 };
 
 /**
@@ -49,6 +51,7 @@ export const FORMAT_MARKERS: Record<ToolFormat, readonly string[]> = {
   'deepseek-dsml': ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>'],
   'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>'],
   lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'],
+  gemma4: ['<|tool_call>', '<tool_call|>', '<|"|>'],
 };
 
 /** Tokens that end the model's turn besides its end-of-sequence ids (harmony: a call, or the final answer). */
@@ -99,6 +102,7 @@ export function chatFormat(template: string): { toolFormat: ToolFormat; reasonin
  */
 function nativeFormat(src: string): ToolFormat {
   if (src.includes('[TOOL_CALLS]')) return 'mistral';
+  if (src.includes("'<|tool_call>call:'")) return 'gemma4';
   if (src.includes('<|channel|>')) return 'harmony';
   if (src.includes('<|tool_calls_section_begin|>')) return 'kimi-k2';
   if (src.includes('<|tool_call_start|>') || src.includes('<|tool_list_start|>') || src.includes('List of tools: [')) return 'lfm2';
@@ -127,6 +131,7 @@ function rendersCalls(src: string): boolean {
 function reasoningStyle(src: string): ReasoningStyle {
   if (src.includes('<|channel|>')) return 'harmony';
   if (src.includes('[THINK]')) return 'mistral-think';
+  if (src.includes('<|channel>') && src.includes('<channel|>')) return 'gemma-channel';
   if (src.includes('<think>') || src.includes('</think>')) return 'think-tags';
   return 'none';
 }

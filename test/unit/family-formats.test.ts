@@ -61,6 +61,7 @@ describe('detection from the real templates', () => {
     ['MiniMax-M2.jinja', 'minimax-m2', 'think-tags'],
     ['LFM2-8B-A1B.jinja', 'lfm2', 'none'],
     ['Qwen3.5-4B.jinja', 'qwen3-xml', 'think-tags'],
+    ['google-gemma-4-31B-it.jinja', 'gemma4', 'gemma-channel'],
   ])('%s: %s calls, %s reasoning', (name, toolFormat, reasoning) => {
     expect(templateFeatures(template(name))).toMatchObject({ toolFormat, reasoning, nativeTools: true });
   });
@@ -230,6 +231,23 @@ describe('LFM2', () => {
 
   it('a cut-off call is text without its markers', () => {
     expect(parse(f, '<|tool_call_start|>[special_function(arg1=')).toEqual(msg({ content: '[special_function(arg1=' }));
+  });
+});
+
+describe('Gemma 4', () => {
+  const f = templateFeatures(template('google-gemma-4-31B-it.jinja'));
+  const q = '<|"|>';
+  it('its thought channel; call:NAME{key:value} with its own string quote', () => {
+    expect(parse(f, `<|channel>thought\n${THOUGHT}<channel|>${ASSIST}`)).toEqual(msg({ content: ASSIST, reasoning: THOUGHT }));
+    expect(parse(f, `<|channel>thought<channel|>${ASSIST}`)).toEqual(msg({ content: ASSIST }));
+    expect(parse(f, `<|tool_call>call:get_time{city:${q}San Francisco${q}}<tool_call|>`)).toEqual(msg({ toolCalls: [{ name: 'get_time', input: { city: 'San Francisco' } }] }));
+    expect(parse(f, '<|tool_call>call:empty_args{}<tool_call|>').toolCalls).toEqual([{ name: 'empty_args', input: {} }]);
+    expect(parse(f, `${ASSIST}<|tool_call>call:get_time{city:${q}Paris${q}}<tool_call|>`)).toEqual(msg({ content: ASSIST, toolCalls: [{ name: 'get_time', input: { city: 'Paris' } }] }));
+    expect(parse(f, `<|tool_call>call:get_time{city:${q}London${q}}<tool_call|><|tool_call>call:get_weather{city:${q}Paris${q}}<tool_call|>`).toolCalls).toEqual([
+      { name: 'get_time', input: { city: 'London' } },
+      { name: 'get_weather', input: { city: 'Paris' } },
+    ]);
+    expect(parse(f, '<|tool_call>call:special_function{arg1:-7}<tool_call|>').toolCalls).toEqual([{ name: 'special_function', input: { arg1: -7 } }]);
   });
 });
 

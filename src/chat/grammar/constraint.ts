@@ -37,12 +37,14 @@ interface CallSyntax {
 interface TextArgs {
   /** What precedes the value; `raw`: the value is a string the family writes as it is. */
   key(name: string, raw: boolean): string;
-  /** What follows the value. */
-  close: string;
+  /** What follows the value (`raw`: as for key). */
+  close: string | ((raw: boolean) => string);
   /** Between two arguments. */
   separator: string;
   /** The family writes string values raw (GLM, MiniMax, DSML); false: as JSON (LFM2's Python literals). */
   rawStrings: boolean;
+  /** The regex of a raw string value, when not "no `</`". */
+  rawText?: string;
 }
 
 /** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
@@ -81,6 +83,10 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
     begin: (name) => `<minimax:tool_call>\n<invoke name="${name}">\n`,
     end: '</invoke>\n</minimax:tool_call>', separator: '\n', trigger: '<minimax:tool_call>', json: false,
     text: { key: (k) => `<parameter name="${k}">`, close: '</parameter>\n', separator: '', rawStrings: true },
+  },
+  gemma4: {
+    begin: (name) => `<|tool_call>call:${name}{`, end: '}<tool_call|>', separator: '\n', trigger: '<|tool_call>', json: false,
+    text: { key: (k, raw) => `${k}:${raw ? '<|"|>' : ''}`, close: (raw) => (raw ? '<|"|>' : ''), separator: ',', rawStrings: true, rawText: '([^<]|<[^|])*' },
   },
   lfm2: {
     begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '\n', trigger: '<|tool_call_start|>', json: false,
@@ -156,8 +162,8 @@ function textArguments(schema: JsonSchema, form: TextArgs): Record<string, unkno
     const property = properties[name]!;
     const raw = form.rawStrings && property.type === 'string';
     text((i > 0 ? form.separator : '') + form.key(name, raw));
-    elements.push(raw ? { type: 'regex', pattern: '([^<]|<[^/])*' } : { type: 'json_schema', json_schema: property });
-    text(form.close);
+    elements.push(raw ? { type: 'regex', pattern: form.rawText ?? '([^<]|<[^/])*' } : { type: 'json_schema', json_schema: property });
+    text(typeof form.close === 'string' ? form.close : form.close(raw));
   });
   if (elements.length === 0) return { type: 'regex', pattern: '\\s*' };
   return elements.length === 1 ? elements[0]! : { type: 'sequence', elements };

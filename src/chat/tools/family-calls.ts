@@ -178,10 +178,45 @@ export const invokeReader = (tools: Tools, prefix: '' | '｜DSML｜'): SectionRe
  */
 export const lfm2Reader = (tools: Tools): SectionReader => (body) => collect(new PythonCalls(body).calls(), (c) => checkedCall(tools, c.name, c.input));
 
-/** A small reader of Python call syntax with literal arguments. */
+/**
+ * Gemma 4: `call:NAME{key:value,…}` per `<|tool_call>` section, the values JSON-like with bare keys
+ * and strings quoted by `<|"|>` (llama.cpp's gemma4 handler); quoted JSON keys and strings are read
+ * too.
+ */
+export const gemma4Reader = (tools: Tools): SectionReader => (body) => {
+  const text = body.trim();
+  if (!text.startsWith('call:')) return { reason: 'the call does not start with call:' };
+  const brace = text.indexOf('{');
+  if (brace === -1) return { reason: 'no arguments after the name' };
+  const reader = new PythonCalls(text.slice(brace), { bareKeys: true });
+  const input = reader.whole();
+  if ('reason' in input) return input;
+  const call = checkedCall(tools, text.slice('call:'.length, brace).trim(), input.value);
+  return 'reason' in call ? call : [call];
+};
+
+/** Gemma 4's string quote. */
+const GEMMA_QUOTE = '<|"|>';
+
+/** A small reader of Python call syntax with literal arguments (and of Gemma 4's argument objects). */
 class PythonCalls {
   private i = 0;
-  constructor(private readonly s: string) {}
+  constructor(
+    private readonly s: string,
+    private readonly options: { bareKeys?: boolean } = {},
+  ) {}
+
+  /** The whole text as one value. */
+  whole(): { value: unknown } | { reason: string } {
+    try {
+      const value = this.value();
+      this.ws();
+      if (this.i !== this.s.length) throw new Error('text after the arguments');
+      return { value };
+    } catch (error) {
+      return { reason: (error as Error).message };
+    }
+  }
 
   calls(): ParsedCall[] | { reason: string } {
     try {
@@ -237,6 +272,13 @@ class PythonCalls {
 
   private value(): unknown {
     const c = this.s[this.i];
+    if (this.s.startsWith(GEMMA_QUOTE, this.i)) {
+      const end = this.s.indexOf(GEMMA_QUOTE, this.i + GEMMA_QUOTE.length);
+      if (end === -1) throw new Error('an unterminated string');
+      const text = this.s.slice(this.i + GEMMA_QUOTE.length, end);
+      this.i = end + GEMMA_QUOTE.length;
+      return text;
+    }
     if (c === '"' || c === "'") return this.string(c);
     if (c === '[' || c === '(') {
       const close = c === '[' ? ']' : ')';
@@ -259,7 +301,7 @@ class PythonCalls {
       const dict: Record<string, unknown> = {};
       this.ws();
       while (this.s[this.i] !== '}') {
-        const key = this.value();
+        const key = this.options.bareKeys && /[A-Za-z_]/.test(this.s[this.i] ?? '') ? this.name() : this.value();
         if (typeof key !== 'string') throw new Error('a dict key that is not a string');
         this.ws();
         this.expect(':');

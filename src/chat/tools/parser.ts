@@ -23,7 +23,7 @@
  * Shaped by vLLM's tool parsers (hermes_tool_parser, qwen3coder_tool_parser, llama_tool_parser) and
  * llama.cpp's common/chat.cpp; see the comments at each format for what was taken from where.
  */
-import { deepseekReader, glmReader, invokeReader, kimiK2Reader, lfm2Reader } from './family-calls.js';
+import { deepseekReader, gemma4Reader, glmReader, invokeReader, kimiK2Reader, lfm2Reader } from './family-calls.js';
 import { HarmonyParser } from './harmony.js';
 import { JsonCallScanner } from './json-call.js';
 import { MISTRAL_CALLS, MistralCallScanner } from './mistral-call.js';
@@ -68,7 +68,7 @@ export function callJsonFragments(input: Record<string, unknown>, maxPieces = 4)
 
 
 /** The formats whose calls sit in a marked section: its markers and the reader of its body. */
-const SECTIONS: Record<'kimi-k2' | 'glm' | 'deepseek-r1' | 'deepseek-v3.1' | 'deepseek-dsml' | 'minimax-m2' | 'lfm2', [string, string, (tools: Tools) => SectionReader]> = {
+const SECTIONS: Record<'kimi-k2' | 'glm' | 'deepseek-r1' | 'deepseek-v3.1' | 'deepseek-dsml' | 'minimax-m2' | 'lfm2' | 'gemma4', [string, string, (tools: Tools) => SectionReader]> = {
   'kimi-k2': ['<|tool_calls_section_begin|>', '<|tool_calls_section_end|>', kimiK2Reader],
   glm: [TOOL_CALL_OPEN, TOOL_CALL_CLOSE, glmReader],
   'deepseek-r1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', deepseekReader],
@@ -76,6 +76,7 @@ const SECTIONS: Record<'kimi-k2' | 'glm' | 'deepseek-r1' | 'deepseek-v3.1' | 'de
   'deepseek-dsml': ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>', (tools) => invokeReader(tools, '｜DSML｜')],
   'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>', (tools) => invokeReader(tools, '')],
   lfm2: ['<|tool_call_start|>', '<|tool_call_end|>', lfm2Reader],
+  gemma4: ['<|tool_call>', '<tool_call|>', gemma4Reader],
 };
 
 /** An opener as text mode looks for it; `start` builds the scanner for the call it opens. */
