@@ -10,7 +10,7 @@
  * every special token dropped except the family's markers; the parser consumes those, and the
  * answer builder removes any stray one, so the client's text never holds a marker.
  */
-import { familyMarkers, FORMAT_END_MARKERS, REASONING_TAGS, type TemplateFeatures } from '../models/template-features.js';
+import { familyMarkers, FORMAT_CONTINUE_MARKERS, FORMAT_END_MARKERS, REASONING_TAGS, type TemplateFeatures } from '../models/template-features.js';
 import type { ThoughtTags } from './answer.js';
 import type { ChatTokenizer } from './model.js';
 import { featuresOf } from './prompt.js';
@@ -23,6 +23,8 @@ export interface Family {
   markers: readonly string[];
   /** Single-token ids that end the turn besides the end-of-sequence ids (harmony's `<|call|>`). */
   endIds: readonly number[];
+  /** Ids that never end the turn, even among the end-of-sequence ids (harmony's `<|end|>`). */
+  continueIds: readonly number[];
   /** Decodes generated ids to the text the parser reads: markers kept, other special tokens dropped. */
   decode(ids: number[]): string;
 }
@@ -50,12 +52,15 @@ function describe(model: ChatTokenizer): Family {
   const keep = new Set(markers.map(single).filter((id): id is number => id !== undefined));
   const drop = new Set((tokenizer as unknown as { all_special_ids?: number[] }).all_special_ids ?? []);
   for (const id of keep) drop.delete(id);
-  const endIds = (FORMAT_END_MARKERS[features.toolFormat] ?? []).map(single).filter((id): id is number => id !== undefined);
+  const ids = (texts: readonly string[] | undefined) => (texts ?? []).map(single).filter((id): id is number => id !== undefined);
+  const endIds = ids(FORMAT_END_MARKERS[features.toolFormat]);
+  const continueIds = ids(FORMAT_CONTINUE_MARKERS[features.toolFormat]);
   return {
     features,
     tags,
     markers,
     endIds,
+    continueIds,
     decode: (ids) => {
       const shown = drop.size === 0 ? ids : ids.filter((id) => !drop.has(id));
       return shown.length === 0 ? '' : tokenizer.decode(shown, { skip_special_tokens: false });

@@ -62,8 +62,9 @@ export class ChatTurn {
     options: TurnOptions & { opensThought: boolean },
   ) {
     const family = familyOf(model);
-    // The family's end markers (harmony's <|call|> and <|return|>) end the turn as its end token does.
-    this.eos = new Set([...model.eosTokenIds, ...family.endIds]);
+    // The family's end markers (harmony's <|call|> and <|return|>) end the turn as its end token
+    // does; its message ends (harmony's <|end|>) do not, even where the model lists them.
+    this.eos = new Set([...model.eosTokenIds, ...family.endIds].filter((id) => !family.continueIds.includes(id)));
     this.send = options.send ?? (() => {});
     // The parser reads the family's markers, so the text keeps them (special or not); the answer
     // builder keeps them from the client's text.

@@ -59,6 +59,16 @@ export const FORMAT_END_MARKERS: Partial<Record<ToolFormat, readonly string[]>> 
   harmony: ['<|call|>', '<|return|>'],
 };
 
+/**
+ * Tokens that never end the model's turn in the format, whatever the model's end-of-sequence ids
+ * say: harmony's `<|end|>` ends one message (the analysis) and the next follows. (llama.cpp counts
+ * every `<|end|>` control token as an end of generation, and drops it only where it finds
+ * `<|return|>` and `<|call|>` among them too.)
+ */
+export const FORMAT_CONTINUE_MARKERS: Partial<Record<ToolFormat, readonly string[]>> = {
+  harmony: ['<|end|>'],
+};
+
 /** Every marker string of a family: its call format's and its thought's tags. */
 export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'reasoning'>): string[] {
   const tags = REASONING_TAGS[features.reasoning];

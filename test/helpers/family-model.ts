@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { buildChatGguf } from '../../scripts/builders/gguf/chat-gguf.js';
 import { CHAT_MODEL, MODELS_DIR, ROOT } from './paths.js';
 
 /** The first id past the Qwen tokenizer's own added tokens. */
@@ -29,9 +30,18 @@ export interface FamilySpec {
   markers: readonly string[];
 }
 
-export function makeFamilyModels(specs: readonly FamilySpec[]): FamilyModels {
+export function makeFamilyModels(specs: readonly FamilySpec[], options: { gguf?: boolean } = {}): FamilyModels {
   const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'family-models-'));
   for (const spec of specs) makeOne(modelsDir, spec);
+  if (options.gguf) {
+    // The same models as GGUF files (the tokens, their types and the template in the metadata), in
+    // place of the folders: the server reads them from the GGUF alone, on llama.cpp.
+    for (const spec of specs) {
+      const dir = path.join(modelsDir, spec.id);
+      buildChatGguf({ modelDir: dir, out: path.join(modelsDir, `${spec.id}.gguf`), pre: 'qwen2' });
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  }
   return { modelsDir, close: () => fs.rmSync(modelsDir, { recursive: true, force: true }) };
 }
 
@@ -39,7 +49,11 @@ function makeOne(modelsDir: string, options: FamilySpec): void {
   const source = path.join(MODELS_DIR, CHAT_MODEL);
   const dir = path.join(modelsDir, options.id);
   fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
-  for (const file of ['config.json', 'generation_config.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(source, file), path.join(dir, file));
+  for (const file of ['config.json', 'generation_config.json']) fs.copyFileSync(path.join(source, file), path.join(dir, file));
+  const template = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'templates', options.template), 'utf8');
+  // The template in tokenizer_config.json too: the GGUF builder (scripts/builders/gguf/chat-gguf.ts) reads it there.
+  const config = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
+  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: template }));
   // The graph, and the graphs the server derived from it if it has (stamped by the graph's size and
   // time, which a hard link shares): a model that starts without deriving them starts in seconds.
   for (const file of fs.readdirSync(path.join(source, 'onnx'))) {
@@ -60,5 +74,5 @@ function makeOne(modelsDir: string, options: FamilySpec): void {
     tokenizer.added_tokens.push({ id: id++, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
   }
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tokenizer));
-  fs.writeFileSync(path.join(dir, 'chat_template.jinja'), fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'templates', options.template), 'utf8'));
+  fs.writeFileSync(path.join(dir, 'chat_template.jinja'), template);
 }
