@@ -7,6 +7,7 @@
  */
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { familyOf } from '../../src/chat/family.js';
 import { renderPrompt } from '../../src/chat/prompt.js';
 import type { ChatPrompt, ThinkingOptions } from '../../src/core/types.js';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/engines/onnx/load.js';
@@ -58,6 +59,17 @@ describe('family prompts', () => {
     const ask: ChatPrompt['messages'] = [{ role: 'user', content: 'Hi' }];
     expect(render('deepseek-v3.1', { enabled: true }, ask).opensThought).toBe(true);
     expect(render('deepseek-v3.1', { enabled: false }, ask).opensThought).toBe(false);
+  });
+
+  it("the answer's text keeps the family's marker tokens for its parser and drops the other special tokens", () => {
+    const model = loaded.get('gpt-oss')!;
+    const ids = model.tokenizer.encode('<|channel|>analysis<|message|>hm<|end|><|im_start|><|start|>assistant<|channel|>final<|message|>ok<|return|>', { add_special_tokens: false });
+    const special = new Set(model.tokenizer.all_special_ids.map(Number));
+    expect(ids.filter((id) => special.has(id))).toHaveLength(8);
+    const family = familyOf(model);
+    expect(family.decode(ids)).toBe('<|channel|>analysis<|message|>hm<|end|><|start|>assistant<|channel|>final<|message|>ok<|return|>');
+    expect(family.endIds.map((id) => model.tokenizer.decode([id]))).toEqual(['<|call|>', '<|return|>']);
+    expect(family.continueIds.map((id) => model.tokenizer.decode([id]))).toEqual(['<|end|>']);
   });
 
   it('GLM-4.7 opens the thought only with thinking on; MiniMax M2 always does', () => {
