@@ -1,14 +1,19 @@
 /**
- * Which tool-call format a model speaks, read from its chat template (the Jinja source), and the
- * one format the server teaches models whose template knows no tools.
+ * A model family as data, read from its chat template (the Jinja source): the format it writes tool
+ * calls in, how it writes thoughts, the marker strings of both, the tokens that end its turn, and
+ * whether the template takes a reasoning level. The chat layer derives the rest from this
+ * description: the parser (src/chat/tools/parser.ts), the constraint for forced calls
+ * (src/chat/grammar/constraint.ts), the decoding that keeps the markers (src/chat/family.ts).
  *
  * Detection by marker substrings, in llama.cpp's order (common/chat.cpp,
- * common_chat_templates_apply_jinja and the specialised-template checks): the Qwen3-Coder XML form
- * needs `<tool_call>`, `<function=` and `<parameter=` together (its template also contains
- * `<tool_call>`, so it is checked before hermes); `<tool_call>` alone is hermes (Hermes 2/3 Pro,
- * Qwen2.5, Qwen3); Llama 3.x is recognised by its `ipython` header or `<|python_tag|>`. A template
- * that never renders a `tools` variable cannot describe tools to the model, so it gets `generic`
- * whatever markers it contains.
+ * common_chat_try_specialized_template): the dedicated formats first (Mistral `[TOOL_CALLS]`,
+ * Gemma 4, harmony `<|channel|>`, Kimi K2, LFM2, DeepSeek DSML, MiniMax M2), then the Qwen3-Coder
+ * XML form (`<tool_call>`, `<function=` and `<parameter=` together), GLM (`<arg_key>`), DeepSeek
+ * R1 / V3.1, and `<tool_call>` alone as hermes (Hermes 2/3 Pro, Qwen2.5, Qwen3); Llama 3.x by its
+ * `ipython` header or `<|python_tag|>`. A template that never renders a `tools` variable cannot
+ * describe tools to the model, so it gets `generic` whatever markers it contains — unless it renders
+ * calls in its family's markup (DeepSeek R1 / V3.1), which then keeps its format with the tools
+ * described by the server.
  */
 /** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
 export const TOOL_FORMATS = [
