@@ -4,9 +4,13 @@
  * format). Emits each part's start, growth and end as ChatEvents, in order, never overlapping, and
  * keeps the parts for the result. Runs in a worker thread, one per generation.
  *
- * Thinking: when the answer starts with the opening tag (the server forces it as the first token
- * when thinking is on), everything up to the closing tag is the thinking part; the whitespace the
- * model puts after the closing tag is dropped. Tool calls: the parser holds back text that may open a call, and hands back complete calls; a call that does not
+ * Thinking, in the family's tags (`<think>…</think>`, Mistral's `[THINK]…[/THINK]`): when the answer
+ * starts with the opening tag (the server forces it as the first token when thinking is on), or the
+ * prompt already opened the thought (templates that end their generation prompt with `<think>`:
+ * Qwen3.5, GLM-4.7, DeepSeek R1 / V3.1, MiniMax M2), everything up to the closing tag is the thinking
+ * part; the whitespace the model puts after the closing tag is dropped. Harmony's parser reads its
+ * own thoughts (the analysis channel) and hands them over as thinking events. The family's marker
+ * strings are never shown as text. Tool calls: the parser holds back text that may open a call, and hands back complete calls; a call that does not
  * parse comes back as text (never an error). A call's input streams as a few JSON fragments.
  */
 import { randomBytes } from 'node:crypto';
@@ -14,8 +18,11 @@ import type { AnswerPart, ChatEvent, ToolCall } from '../core/types.js';
 import { callJsonFragments } from './tools/parser.js';
 import type { ToolEvent } from './tools/types.js';
 
-export const THINK_OPEN = '<think>';
-export const THINK_CLOSE = '</think>';
+/** The family's thought tags. */
+export interface ThoughtTags {
+  open: string;
+  close: string;
+}
 
 export interface CallParser {
   push(text: string): ToolEvent[];
@@ -24,10 +31,15 @@ export interface CallParser {
 
 export interface AnswerOptions {
   send: (event: ChatEvent) => void;
-  /** Look for a thought at the start of the answer at all (thinking on for this request). */
-  thinking: boolean;
-  /** The model's tool-call parser, when the request has tools. */
+  /** The family's thought tags: a thought at the start of the answer is looked for. */
+  reasoning?: ThoughtTags;
+  /** The prompt ends inside a thought the template opened: the answer starts in it. */
+  startsInThought?: boolean;
+  /** The model's output parser: its tool calls when the request has tools (harmony: always, for
+   * its channels). */
   tools?: CallParser;
+  /** The family's marker strings: never shown as text (a stray one the parser did not consume). */
+  markers?: readonly string[];
 }
 
 type Phase = 'thinking' | 'maybe-thinking' | 'answer';
@@ -47,12 +59,12 @@ export class AnswerBuilder {
   private afterThought = false;
 
   constructor(private readonly options: AnswerOptions) {
-    this.phase = options.thinking ? 'maybe-thinking' : 'answer';
+    this.phase = options.reasoning === undefined ? 'answer' : options.startsInThought ? 'thinking' : 'maybe-thinking';
   }
 
   /** The generation is inside a thought now (for the thinking budget). */
   get thinking(): boolean {
-    return this.phase === 'thinking';
+    return this.phase === 'thinking' || (this.phase === 'answer' && this.kindOpen() === 'thinking');
   }
 
   push(text: string, outputTokens: number): void {
@@ -75,31 +87,36 @@ export class AnswerBuilder {
 
   private drain(final: boolean): void {
     for (;;) {
-      if (this.phase === 'maybe-thinking') {
+      // The phases before 'answer' exist only with tags.
+      const tags = this.options.reasoning;
+      if (tags && this.phase === 'maybe-thinking') {
         const head = this.pending.trimStart();
-        if (head.startsWith(THINK_OPEN)) {
-          this.pending = head.slice(THINK_OPEN.length);
+        if (head.startsWith(tags.open)) {
+          this.pending = head.slice(tags.open.length);
           this.phase = 'thinking';
           continue;
         }
-        if (!final && THINK_OPEN.startsWith(head)) return;
+        if (!final && tags.open.startsWith(head)) return;
         this.phase = 'answer';
         continue;
       }
-      if (this.phase === 'thinking') {
-        const end = this.pending.indexOf(THINK_CLOSE);
+      if (tags && this.phase === 'thinking') {
+        const end = this.pending.indexOf(tags.close);
         if (end !== -1) {
-          this.think(this.pending.slice(0, end));
+          this.think(this.pending.slice(0, end).trimEnd());
           this.close();
-          this.pending = this.pending.slice(end + THINK_CLOSE.length);
+          this.pending = this.pending.slice(end + tags.close.length);
           this.phase = 'answer';
           this.afterThought = true;
           continue;
         }
-        // Hold back what may be the start of the closing tag.
-        const keep = final ? 0 : partialSuffix(this.pending, THINK_CLOSE);
-        this.think(this.pending.slice(0, this.pending.length - keep));
-        this.pending = this.pending.slice(this.pending.length - keep);
+        // Hold back what may be the start of the closing tag, and trailing whitespace (dropped if
+        // the thought closes after it).
+        const keep = final ? 0 : partialSuffix(this.pending, tags.close);
+        const body = this.pending.slice(0, this.pending.length - keep);
+        const shown = body.trimEnd();
+        this.think(shown);
+        this.pending = final ? '' : this.pending.slice(shown.length);
         return;
       }
       let text = this.pending;
@@ -118,21 +135,32 @@ export class AnswerBuilder {
   private place(events: ToolEvent[]): void {
     for (const event of events) {
       if (event.type === 'text') this.text(event.text);
+      else if (event.type === 'thinking') this.think(event.text);
       else if (event.type === 'invalid_call') this.text(event.raw);
       else this.call({ id: newToolCallId(), name: event.name, input: event.input });
     }
   }
 
-  private think(text: string): void {
+  private think(raw: string): void {
+    // A thought's leading whitespace is dropped (`<think>\n`): a thought of whitespace is none.
+    const text = this.kindOpen() === 'thinking' ? raw : raw.trimStart();
     if (text === '') return;
     if (this.kindOpen() !== 'thinking') this.start({ kind: 'thinking', text: '' });
     this.grow(text);
   }
 
-  private text(text: string): void {
+  private text(raw: string): void {
+    const text = this.unmarked(raw);
     if (text === '') return;
     if (this.kindOpen() !== 'text') this.start({ kind: 'text', text: '' });
     this.grow(text);
+  }
+
+  /** The text without the family's markers. */
+  private unmarked(text: string): string {
+    let out = text;
+    for (const marker of this.options.markers ?? []) if (out.includes(marker)) out = out.split(marker).join('');
+    return out;
   }
 
   private call(call: ToolCall): void {

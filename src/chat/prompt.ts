@@ -5,15 +5,17 @@
  */
 import { CoreError } from '../core/errors.js';
 import type { ChatMessage, ChatPrompt } from '../core/types.js';
-import { templateFeatures, type TemplateFeatures } from '../models/template-features.js';
+import { REASONING_TAGS, templateFeatures, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
 import type { ChatTokenizer } from './model.js';
-import { genericToolCallText, genericToolPrompt, genericToolResultText } from './tools/generic.js';
+import { genericToolCallText, genericToolPrompt, genericToolResultText, nativeToolPrompt } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
 import { renderChatTemplate, type TemplateMessage } from './template/render.js';
 
 export interface RenderedPrompt {
   text: string;
   ids: number[];
+  /** The prompt ends inside a thought: the template's generation prompt opened it (`…<think>\n`). */
+  opensThought: boolean;
 }
 
 /**
@@ -26,15 +28,20 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   const features = featuresOf(loaded);
   const tools = prompt.tools && prompt.tools.length > 0 && prompt.toolChoice?.mode !== 'none' ? prompt.tools : undefined;
   const generic = tools !== undefined && features.toolFormat === 'generic';
+  // A template that writes calls in its family's form but never describes tools (DeepSeek R1 and
+  // V3.1): the server describes them, with that form as the example, and the template renders the
+  // history's calls itself.
+  const described = tools !== undefined && !generic && !features.nativeTools;
   const conversation: TemplateMessage[] = [];
-  const system = [prompt.system ?? '', generic ? genericToolPrompt(tools) : ''].filter((part) => part !== '').join('\n\n');
+  const toolPrompt = generic ? genericToolPrompt(tools) : described ? nativeToolPrompt(tools, features.toolFormat) : '';
+  const system = [prompt.system ?? '', toolPrompt].filter((part) => part !== '').join('\n\n');
   if (system !== '') conversation.push({ role: 'system', content: system });
   const last = prompt.messages.at(-1);
   // A final assistant message is a prefill: the reply continues it, so it is appended after the
   // generation prompt rather than rendered as a finished turn.
   let prefill = last?.role === 'assistant' && !last.toolCalls?.length ? last.content : '';
   const turns = prefill ? prompt.messages.slice(0, -1) : prompt.messages;
-  conversation.push(...turns.map((m) => templateMessage(m, generic)));
+  conversation.push(...turns.map((m) => templateMessage(m, generic, features.toolFormat)));
   // The common case, no special-token text in any message, renders and encodes the text as it is.
   const literals = hideSpecialTokens([...conversation.map((m) => m.content), prefill], encoder.specialTokens);
   if (literals) {
@@ -43,9 +50,15 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
     prefill = hide(prefill);
   }
   const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
-  if (tools && !generic) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
+  if (tools && !generic && !described) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
   // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
   if (features.thinkingSwitch) options.enable_thinking = prompt.thinking?.enabled ?? false;
+  // A level, where the template takes one (gpt-oss: low / medium / high; its default is medium).
+  // Harmony cannot turn its analysis off: thinking off asks for the least.
+  if (features.effortLevels) {
+    const level = prompt.thinking?.level ?? (prompt.thinking?.enabled === false ? 'low' : undefined);
+    if (level) options.reasoning_effort = level;
+  }
   let text: string;
   try {
     text = renderChatTemplate(loaded.tokenizer, conversation, options);
@@ -66,7 +79,15 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
       ...(exact ? {} : { promptTokensAtLeast: true }),
     });
   }
-  return { text: literals ? literals.show(text) : text, ids: encoded.ids };
+  const shown = literals ? literals.show(text) : text;
+  const tags = REASONING_TAGS[features.reasoning];
+  return { text: shown, ids: encoded.ids, opensThought: tags !== undefined && opensThought(shown, tags.open, tags.close) };
+}
+
+/** Whether the prompt's last thought tag is an opening one, with only whitespace after it. */
+function opensThought(text: string, open: string, close: string): boolean {
+  const end = text.trimEnd();
+  return end.endsWith(open) && !end.endsWith(close);
 }
 
 interface HiddenSpecials {
@@ -111,7 +132,7 @@ const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&
  * the assistant turn, a `tool` role per result); the generic format writes calls and results as
  * text in its own form (tools/generic.ts), since such a template knows neither.
  */
-function templateMessage(message: ChatMessage, generic: boolean): TemplateMessage {
+function templateMessage(message: ChatMessage, generic: boolean, format: ToolFormat): TemplateMessage {
   if (message.role === 'user') return { role: 'user', content: message.content };
   if (message.role === 'tool') {
     const content = message.isError ? `Error: ${message.content}` : message.content;
@@ -119,12 +140,15 @@ function templateMessage(message: ChatMessage, generic: boolean): TemplateMessag
   }
   const calls = message.toolCalls ?? [];
   if (generic) return { role: 'assistant', content: [message.content, ...calls.map(genericToolCallText)].filter((t) => t !== '').join('\n') };
+  const thinkingField = message.reasoning && (format === 'harmony' || format === 'lfm2');
   return {
     role: 'assistant',
-    // Qwen3's template needs a string, never null, beside tool calls.
-    content: message.content,
+    // Qwen3's template needs a string, never null, beside tool calls. gpt-oss's refuses content and
+    // thinking together beside a call: the thought goes back as its analysis (as llama.cpp does).
+    content: thinkingField && format === 'harmony' && calls.length ? '' : message.content,
     ...(calls.length ? { tool_calls: calls.map((c) => ({ type: 'function' as const, id: c.id, function: { name: c.name, arguments: c.input } })) } : {}),
     ...(message.reasoning ? { reasoning_content: message.reasoning } : {}),
+    ...(thinkingField ? { thinking: message.reasoning } : {}),
   };
 }
 

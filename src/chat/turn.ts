@@ -18,7 +18,8 @@ import { stepLogprobs, type StepLogprobs } from '../engines/logprobs.js';
 import { AnswerBuilder } from './answer.js';
 import { guideFor, type Guide } from './grammar/guide.js';
 import type { ChatModel } from './model.js';
-import { featuresOf, renderPrompt } from './prompt.js';
+import { familyOf } from './family.js';
+import { renderPrompt } from './prompt.js';
 import { samplingFor } from './sampling.js';
 import { TextStream } from './text-stream.js';
 import { ThinkingPlan } from './thinking.js';
@@ -58,18 +59,30 @@ export class ChatTurn {
     private readonly request: ChatRequest,
     readonly promptIds: number[],
     private readonly guide: Guide | undefined,
-    options: TurnOptions,
+    options: TurnOptions & { opensThought: boolean },
   ) {
-    this.eos = new Set(model.eosTokenIds);
+    const family = familyOf(model);
+    // The family's end markers (harmony's <|call|> and <|return|>) end the turn as its end token
+    // does; its message ends (harmony's <|end|>) do not, even where the model lists them.
+    this.eos = new Set([...model.eosTokenIds, ...family.endIds].filter((id) => !family.continueIds.includes(id)));
     this.send = options.send ?? (() => {});
-    const decode = (ids: number[]) => (ids.length === 0 ? '' : model.tokenizer.decode(ids, { skip_special_tokens: true }));
-    this.stream = new TextStream(decode, request.stopStrings);
+    // The parser reads the family's markers, so the text keeps them (special or not); the answer
+    // builder keeps them from the client's text.
+    this.stream = new TextStream(family.decode, request.stopStrings);
     const tools = request.tools?.length && request.toolChoice?.mode !== 'none' ? request.tools : undefined;
-    this.thinking = ThinkingPlan.for(model, request);
+    this.thinking = ThinkingPlan.for(model, request, options.opensThought, guide !== undefined);
+    const format = family.features.toolFormat;
+    // Harmony's parser reads its channels whether or not the request has tools.
+    const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? []) : undefined;
+    // A thought is looked for when thinking was asked for or planned, the prompt opened it, or the
+    // template has no switch (the model decides: Kimi K2 Thinking, the R1 family); not when thinking
+    // was switched off. (Gemma 4's opening tag is two tokens: no plan forces it, the model writes it.)
+    const lookForThought = family.tags && (request.thinking?.enabled || this.thinking || options.opensThought || !family.features.thinkingSwitch);
     this.answer = new AnswerBuilder({
       send: this.send,
-      thinking: this.thinking !== undefined,
-      ...(tools ? { tools: createToolCallParser(featuresOf(model).toolFormat, tools) } : {}),
+      ...(lookForThought ? { reasoning: family.tags, startsInThought: options.opensThought } : {}),
+      ...(parser ? { tools: parser } : {}),
+      markers: family.markers,
     });
   }
 
@@ -81,7 +94,7 @@ export class ChatTurn {
   static async start(model: ChatModel, request: ChatRequest, options: TurnOptions): Promise<ChatTurn> {
     const prompt = renderPrompt(model, request);
     const guide = await guideFor(model, request, { constrains: options.constrains, ...(options.log ? { log: options.log } : {}) });
-    return new ChatTurn(model, request, prompt.ids, guide, options);
+    return new ChatTurn(model, request, prompt.ids, guide, { ...options, opensThought: prompt.opensThought });
   }
 
   get inputTokens(): number {

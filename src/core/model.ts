@@ -9,6 +9,18 @@ export type ModelTask = 'chat' | 'embedding' | 'rerank';
 /** What runs a model: onnxruntime (an ONNX export) or llama.cpp (a GGUF file). */
 export type ModelEngine = 'onnx' | 'llama';
 
+/**
+ * How a chat model was given to write tool calls and thoughts, read from its chat template
+ * (src/models/template-features.ts): the call format (`hermes`, `harmony`, `mistral`, `glm`, …,
+ * `generic` for the server's own), the reasoning style (`think-tags`, `mistral-think`, `harmony`,
+ * `none`), and whether the template takes a reasoning level.
+ */
+export interface ChatFormat {
+  toolFormat: string;
+  reasoning: string;
+  effortLevels: boolean;
+}
+
 export interface ModelDescription {
   id: string;
   task: ModelTask;
@@ -18,6 +30,8 @@ export interface ModelDescription {
   maxOutputTokens: number;
   /** Chat models: the chat template has a thinking switch (`enable_thinking`, as Qwen3's). */
   thinking: boolean;
+  /** Chat models: the formats their template was given. */
+  chatFormat?: ChatFormat;
   aliases: string[];
   displayName: string;
   /** Unix seconds: when the model's files were last changed. */
@@ -25,6 +39,6 @@ export interface ModelDescription {
 }
 
 /** The description alone, out of a richer record (a scanned model folder). */
-export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, aliases, displayName, created }: ModelDescription): ModelDescription {
-  return { id, task, engine, contextLength, maxOutputTokens, thinking, aliases, displayName, created };
+export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, aliases, displayName, created }: ModelDescription): ModelDescription {
+  return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), aliases, displayName, created };
 }

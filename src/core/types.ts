@@ -40,10 +40,19 @@ export interface ToolChoice {
   parallel: boolean;
 }
 
-/** The model's thinking: on (with an optional budget of thinking tokens) or off. */
+/** How hard the model should think, where its template takes a level (gpt-oss: `Reasoning: high`). */
+export const THINKING_LEVELS = ['low', 'medium', 'high'] as const;
+export type ThinkingLevel = (typeof THINKING_LEVELS)[number];
+
+/**
+ * The model's thinking: on (with an optional budget of thinking tokens, and an optional level) or
+ * off. The level reaches templates that take one (`reasoning_effort`); a template with only a switch
+ * reads `enabled`.
+ */
 export interface ThinkingOptions {
   enabled: boolean;
   budgetTokens?: number;
+  level?: ThinkingLevel;
 }
 
 export interface SamplingOptions {

@@ -10,7 +10,7 @@ import type { ModelTask } from '../core/model.js';
 import { GGUF_PRE_TOKENIZERS, ggufNumber, ggufString, quantOf, readGgufMetadata, type GgufModelFiles } from './gguf.js';
 import type { ModelManifest } from './manifest.js';
 import type { ModelInfo } from './model-info.js';
-import { templateFeatures } from './template-features.js';
+import { chatFormat, templateFeatures } from './template-features.js';
 
 /** Architectures llama.cpp runs as encoders (their output is an embedding, not a next token). */
 const ENCODERS = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2', 'jina-bert-v3', 'modern-bert', 't5encoder', 'neo-bert', 'eurobert']);
@@ -68,6 +68,7 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
     contextLength,
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
     thinking: template !== undefined && templateFeatures(template).thinkingSwitch,
+    ...(template !== undefined ? { chatFormat: chatFormat(template) } : {}),
     poolSize: manifest.poolSize ?? options.defaultPoolSize,
     pooling: manifest.pooling ?? (pooling === 2 ? 'cls' : 'mean'),
     normalize: manifest.normalize ?? true,

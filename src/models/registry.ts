@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelTask } from '../core/model.js';
 import type { ModelInfo } from './model-info.js';
-import { templateFeatures } from './template-features.js';
+import { chatFormat, templateFeatures } from './template-features.js';
 import { groupGgufFiles, quantOf, type GgufModelFiles } from './gguf.js';
 import { describeGguf } from './gguf-model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
@@ -164,6 +164,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
     // The same reading of the template the chat layer makes (src/chat/prompt.ts featuresOf).
     thinking: template !== undefined && templateFeatures(template).thinkingSwitch,
+    ...(template !== undefined ? { chatFormat: chatFormat(template) } : {}),
     poolSize: manifest.poolSize ?? defaultPoolSize,
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,

@@ -1,18 +1,84 @@
 /**
- * Which tool-call format a model speaks, read from its chat template (the Jinja source), and the
- * one format the server teaches models whose template knows no tools.
+ * A model family as data, read from its chat template (the Jinja source): the format it writes tool
+ * calls in, how it writes thoughts, the marker strings of both, the tokens that end its turn, and
+ * whether the template takes a reasoning level. The chat layer derives the rest from this
+ * description: the parser (src/chat/tools/parser.ts), the constraint for forced calls
+ * (src/chat/grammar/constraint.ts), the decoding that keeps the markers (src/chat/family.ts).
  *
  * Detection by marker substrings, in llama.cpp's order (common/chat.cpp,
- * common_chat_templates_apply_jinja and the specialised-template checks): the Qwen3-Coder XML form
- * needs `<tool_call>`, `<function=` and `<parameter=` together (its template also contains
- * `<tool_call>`, so it is checked before hermes); `<tool_call>` alone is hermes (Hermes 2/3 Pro,
- * Qwen2.5, Qwen3); Llama 3.x is recognised by its `ipython` header or `<|python_tag|>`. A template
- * that never renders a `tools` variable cannot describe tools to the model, so it gets `generic`
- * whatever markers it contains.
+ * common_chat_try_specialized_template): the dedicated formats first (Mistral `[TOOL_CALLS]`,
+ * Gemma 4, harmony `<|channel|>`, Kimi K2, LFM2, DeepSeek DSML, MiniMax M2), then the Qwen3-Coder
+ * XML form (`<tool_call>`, `<function=` and `<parameter=` together), GLM (`<arg_key>`), DeepSeek
+ * R1 / V3.1, and `<tool_call>` alone as hermes (Hermes 2/3 Pro, Qwen2.5, Qwen3); Llama 3.x by its
+ * `ipython` header or `<|python_tag|>`. A template that never renders a `tools` variable cannot
+ * describe tools to the model, so it gets `generic` whatever markers it contains — unless it renders
+ * calls in its family's markup (DeepSeek R1 / V3.1), which then keeps its format with the tools
+ * described by the server.
  */
 /** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
-export const TOOL_FORMATS = ['hermes', 'qwen3-xml', 'llama3-json', 'generic'] as const;
+export const TOOL_FORMATS = [
+  'hermes', 'qwen3-xml', 'llama3-json', 'generic',
+  'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2', 'gemma4',
+] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
+
+/**
+ * How a family writes a thought: between two tags at the start of its answer (`<think>…</think>`,
+ * Mistral's `[THINK]…[/THINK]`), on harmony's `analysis` channel, or not at all.
+ */
+export const REASONING_STYLES = ['think-tags', 'mistral-think', 'gemma-channel', 'harmony', 'none'] as const;
+export type ReasoningStyle = (typeof REASONING_STYLES)[number];
+
+/** The tags of a thought, for the styles that have them. */
+export const REASONING_TAGS: Partial<Record<ReasoningStyle, { open: string; close: string }>> = {
+  'think-tags': { open: '<think>', close: '</think>' },
+  'mistral-think': { open: '[THINK]', close: '[/THINK]' },
+  // Gemma 4: `<|channel>thought\n…<channel|>` (the newline is dropped with the thought's whitespace).
+  'gemma-channel': { open: '<|channel>thought', close: '<channel|>' },
+};
+
+/**
+ * The marker strings each format writes around calls (and harmony around every message): the parser
+ * reads them, the client never sees them. Where a tokenizer calls them special they must survive
+ * decoding (src/chat/turn.ts keeps these and drops the other special tokens).
+ */
+export const FORMAT_MARKERS: Record<ToolFormat, readonly string[]> = {
+  hermes: ['<tool_call>', '</tool_call>'],
+  'qwen3-xml': ['<tool_call>', '</tool_call>'],
+  'llama3-json': ['<|python_tag|>'],
+  generic: [],
+  harmony: ['<|start|>', '<|channel|>', '<|message|>', '<|constrain|>', '<|end|>', '<|call|>', '<|return|>'],
+  mistral: ['[TOOL_CALLS]', '[ARGS]', '[CALL_ID]'],
+  'kimi-k2': ['<|tool_calls_section_begin|>', '<|tool_calls_section_end|>', '<|tool_call_begin|>', '<|tool_call_argument_begin|>', '<|tool_call_end|>'],
+  glm: ['<tool_call>', '</tool_call>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'],
+  'deepseek-r1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', '<｜tool▁call▁begin｜>', '<｜tool▁call▁end｜>', '<｜tool▁sep｜>'],
+  'deepseek-v3.1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', '<｜tool▁call▁begin｜>', '<｜tool▁call▁end｜>', '<｜tool▁sep｜>'],
+  'deepseek-dsml': ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>'],
+  'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>'],
+  lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'],
+  gemma4: ['<|tool_call>', '<tool_call|>', '<|"|>'],
+};
+
+/** Tokens that end the model's turn besides its end-of-sequence ids (harmony: a call, or the final answer). */
+export const FORMAT_END_MARKERS: Partial<Record<ToolFormat, readonly string[]>> = {
+  harmony: ['<|call|>', '<|return|>'],
+};
+
+/**
+ * Tokens that never end the model's turn in the format, whatever the model's end-of-sequence ids
+ * say: harmony's `<|end|>` ends one message (the analysis) and the next follows. (llama.cpp counts
+ * every `<|end|>` control token as an end of generation, and drops it only where it finds
+ * `<|return|>` and `<|call|>` among them too.)
+ */
+export const FORMAT_CONTINUE_MARKERS: Partial<Record<ToolFormat, readonly string[]>> = {
+  harmony: ['<|end|>'],
+};
+
+/** Every marker string of a family: its call format's and its thought's tags. */
+export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'reasoning'>): string[] {
+  const tags = REASONING_TAGS[features.reasoning];
+  return [...FORMAT_MARKERS[features.toolFormat], ...(tags ? [tags.open, tags.close] : [])];
+}
 
 export interface TemplateFeatures {
   /** The format to prompt and parse tool calls in. `generic`: put genericToolPrompt() in the
@@ -20,23 +86,69 @@ export interface TemplateFeatures {
   toolFormat: ToolFormat;
   /** The template renders a `tools` variable (it describes tools to the model itself). */
   nativeTools: boolean;
-  /** The template reads `enable_thinking` (Qwen3's switch between thinking and direct answers). */
+  /** The template reads `enable_thinking` (Qwen3's switch between thinking and direct answers) or,
+   * for harmony, `reasoning_effort`: thinking can be asked for. */
   thinkingSwitch: boolean;
+  /** How the model writes its thoughts. */
+  reasoning: ReasoningStyle;
+  /** The template reads `reasoning_effort` (gpt-oss: low / medium / high). */
+  effortLevels: boolean;
 }
 
 export function templateFeatures(template: string): TemplateFeatures {
   const code = templateCode(template);
   const nativeTools = /\btools\b/.test(code);
-  const thinkingSwitch = /\benable_thinking\b/.test(code);
-  return { toolFormat: nativeTools ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch };
+  const effortLevels = /\breasoning_effort\b/.test(code);
+  const reasoning = reasoningStyle(template);
+  const thinkingSwitch = /\benable_thinking\b/.test(code) || (reasoning === 'harmony' && effortLevels);
+  return { toolFormat: nativeTools || rendersCalls(template) ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
+/** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
+export function chatFormat(template: string): { toolFormat: ToolFormat; reasoning: ReasoningStyle; effortLevels: boolean } {
+  const { toolFormat, reasoning, effortLevels } = templateFeatures(template);
+  return { toolFormat, reasoning, effortLevels };
+}
+
+/**
+ * The family's call format by its markers, in llama.cpp's order (common/chat.cpp,
+ * common_chat_try_specialized_template): the dedicated formats first, since several of them also
+ * contain `<tool_call>` (GLM, Qwen3-Coder); `<tool_call>` alone last, as hermes.
+ */
 function nativeFormat(src: string): ToolFormat {
+  if (src.includes('[TOOL_CALLS]')) return 'mistral';
+  if (src.includes("'<|tool_call>call:'")) return 'gemma4';
+  if (src.includes('<|channel|>')) return 'harmony';
+  if (src.includes('<|tool_calls_section_begin|>')) return 'kimi-k2';
+  if (src.includes('<|tool_call_start|>') || src.includes('<|tool_list_start|>') || src.includes('List of tools: [')) return 'lfm2';
+  if (src.includes('dsml_token') && src.includes('DSML')) return 'deepseek-dsml';
+  if (src.includes('<minimax:tool_call>')) return 'minimax-m2';
   if (src.includes('<tool_call>') && src.includes('<function=') && src.includes('<parameter=')) return 'qwen3-xml';
+  // GLM 4.5 / 4.6 / 4.7: `<tool_call>NAME` then `<arg_key>`/`<arg_value>` pairs (not hermes JSON).
+  if (src.includes('<arg_key>') && src.includes('<arg_value>')) return 'glm';
+  if (src.includes('tool▁calls▁begin')) return src.includes('```json') ? 'deepseek-r1' : 'deepseek-v3.1';
   if (src.includes('<tool_call>')) return 'hermes';
   if (src.includes('<|start_header_id|>ipython<|end_header_id|>') || src.includes('<|python_tag|>')) return 'llama3-json';
-  // Renders tools in a form we do not parse (Mistral's [TOOL_CALLS], Command-R, …): teach ours.
+  // Renders tools in a form we do not parse (Command-R, …): teach ours.
   return 'generic';
+}
+
+/**
+ * A template that renders a message's `tool_calls` in its family's markup without describing tools
+ * (DeepSeek R1 and V3.1): its family's format still applies, with the tools described by the server
+ * (src/chat/tools/generic.ts nativeToolPrompt).
+ */
+function rendersCalls(src: string): boolean {
+  // `message['tool_calls']`: the name is a string literal, so the source is read, not the code.
+  return src.includes('tool_calls') && src.includes('tool▁calls▁begin');
+}
+
+function reasoningStyle(src: string): ReasoningStyle {
+  if (src.includes('<|channel|>')) return 'harmony';
+  if (src.includes('[THINK]')) return 'mistral-think';
+  if (src.includes('<|channel>') && src.includes('<channel|>')) return 'gemma-channel';
+  if (src.includes('<think>') || src.includes('</think>')) return 'think-tags';
+  return 'none';
 }
 
 /**

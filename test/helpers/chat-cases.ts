@@ -8,10 +8,8 @@
  */
 import { readFileSync, existsSync } from 'node:fs';
 import path from 'node:path';
-import { AnswerBuilder } from '../../src/chat/answer.js';
-import { createToolCallParser } from '../../src/chat/tools/parser.js';
+import { parseModelOutput } from '../../src/chat/parse-output.js';
 import type { ToolSpec } from '../../src/core/types.js';
-import { templateFeatures } from '../../src/models/template-features.js';
 import { ROOT } from './paths.js';
 
 const FIXTURES = path.join(ROOT, 'test/fixtures');
@@ -113,26 +111,21 @@ export function parseWithOurs(c: ChatCase, chunk = Infinity): ParsedMessage {
     if (last?.reasoningContent) throw new Unsupported('continuing a prefilled assistant message that holds a thought (our prefill continues content only)');
     throw new Unsupported('continuing a prefilled assistant message (the answer would be the continuation alone)');
   }
-  const features = templateFeatures(templateSource(c.template));
   const table = chatCases().tools;
   const tools: ToolSpec[] = c.options.tools.map((key) => ({ name: table[key]!.name, description: table[key]!.description, inputSchema: table[key]!.parameters }));
-  const thinking = c.options.enableThinking && c.options.reasoningFormat !== 'none' && features.thinkingSwitch;
-  const answer = new AnswerBuilder({
-    send: () => {},
-    thinking,
-    ...(c.parseToolCalls && tools.length > 0 ? { tools: createToolCallParser(features.toolFormat, tools) } : {}),
-  });
   const points = [...c.input];
   const step = Number.isFinite(chunk) ? Math.max(1, chunk) : Math.max(1, points.length);
-  for (let i = 0; i < points.length; i += step) answer.push(points.slice(i, i + step).join(''), 0);
-  // A partial case is the message so far: the generation has not ended.
-  if (!c.options.isPartial) answer.finish(0);
-  const out: ParsedMessage = { content: '', reasoningContent: '', toolCalls: [] };
-  for (const part of answer.parts) {
-    if (part.kind === 'text') out.content += part.text;
-    else if (part.kind === 'thinking') out.reasoningContent += part.text;
-    else out.toolCalls.push({ name: part.call.name, input: part.call.input });
-  }
+  const chunks: string[] = [];
+  for (let i = 0; i < points.length; i += step) chunks.push(points.slice(i, i + step).join(''));
+  // The server's own entry point (a chat turn's answer, without a model): thinking looked for when the
+  // case asks the template for it and wants it extracted; the thought already open where the case's
+  // generation prompt opened it. A partial case is parsed as if the generation ended there.
+  const parsed = parseModelOutput(templateSource(c.template), chunks, {
+    thinking: c.options.enableThinking && c.options.reasoningFormat !== 'none',
+    thoughtOpened: c.thinkingForcedOpen === true,
+    ...(c.parseToolCalls && tools.length > 0 ? { tools } : {}),
+  });
+  const out: ParsedMessage = { content: parsed.content, reasoningContent: parsed.reasoning, toolCalls: parsed.toolCalls.map((t) => ({ name: t.name, input: t.input })) };
   return out;
 }
 

@@ -14,7 +14,7 @@ function run(chunks: string[], options: { thinking?: boolean; tools?: boolean } 
   const events: ChatEvent[] = [];
   const builder = new AnswerBuilder({
     send: (e) => events.push(e),
-    thinking: options.thinking ?? false,
+    ...(options.thinking ? { reasoning: { open: '<think>', close: '</think>' } } : {}),
     ...(options.tools ? { tools: createToolCallParser('hermes', TOOLS) } : {}),
   });
   chunks.forEach((chunk, i) => builder.push(chunk, i + 1));
@@ -31,17 +31,31 @@ function run(chunks: string[], options: { thinking?: boolean; tools?: boolean } 
 const splits = (text: string) => [[text], [...text]];
 
 describe('answer builder', () => {
-  it('a thought first, then the answer without the whitespace after the closing tag, however the text is split', () => {
+  it('a thought first (without the whitespace around it, as llama.cpp trims it), then the answer without the whitespace after the closing tag, however the text is split', () => {
     for (const chunks of splits('<think>\nweigh it\n</think>\n\nThe answer.')) {
       const { parts, rebuilt } = run(chunks, { thinking: true });
-      expect(parts).toEqual([{ kind: 'thinking', text: '\nweigh it\n' }, { kind: 'text', text: 'The answer.' }]);
-      expect(rebuilt).toEqual([{ kind: 'thinking', text: '\nweigh it\n' }, { kind: 'text', text: 'The answer.' }]);
+      expect(parts).toEqual([{ kind: 'thinking', text: 'weigh it' }, { kind: 'text', text: 'The answer.' }]);
+      expect(rebuilt).toEqual([{ kind: 'thinking', text: 'weigh it' }, { kind: 'text', text: 'The answer.' }]);
     }
   });
 
   it('with thinking off, think tags are just text; with it on, text that does not open a thought is the answer', () => {
     expect(run(['<think>x</think>y']).parts).toEqual([{ kind: 'text', text: '<think>x</think>y' }]);
     expect(run(['<thi', 'nk? no'], { thinking: true }).parts).toEqual([{ kind: 'text', text: '<think? no' }]);
+  });
+
+  it('a thought of whitespace is none; a thought the template opened has no opening tag', () => {
+    for (const chunks of splits('\n</think>\n\nThe answer.')) {
+      const events: ChatEvent[] = [];
+      const builder = new AnswerBuilder({ send: (e) => events.push(e), reasoning: { open: '<think>', close: '</think>' }, startsInThought: true });
+      chunks.forEach((chunk, i) => builder.push(chunk, i + 1));
+      builder.finish(chunks.length);
+      expect(builder.parts).toEqual([{ kind: 'text', text: 'The answer.' }]);
+    }
+    const builder = new AnswerBuilder({ send: () => {}, reasoning: { open: '[THINK]', close: '[/THINK]' }, startsInThought: true });
+    builder.push('weigh it[/THINK]The answer.', 1);
+    builder.finish(1);
+    expect(builder.parts).toEqual([{ kind: 'thinking', text: 'weigh it' }, { kind: 'text', text: 'The answer.' }]);
   });
 
   it('a thought the output limit cut stays a thinking part', () => {

@@ -76,10 +76,12 @@ describe('Responses tools and output', () => {
   it('json_schema through the grammar, reasoning effort to thinking, logprobs through include', () => {
     const { request } = convert({ input: 'x', text: { format: { type: 'json_schema', name: 'o', schema: { type: 'object' }, strict: true } }, reasoning: { effort: 'low' }, include: ['message.output_text.logprobs'], top_logprobs: 3, max_output_tokens: 7 });
     expect(request.output).toEqual({ schema: { type: 'object' }, strict: true });
-    expect(request.thinking).toEqual({ enabled: true });
+    expect(request.thinking).toEqual({ enabled: true, level: 'low' });
     expect(request.logprobs).toBe(3);
     expect(request.maxTokens).toBe(7);
-    expect(convert({ input: 'x', reasoning: { effort: 'minimal' } }).request.thinking).toBeUndefined();
+    expect(convert({ input: 'x', reasoning: { effort: 'minimal' } }).request.thinking).toEqual({ enabled: false, level: 'low' });
+    expect(convert({ input: 'x', reasoning: { effort: 'xhigh' } }).request.thinking).toEqual({ enabled: true, level: 'high' });
+    expect(convert({ input: 'x', reasoning: {} }).request.thinking).toEqual({ enabled: true });
     expect(convert({ input: 'x' }).request.maxTokens).toBe(100);
   });
 

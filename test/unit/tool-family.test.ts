@@ -22,15 +22,15 @@ const fixture = (name: string) => fs.readFileSync(path.join(ROOT, 'test', 'fixtu
 
 describe('templateFeatures on the templates of the tokenizer packages', () => {
   it('Qwen3: hermes, native tools, a thinking switch', () => {
-    expect(templateFeatures(packageTemplate('qwen3'))).toEqual({ toolFormat: 'hermes', nativeTools: true, thinkingSwitch: true });
+    expect(templateFeatures(packageTemplate('qwen3'))).toMatchObject({ toolFormat: 'hermes', nativeTools: true, thinkingSwitch: true });
   });
 
   it('Llama 3 (the package ships the 3.0 template, which has no tools): generic', () => {
-    expect(templateFeatures(packageTemplate('llama3'))).toEqual({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
+    expect(templateFeatures(packageTemplate('llama3'))).toMatchObject({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
   });
 
   it('Gemma 3 (no tool support): generic', () => {
-    expect(templateFeatures(packageTemplate('gemma3'))).toEqual({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
+    expect(templateFeatures(packageTemplate('gemma3'))).toMatchObject({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
   });
 });
 
@@ -41,12 +41,12 @@ describe('templateFeatures on template excerpts', () => {
     ['qwen3.5-xml-thinking.jinja', { toolFormat: 'qwen3-xml', nativeTools: true, thinkingSwitch: true }],
     ['llama3.1-json.jinja', { toolFormat: 'llama3-json', nativeTools: true, thinkingSwitch: false }],
   ])('%s', (name, expected) => {
-    expect(templateFeatures(fixture(name))).toEqual(expected);
+    expect(templateFeatures(fixture(name))).toMatchObject(expected);
   });
 
   it('a word inside a string literal or in plain template text is no variable the template reads', () => {
     const template = `{{- "You have tools: <tools></tools>, and enable_thinking is on" }}Use tools wisely. {{ messages[0].content }}`;
-    expect(templateFeatures(template)).toEqual({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
+    expect(templateFeatures(template)).toMatchObject({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
   });
 
   it('a literal that contains a closing delimiter does not end its tag early', () => {
@@ -56,12 +56,12 @@ describe('templateFeatures on template excerpts', () => {
 
   it('markers without a tools variable still mean generic: the template cannot describe tools', () => {
     const template = `{%- for m in messages %}{{ '<tool_call>' + m.content + '</tool_call>' }}{%- endfor %}`;
-    expect(templateFeatures(template)).toEqual({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
+    expect(templateFeatures(template)).toMatchObject({ toolFormat: 'generic', nativeTools: false, thinkingSwitch: false });
   });
 
   it('a template that renders tools in a form we do not parse gets generic', () => {
     const template = `{%- if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{%- endif %}`;
-    expect(templateFeatures(template)).toEqual({ toolFormat: 'generic', nativeTools: true, thinkingSwitch: false });
+    expect(templateFeatures(template)).toMatchObject({ toolFormat: 'generic', nativeTools: true, thinkingSwitch: false });
   });
 });
 

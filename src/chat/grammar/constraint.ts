@@ -28,6 +28,24 @@ interface CallSyntax {
   trigger: string;
   /** The input is JSON (a tracker can complete it); false: Qwen3-Coder's XML parameters. */
   json: boolean;
+  /** The input is the family's own text form (GLM's arg_key / arg_value, MiniMax's and DSML's
+   * parameter tags, LFM2's Python arguments): its required properties, in the schema's order, each
+   * value JSON under its schema or, for a string the family writes raw, text without `</`. */
+  text?: TextArgs;
+}
+
+/** How a family writes one argument in its text form. */
+interface TextArgs {
+  /** What precedes the value; `raw`: the value is a string the family writes as it is. */
+  key(name: string, raw: boolean): string;
+  /** What follows the value (`raw`: as for key). */
+  close: string | ((raw: boolean) => string);
+  /** Between two arguments. */
+  separator: string;
+  /** The family writes string values raw (GLM, MiniMax, DSML); false: as JSON (LFM2's Python literals). */
+  rawStrings: boolean;
+  /** The regex of a raw string value, when not "no `</`". */
+  rawText?: string;
 }
 
 /** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
@@ -36,6 +54,45 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
   generic: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
   'qwen3-xml': { begin: (name) => `<tool_call>\n<function=${name}>\n`, end: '</function>\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: false },
   'llama3-json': { begin: (name) => `<|python_tag|>{"name": ${JSON.stringify(name)}, "parameters": `, end: '}', separator: '; ', trigger: '<|python_tag|>', json: true },
+  // The families' own forms (src/chat/tools/parser.ts and family-calls.ts read them back). XGrammar
+  // takes no empty separator: where a family writes calls back to back, a newline (its parser skips
+  // whitespace between calls; harmony's turn ends at its first <|call|> anyway).
+  harmony: { begin: (name) => `<|channel|>commentary to=functions.${name} <|constrain|>json<|message|>`, end: '<|call|>', separator: '\n', trigger: '<|channel|>commentary to=', json: true },
+  mistral: { begin: (name) => `[TOOL_CALLS]${name}[ARGS]`, end: '', separator: '\n', trigger: '[TOOL_CALLS]', json: true },
+  'kimi-k2': {
+    begin: (name) => `<|tool_calls_section_begin|><|tool_call_begin|>functions.${name}:0<|tool_call_argument_begin|>`,
+    end: '<|tool_call_end|><|tool_calls_section_end|>', separator: '\n', trigger: '<|tool_calls_section_begin|>', json: true,
+  },
+  glm: {
+    begin: (name) => `<tool_call>${name}`, end: '</tool_call>', separator: '\n', trigger: '<tool_call>', json: false,
+    text: { key: (k) => `<arg_key>${k}</arg_key><arg_value>`, close: '</arg_value>', separator: '', rawStrings: true },
+  },
+  'deepseek-r1': {
+    begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>${name}\n\`\`\`json\n`,
+    end: '\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '\n', trigger: '<｜tool▁calls▁begin｜>', json: true,
+  },
+  'deepseek-v3.1': {
+    begin: (name) => `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>${name}<｜tool▁sep｜>`,
+    end: '<｜tool▁call▁end｜><｜tool▁calls▁end｜>', separator: '\n', trigger: '<｜tool▁calls▁begin｜>', json: true,
+  },
+  'deepseek-dsml': {
+    begin: (name) => `<｜DSML｜function_calls>\n<｜DSML｜invoke name="${name}">\n`,
+    end: '</｜DSML｜invoke>\n</｜DSML｜function_calls>', separator: '\n', trigger: '<｜DSML｜function_calls>', json: false,
+    text: { key: (k, raw) => `<｜DSML｜parameter name="${k}" string="${raw}">`, close: '</｜DSML｜parameter>\n', separator: '', rawStrings: true },
+  },
+  'minimax-m2': {
+    begin: (name) => `<minimax:tool_call>\n<invoke name="${name}">\n`,
+    end: '</invoke>\n</minimax:tool_call>', separator: '\n', trigger: '<minimax:tool_call>', json: false,
+    text: { key: (k) => `<parameter name="${k}">`, close: '</parameter>\n', separator: '', rawStrings: true },
+  },
+  gemma4: {
+    begin: (name) => `<|tool_call>call:${name}{`, end: '}<tool_call|>', separator: '\n', trigger: '<|tool_call>', json: false,
+    text: { key: (k, raw) => `${k}:${raw ? '<|"|>' : ''}`, close: (raw) => (raw ? '<|"|>' : ''), separator: ',', rawStrings: true, rawText: '([^<]|<[^|])*' },
+  },
+  lfm2: {
+    begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '\n', trigger: '<|tool_call_start|>', json: false,
+    text: { key: (k) => `${k}=`, close: '', separator: ', ', rawStrings: false },
+  },
 };
 
 export interface Constraint {
@@ -74,7 +131,7 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   const tags = calls.map(({ name, schema }) => ({
     type: 'tag',
     begin: syntax.begin(name),
-    content: syntax.json ? { type: 'json_schema', json_schema: schema } : { type: 'qwen_xml_parameter', json_schema: schema },
+    content: syntax.json ? { type: 'json_schema', json_schema: schema } : syntax.text ? textArguments(schema, syntax.text) : { type: 'qwen_xml_parameter', json_schema: schema },
     end: syntax.end,
   }));
   const callLayout = { syntax, calls, parallel };
@@ -90,6 +147,27 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   if (output) return { source: { kind: 'json_schema', schema: output }, tracker: () => new JsonTracker(output), relaxed };
   const triggered = { type: 'triggered_tags', triggers: [syntax.trigger], tags, at_least_one: false, stop_after_first: !parallel };
   return { source: { kind: 'structural_tag', tag: triggered }, tracker: () => new CallsTracker(callLayout, 'triggered'), relaxed };
+}
+
+/**
+ * The grammar of a text-form call's arguments: its required properties in the schema's order (the
+ * optional ones are left out: a sequence has no optional elements), each value JSON under its own
+ * schema, or raw text without `</` for a string the family writes raw.
+ */
+function textArguments(schema: JsonSchema, form: TextArgs): Record<string, unknown> {
+  const properties = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, JsonSchema>;
+  const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string' && Object.hasOwn(properties, k)) : [];
+  const elements: Array<Record<string, unknown>> = [];
+  const text = (value: string) => value !== '' && elements.push({ type: 'const_string', value });
+  required.forEach((name, i) => {
+    const property = properties[name]!;
+    const raw = form.rawStrings && property.type === 'string';
+    text((i > 0 ? form.separator : '') + form.key(name, raw));
+    elements.push(raw ? { type: 'regex', pattern: form.rawText ?? '([^<]|<[^/])*' } : { type: 'json_schema', json_schema: property });
+    text(typeof form.close === 'string' ? form.close : form.close(raw));
+  });
+  if (elements.length === 0) return { type: 'regex', pattern: '\\s*' };
+  return elements.length === 1 ? elements[0]! : { type: 'sequence', elements };
 }
 
 type Where = { reason: 'output' | 'tool'; item?: number };

@@ -11,6 +11,7 @@ import { CoreError } from '../../core/errors.js';
 import type { LogFn } from '../../core/log.js';
 import type { ChatRequest } from '../../core/types.js';
 import type { ChatModel } from '../model.js';
+import { familyOf } from '../family.js';
 import { featuresOf } from '../prompt.js';
 import { allows, onlyToken } from '../../engines/sequence.js';
 import { TextStream } from '../text-stream.js';
@@ -35,8 +36,8 @@ export class Guide {
     readonly reserve: number,
     private readonly reason: 'output' | 'tool',
   ) {
-    const decode = (ids: number[]) => (ids.length === 0 ? '' : loaded.tokenizer.decode(ids, { skip_special_tokens: true }));
-    this.stream = new TextStream(decode, []);
+    // The family's markers kept, as the turn decodes (the call syntax the tracker follows has them).
+    this.stream = new TextStream(familyOf(loaded).decode, []);
   }
 
   /**

@@ -28,6 +28,8 @@ export interface TemplateMessage {
   content: string;
   tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
   reasoning_content?: string;
+  /** gpt-oss's and LFM2's templates read the thought from `thinking`. */
+  thinking?: string;
   tool_call_id?: string;
   name?: string;
 }

@@ -4,6 +4,7 @@
  * form the parser reads back (the hermes form).
  */
 import type { ToolSpec } from '../../core/types.js';
+import type { ToolFormat } from './types.js';
 
 /**
  * The system-prompt section that teaches a model without native tool support (generic format) to
@@ -35,6 +36,21 @@ import type { ToolSpec } from '../../core/types.js';
  * it is (JSON.stringify does not escape `<`); the parser only ever reads the model's reply.
  */
 export function genericToolPrompt(tools: readonly ToolSpec[]): string {
+  return [
+    ...toolList(tools),
+    '',
+    "To call a tool, write a JSON object with the tool's name and its arguments inside <tool_call></tool_call> tags, exactly like this:",
+    '<tool_call>',
+    '{"name": "tool_name", "arguments": {"argument_name": "value"}}',
+    '</tool_call>',
+    'To call several tools, write one <tool_call></tool_call> block per call, one after another. ' +
+      'After your last call, stop: the results come back in the next turn inside <tool_response></tool_response> tags. ' +
+      'If no tool is needed, answer normally without any <tool_call> tag.',
+  ].join('\n');
+}
+
+/** The tools, one JSON object per line, under a heading. */
+function toolList(tools: readonly ToolSpec[]): string[] {
   const lines = tools.map((tool) =>
     JSON.stringify({
       name: tool.name,
@@ -49,14 +65,32 @@ export function genericToolPrompt(tools: readonly ToolSpec[]): string {
     '<tools>',
     ...lines,
     '</tools>',
+  ];
+}
+
+/**
+ * A call as the families whose templates render calls but never describe tools write it (DeepSeek
+ * R1 and V3.1, as their templates render an earlier call): the example of nativeToolPrompt.
+ */
+const NATIVE_EXAMPLES: Partial<Record<ToolFormat, string>> = {
+  'deepseek-r1': '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>tool_name\n```json\n{"argument_name": "value"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+  'deepseek-v3.1': '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>tool_name<｜tool▁sep｜>{"argument_name": "value"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+};
+
+/**
+ * The system-prompt section for a model whose template renders calls in its family's form but has
+ * no place for the tools themselves: the same tool list as genericToolPrompt, then that form as the
+ * example (the parser reads it back in that form). A pure function of its arguments.
+ */
+export function nativeToolPrompt(tools: readonly ToolSpec[], format: ToolFormat): string {
+  const example = NATIVE_EXAMPLES[format];
+  if (example === undefined) return genericToolPrompt(tools);
+  return [
+    ...toolList(tools),
     '',
-    "To call a tool, write a JSON object with the tool's name and its arguments inside <tool_call></tool_call> tags, exactly like this:",
-    '<tool_call>',
-    '{"name": "tool_name", "arguments": {"argument_name": "value"}}',
-    '</tool_call>',
-    'To call several tools, write one <tool_call></tool_call> block per call, one after another. ' +
-      'After your last call, stop: the results come back in the next turn inside <tool_response></tool_response> tags. ' +
-      'If no tool is needed, answer normally without any <tool_call> tag.',
+    "To call a tool, write its name and its arguments as a JSON object exactly in this form:",
+    example,
+    'After your last call, stop: the results come back in the next turn. If no tool is needed, answer normally.',
   ].join('\n');
 }
 

@@ -23,7 +23,11 @@
  * Shaped by vLLM's tool parsers (hermes_tool_parser, qwen3coder_tool_parser, llama_tool_parser) and
  * llama.cpp's common/chat.cpp; see the comments at each format for what was taken from where.
  */
+import { deepseekReader, gemma4Reader, glmReader, invokeReader, kimiK2Reader, lfm2Reader } from './family-calls.js';
+import { HarmonyParser } from './harmony.js';
 import { JsonCallScanner } from './json-call.js';
+import { MISTRAL_CALLS, MistralCallScanner } from './mistral-call.js';
+import { SectionScanner, type SectionReader } from './section-call.js';
 import { CallScanner, FUNCTION_OPEN, isWs, matchAt, PYTHON_TAG, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, type Scan, type Tools } from './scan.js';
 import type { ToolEvent, ToolFormat, ToolSpec } from './types.js';
 import { XmlCallScanner } from './xml-call.js';
@@ -36,7 +40,8 @@ export interface ToolCallParser {
 }
 
 export function createToolCallParser(format: ToolFormat, tools: readonly ToolSpec[]): ToolCallParser {
-  return new Parser(format, new Map(tools.map((t) => [t.name, t])));
+  const known = new Map(tools.map((t) => [t.name, t]));
+  return format === 'harmony' ? new HarmonyParser(known) : new Parser(format, known);
 }
 
 /**
@@ -62,6 +67,18 @@ export function callJsonFragments(input: Record<string, unknown>, maxPieces = 4)
 }
 
 
+/** The formats whose calls sit in a marked section: its markers and the reader of its body. */
+const SECTIONS: Record<'kimi-k2' | 'glm' | 'deepseek-r1' | 'deepseek-v3.1' | 'deepseek-dsml' | 'minimax-m2' | 'lfm2' | 'gemma4', [string, string, (tools: Tools) => SectionReader]> = {
+  'kimi-k2': ['<|tool_calls_section_begin|>', '<|tool_calls_section_end|>', kimiK2Reader],
+  glm: [TOOL_CALL_OPEN, TOOL_CALL_CLOSE, glmReader],
+  'deepseek-r1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', deepseekReader],
+  'deepseek-v3.1': ['<｜tool▁calls▁begin｜>', '<｜tool▁calls▁end｜>', deepseekReader],
+  'deepseek-dsml': ['<｜DSML｜function_calls>', '</｜DSML｜function_calls>', (tools) => invokeReader(tools, '｜DSML｜')],
+  'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>', (tools) => invokeReader(tools, '')],
+  lfm2: ['<|tool_call_start|>', '<|tool_call_end|>', lfm2Reader],
+  gemma4: ['<|tool_call>', '<tool_call|>', gemma4Reader],
+};
+
 /** An opener as text mode looks for it; `start` builds the scanner for the call it opens. */
 interface Opener {
   text: string;
@@ -81,6 +98,8 @@ class Parser implements ToolCallParser {
   private readonly openers: Opener[];
   /** llama3-json: a bare `{` opens a call at the start of the reply or right after a call. */
   private readonly bareJson: boolean;
+  /** The first character of every opener of the format. */
+  private readonly openerLead: string;
   private out: ToolEvent[] = [];
 
   // Text mode.
@@ -121,8 +140,20 @@ class Parser implements ToolCallParser {
       case 'llama3-json':
         this.openers = [{ text: PYTHON_TAG, start: () => new JsonCallScanner(tools, { openerLength: PYTHON_TAG.length, closer: null, bareObject: false }) }];
         break;
+      case 'mistral':
+        this.openers = [{ text: MISTRAL_CALLS, start: () => new MistralCallScanner(tools, MISTRAL_CALLS.length) }];
+        break;
+      case 'harmony':
+        // Harmony's channels are read by ./harmony.ts, which hands this parser nothing.
+        this.openers = [];
+        break;
+      default: {
+        const [open, close, reader] = SECTIONS[format];
+        this.openers = [{ text: open, start: () => new SectionScanner(open.length, close, reader(tools)) }];
+      }
     }
     this.bareJson = format === 'llama3-json';
+    this.openerLead = format === 'mistral' ? '[' : '<';
   }
 
   push(text: string): ToolEvent[] {
@@ -193,9 +224,10 @@ class Parser implements ToolCallParser {
         opener = { text: '{', start: () => new JsonCallScanner(this.tools, { openerLength: 1, closer: null, bareObject: true }) };
       }
     }
-    // Every literal opener starts with '<': look only there.
+    // Every literal opener starts with '<' (Mistral's with '['): look only there.
     let partialAt = -1;
-    for (let p = s.indexOf('<', i); p !== -1 && (openAt === -1 || p < openAt); p = s.indexOf('<', p + 1)) {
+    const lead = this.openerLead;
+    for (let p = s.indexOf(lead, i); p !== -1 && (openAt === -1 || p < openAt); p = s.indexOf(lead, p + 1)) {
       let partial = false;
       for (const o of this.openers) {
         const m = matchAt(s, p, o.text);

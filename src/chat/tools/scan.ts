@@ -45,6 +45,21 @@ export type Scan =
    * JSON answer, not a call); otherwise it is markup that failed (invalid_call). */
   | { kind: 'reject'; rest: string; asText: boolean; reason: string };
 
+/** A call once its name and input are read: the tool must be one of the request's, the input an
+ * object (a JSON string of one is accepted: some models double-encode). */
+export function checkedCall(tools: Tools, name: string, input: unknown): ParsedCall | { reason: string } {
+  if (!tools.has(name)) return { reason: `unknown tool ${JSON.stringify(name)}` };
+  if (typeof input === 'string') {
+    try {
+      input = JSON.parse(input);
+    } catch {
+      return { reason: `the arguments of ${name} are not JSON` };
+    }
+  }
+  if (!isObject(input)) return { reason: `the arguments of ${name} are not a JSON object` };
+  return { name, input };
+}
+
 /**
  * Reads one call's text after its opener, chunk by chunk. Only a bounded carry (a tag that may be
  * completed by the next chunk) is ever read twice: the call's text is never concatenated while it

@@ -19,5 +19,7 @@ export type JsonSchema = Record<string, unknown>;
  */
 export type ToolEvent =
   | { type: 'text'; text: string }
+  /** The model's thought, from a format whose parser reads thoughts too (harmony's analysis channel). */
+  | { type: 'thinking'; text: string }
   | { type: 'call'; name: string; input: Record<string, unknown> }
   | { type: 'invalid_call'; raw: string; reason: string };

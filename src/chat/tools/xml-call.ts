@@ -227,7 +227,7 @@ const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
  * the schema admits them. Text that fits none of the admitted types stays a string (vLLM
  * "degenerates to string"); with no type information at all it stays a string too.
  */
-function typeXmlValue(value: string, schema: JsonSchema): unknown {
+export function typeXmlValue(value: string, schema: JsonSchema): unknown {
   const types = schemaTypes(schema);
   if (types.size === 0 || (types.size === 1 && types.has('string'))) return value;
   const text = value.trim();

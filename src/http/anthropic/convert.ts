@@ -13,6 +13,7 @@ import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatPrompt, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import type { CountTokensBody, MessagesBody } from './schema.js';
+import { thinkingLevel } from '../shared/effort.js';
 
 type PromptBody = CountTokensBody | MessagesBody;
 type Block = { type: string; [key: string]: unknown };
@@ -177,12 +178,17 @@ function toolsOf(body: PromptBody): { tools?: ToolSpec[]; toolChoice?: ToolChoic
   return { tools, toolChoice: { mode: choice?.type ?? 'auto', ...(choice?.type === 'tool' ? { name: choice.name } : {}), parallel } };
 }
 
-/** enabled (with its budget) and adaptive turn thinking on; disabled and between_tools turn it off. */
+/**
+ * enabled (with its budget) and adaptive turn thinking on; disabled and between_tools turn it off.
+ * output_config.effort is the level, for templates that take one (gpt-oss).
+ */
 function thinkingOf(body: PromptBody): { thinking: ThinkingOptions } | undefined {
   const thinking = body.thinking;
-  if (!thinking) return undefined;
-  if (thinking.type === 'enabled') return { thinking: { enabled: true, budgetTokens: thinking.budget_tokens } };
-  return { thinking: { enabled: thinking.type === 'adaptive' } };
+  const level = thinkingLevel(body.output_config?.effort);
+  const at = level ? { level } : {};
+  if (!thinking) return level ? { thinking: { enabled: false, ...at } } : undefined;
+  if (thinking.type === 'enabled') return { thinking: { enabled: true, budgetTokens: thinking.budget_tokens, ...at } };
+  return { thinking: { enabled: thinking.type === 'adaptive', ...at } };
 }
 
 /** Text blocks (and text documents) joined in order; any other block is refused with its position. */

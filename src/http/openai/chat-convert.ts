@@ -13,6 +13,7 @@ import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
 import { functionChoiceSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
 import { parseField } from '../shared/validation.js';
+import { thinkingFromEffort } from '../shared/effort.js';
 
 type Part = { type: string; text?: string };
 
@@ -33,12 +34,13 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
   if (messages.length === 0) throw invalidRequest('messages: at least one message other than system or developer is required', 'messages');
   const systemText = system.join('\n\n');
   const maxTokens = body.max_completion_tokens ?? body.max_tokens ?? defaultMaxTokens;
+  const thinking = thinkingFromEffort(body.reasoning_effort);
   return {
     model: body.model,
     ...(system.length > 0 ? { system: systemText } : {}),
     messages,
     ...toolsOf(body),
-    ...(reasoningOf(body) ? { thinking: { enabled: true } } : {}),
+    ...(thinking ? { thinking } : {}),
     maxTokens,
     sampling: {
       ...(body.temperature != null ? { temperature: body.temperature } : {}),
@@ -126,12 +128,6 @@ function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice 
   if (tools.length === 0) return {};
   const mode: ToolChoice['mode'] = named !== undefined ? 'tool' : choice === 'required' ? 'any' : choice === 'none' ? 'none' : 'auto';
   return { tools, toolChoice: { mode, ...(named !== undefined ? { name: named } : {}), parallel: body.parallel_tool_calls ?? true } };
-}
-
-/** reasoning_effort: none and minimal turn the model's thinking off; low to xhigh turn it on. */
-function reasoningOf(body: ChatBody): boolean {
-  const effort = body.reasoning_effort;
-  return effort != null && effort !== 'none' && effort !== 'minimal';
 }
 
 /** response_format: json_object is any JSON object; json_schema its schema (enforced exactly when strict). */

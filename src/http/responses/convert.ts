@@ -14,14 +14,15 @@
  *   one, which is a 400; tools the client executes in forms of their own (custom, shell, apply_patch…)
  *   are a 400 naming the type.
  * - `text.format` json_schema / json_object through the grammar; `reasoning.effort` turns the
- *   model's thinking switch on (none and minimal: off).
+ *   model's thinking switch on (none and minimal: off), at its level where the template takes one.
  */
 import { clip } from '../../core/errors.js';
-import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
+import type { ChatMessage, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
 import { parseField } from '../shared/validation.js';
 import { allowedToolsChoiceSchema, functionChoiceSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
+import { thinkingFromEffort } from '../shared/effort.js';
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
 
@@ -53,12 +54,13 @@ export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: I
   if (messages.length === 0) throw invalidRequest('input: at least one item other than system or developer messages is required', 'input');
   const { tools, toolChoice, skipped, namespaced } = toolsOf(body);
   const logprobs = body.include?.includes('message.output_text.logprobs') ? (body.top_logprobs ?? 0) : undefined;
+  const thinking = thinkingOf(body);
   const request: ChatRequest = {
     model: body.model,
     ...(system.length > 0 ? { system: system.join('\n\n') } : {}),
     messages,
     ...(tools.length > 0 ? { tools, ...(toolChoice ? { toolChoice } : {}) } : {}),
-    ...(thinkingOf(body) ? { thinking: { enabled: true } } : {}),
+    ...(thinking ? { thinking } : {}),
     maxTokens: body.max_output_tokens ?? options.defaultMaxTokens,
     sampling: {
       ...(body.temperature != null ? { temperature: body.temperature } : {}),
@@ -219,11 +221,10 @@ function choiceOf(body: Omit<ResponsesBody, 'stream'>, tools: ToolSpec[]): { too
   throw unsupported('tool_choice.type', `\`${clip(choice.type, 64)}\` cannot be forced here: it is a tool only a hosted service runs; send "auto", "none", "required", a function or allowed_tools`);
 }
 
-/** reasoning: effort none or minimal turns the model's thinking off; any other effort, or none given, on. */
-function thinkingOf(body: Omit<ResponsesBody, 'stream'>): boolean {
-  if (!body.reasoning) return false;
-  const effort = body.reasoning.effort;
-  return effort !== 'none' && effort !== 'minimal';
+/** reasoning: effort none or minimal turns the model's thinking off; any other effort, or none given, on (at the effort's level). */
+function thinkingOf(body: Omit<ResponsesBody, 'stream'>): ThinkingOptions | undefined {
+  if (!body.reasoning) return undefined;
+  return thinkingFromEffort(body.reasoning.effort) ?? { enabled: true };
 }
 
 /** text.format: json_object is any JSON object; json_schema its schema (enforced exactly when strict). */

@@ -40,7 +40,8 @@ function capabilities(model: ModelDescription) {
     citations: no,
     code_execution: no,
     context_management: { supported: false, clear_thinking_20251015: no, clear_tool_uses_20250919: no, compact_20260112: no },
-    effort: { supported: false, low: no, medium: no, high: no, max: no, xhigh: no },
+    // A template that takes a reasoning level (gpt-oss) gets the request's effort as low / medium / high.
+    effort: effortSupport(chat && (model.chatFormat?.effortLevels ?? false)),
     image_input: no,
     pdf_input: no,
     server_tools: { supported: false, code_execution: no, web_search: no },
@@ -49,6 +50,11 @@ function capabilities(model: ModelDescription) {
     // type, on every chat model (one without a switch answers without thinking).
     thinking: { supported: chat && model.thinking, types: { enabled: support(chat), adaptive: support(chat), disabled: support(chat), between_tools: no } },
   };
+}
+
+function effortSupport(supported: boolean) {
+  const s = support(supported);
+  return { supported, low: s, medium: s, high: s, max: s, xhigh: s };
 }
 
 /**
@@ -94,6 +100,8 @@ export function renderModel(model: ModelDescription, status?: ModelStatus) {
     /** onnx (onnxruntime) or llama (llama.cpp, a GGUF file). */
     engine: model.engine,
     context_length: model.contextLength,
+    // Chat models: the tool-call format and reasoning style the server reads from the template.
+    ...(model.task === 'chat' && model.chatFormat ? { tool_format: model.chatFormat.toolFormat, reasoning_format: model.chatFormat.reasoning } : {}),
     ...lifecycle(status),
   };
 }

@@ -1,0 +1,69 @@
+/**
+ * A model family as the chat layer uses it: what its template says (src/models/template-features.ts:
+ * call format, reasoning style), the marker strings it writes, and what they mean for the model's
+ * vocabulary — which special tokens the answer must keep when decoded (the markers the parser reads)
+ * and which end the turn besides the end-of-sequence ids. Read once per tokenizer; worker thread.
+ *
+ * Why decoding keeps the markers: a tokenizer calls many markers special (Mistral's `[TOOL_CALLS]`,
+ * harmony's `<|channel|>`, Kimi's section tokens), and decoding with special tokens skipped drops
+ * them, so the parser saw `get_weather{"location": "Paris"}` as text. The answer is now decoded with
+ * every special token dropped except the family's markers; the parser consumes those, and the
+ * answer builder removes any stray one, so the client's text never holds a marker.
+ */
+import { familyMarkers, FORMAT_CONTINUE_MARKERS, FORMAT_END_MARKERS, REASONING_TAGS, type TemplateFeatures } from '../models/template-features.js';
+import type { ThoughtTags } from './answer.js';
+import type { ChatTokenizer } from './model.js';
+import { featuresOf } from './prompt.js';
+
+export interface Family {
+  features: TemplateFeatures;
+  /** The thought's tags, for the styles that have them. */
+  tags: ThoughtTags | undefined;
+  /** Strings never shown as the client's text: the call format's markers and the thought's tags. */
+  markers: readonly string[];
+  /** Single-token ids that end the turn besides the end-of-sequence ids (harmony's `<|call|>`). */
+  endIds: readonly number[];
+  /** Ids that never end the turn, even among the end-of-sequence ids (harmony's `<|end|>`). */
+  continueIds: readonly number[];
+  /** Decodes generated ids to the text the parser reads: markers kept, other special tokens dropped. */
+  decode(ids: number[]): string;
+}
+
+const families = new WeakMap<ChatTokenizer, Family>();
+
+export function familyOf(model: ChatTokenizer): Family {
+  let found = families.get(model);
+  if (!found) {
+    found = describe(model);
+    families.set(model, found);
+  }
+  return found;
+}
+
+function describe(model: ChatTokenizer): Family {
+  const features = featuresOf(model);
+  const tags = REASONING_TAGS[features.reasoning];
+  const markers = familyMarkers(features);
+  const tokenizer = model.tokenizer;
+  const single = (text: string) => {
+    const ids = tokenizer.encode(text, { add_special_tokens: false });
+    return ids.length === 1 ? ids[0] : undefined;
+  };
+  const keep = new Set(markers.map(single).filter((id): id is number => id !== undefined));
+  const drop = new Set((tokenizer as unknown as { all_special_ids?: number[] }).all_special_ids ?? []);
+  for (const id of keep) drop.delete(id);
+  const ids = (texts: readonly string[] | undefined) => (texts ?? []).map(single).filter((id): id is number => id !== undefined);
+  const endIds = ids(FORMAT_END_MARKERS[features.toolFormat]);
+  const continueIds = ids(FORMAT_CONTINUE_MARKERS[features.toolFormat]);
+  return {
+    features,
+    tags,
+    markers,
+    endIds,
+    continueIds,
+    decode: (ids) => {
+      const shown = drop.size === 0 ? ids : ids.filter((id) => !drop.has(id));
+      return shown.length === 0 ? '' : tokenizer.decode(shown, { skip_special_tokens: false });
+    },
+  };
+}

@@ -1,0 +1,62 @@
+/**
+ * A forced call's grammar in each family's own syntax (src/chat/grammar/constraint.ts), on the
+ * bundled Qwen tokenizer, in this thread: every format compiles, the grammar takes the call as the
+ * family writes it, token by token, and the family's parser reads that text back as the call. So the
+ * grammar and the parser agree on each format.
+ */
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { planConstraint } from '../../src/chat/grammar/constraint.js';
+import { matcherFor } from '../../src/chat/grammar/xgrammar.js';
+import { parseModelOutput } from '../../src/chat/parse-output.js';
+import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
+import { loadTokenizer, type LoadedTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { describeModel } from '../../src/models/registry.js';
+import { TOOL_FORMATS, type TemplateFeatures, type ToolFormat } from '../../src/models/template-features.js';
+import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
+
+const VOCAB = 151936;
+const TOOL: ToolSpec = { name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } }, required: ['city', 'days'] } };
+const INPUT = { city: 'Paris', days: 3 };
+const q = '<|"|>';
+
+/** The call `get_weather(city: Paris, days: 3)` as each family writes it (compact JSON, as the grammar does). */
+const CALL_TEXT: Record<ToolFormat, string> = {
+  hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris","days":3}}\n</tool_call>',
+  generic: '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris","days":3}}\n</tool_call>',
+  'qwen3-xml': '<tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter><parameter=days>3</parameter></function>\n</tool_call>',
+  'llama3-json': '<|python_tag|>{"name": "get_weather", "parameters": {"city":"Paris","days":3}}',
+  harmony: '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris","days":3}<|call|>',
+  mistral: '[TOOL_CALLS]get_weather[ARGS]{"city":"Paris","days":3}',
+  'kimi-k2': '<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city":"Paris","days":3}<|tool_call_end|><|tool_calls_section_end|>',
+  glm: '<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>3</arg_value></tool_call>',
+  'deepseek-r1': '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city":"Paris","days":3}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+  'deepseek-v3.1': '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city":"Paris","days":3}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+  'deepseek-dsml': '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">3</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>',
+  'minimax-m2': '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n<parameter name="days">3</parameter>\n</invoke>\n</minimax:tool_call>',
+  lfm2: '<|tool_call_start|>[get_weather(city="Paris", days=3)]<|tool_call_end|>',
+  gemma4: `<|tool_call>call:get_weather{city:${q}Paris${q},days:3}<tool_call|>`,
+};
+
+let loaded: LoadedTokenizer & { eosTokenIds: number[] };
+beforeAll(async () => {
+  loaded = { ...(await loadTokenizer(describeModel(path.join(MODELS_DIR, CHAT_MODEL), 1))), eosTokenIds: [151645] };
+});
+
+const forced: ChatRequest = { model: CHAT_MODEL, messages: [{ role: 'user', content: 'x' }], tools: [TOOL], toolChoice: { mode: 'any', parallel: false }, maxTokens: 100, sampling: {} } as ChatRequest;
+
+describe('forced calls in each family\'s syntax', () => {
+  it.each(TOOL_FORMATS.map((f) => [f]))('%s: the grammar takes the family\'s call, and the parser reads it back', async (format) => {
+    const constraint = planConstraint(forced, format)!;
+    const matcher = await matcherFor(loaded, VOCAB, constraint.source);
+    try {
+      const text = CALL_TEXT[format];
+      const ids = loaded.tokenizer.encode(text, { add_special_tokens: false });
+      ids.forEach((id, i) => expect(matcher.accept(id), `token ${i} of ${JSON.stringify(text)}: ${JSON.stringify(loaded.tokenizer.decode([id]))}`).toBe(true));
+      const features: TemplateFeatures = { toolFormat: format, nativeTools: true, thinkingSwitch: false, reasoning: 'none', effortLevels: false };
+      expect(parseModelOutput(features, text, { tools: [TOOL] }).toolCalls).toEqual([{ name: 'get_weather', input: INPUT }]);
+    } finally {
+      matcher.dispose();
+    }
+  });
+});
