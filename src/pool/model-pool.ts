@@ -9,7 +9,8 @@
  * the loaded model with it): a shared flag is flipped instead, and the worker stops at its next step.
  */
 import { pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { CoreError, overloaded } from '../core/errors.js';
 import { notify, type WorkerLoss } from '../core/hooks.js';
@@ -17,7 +18,7 @@ import type { ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
 import type { EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
-import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import { TaskControl, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 import { runGeneration, WorkerLost, type Attempt } from './generation.js';
 import type { GenerateOptions, InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
 import { scriptBeside } from './script.js';
@@ -29,6 +30,8 @@ import { scriptBeside } from './script.js';
 export const HANG_GRACE_MS = 2_000;
 /** How long closing a pool waits for its running tasks to stop at their next step (see close). */
 const CLOSE_GRACE_MS = 3_000;
+/** How long closing a pool then waits for its workers to free their model (see releaseModels). */
+const RELEASE_WAIT_MS = 2_000;
 
 const newControl = () => new Int32Array(new SharedArrayBuffer(TaskControl.BYTES));
 
@@ -63,6 +66,8 @@ export class ModelPool implements InferencePool {
   /** Every worker has the model loaded (false from a worker loss until its replacement has loaded). */
   ready = false;
   private reloading: Promise<void> | undefined;
+  /** Where this pool's workers are asked to free their model before it closes (see releaseModels). */
+  private readonly releaseChannel = `worker-release-${randomBytes(6).toString('hex')}`;
 
   constructor(
     readonly model: ModelInfo,
@@ -76,6 +81,7 @@ export class ModelPool implements InferencePool {
       role,
       engine: options.engine,
       logChannel: context.logChannel,
+      releaseChannel: this.releaseChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
@@ -194,10 +200,34 @@ export class ModelPool implements InferencePool {
   async close(): Promise<void> {
     for (const control of this.running.keys()) Atomics.store(control, TaskControl.CANCEL, 1);
     let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
-    await Promise.race([Promise.allSettled(this.running.values()), grace]);
+    const grace = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS)));
+    const stopped = await Promise.race([Promise.allSettled(this.running.values()).then(() => true), grace]);
     clearTimeout(timer);
+    // A task still running is inside a native call: its model is not freed under it.
+    if (stopped) await this.releaseModels();
     await this.piscina.close({ force: true });
+  }
+
+  /**
+   * Asks every worker to free what its model holds outside the V8 heap (a llama.cpp model and its
+   * contexts: src/worker/entry.ts) and waits until each has, or RELEASE_WAIT_MS: freed on its own
+   * thread now, not left to the thread's teardown.
+   */
+  private async releaseModels(): Promise<void> {
+    if (this.model.engine !== 'llama' || this.role !== 'model') return;
+    const channel = new BroadcastChannel(this.releaseChannel);
+    const released = new Set<number>();
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RELEASE_WAIT_MS);
+      channel.onmessage = (event) => {
+        const message = (event as { data: ReleaseMessage }).data;
+        if (message.type === 'released' && released.add(message.threadId).size >= this.threads) resolve();
+      };
+      channel.postMessage({ type: 'release' } satisfies ReleaseMessage);
+    });
+    clearTimeout(timer);
+    channel.close();
   }
 
   /** Tasks running now, by their control block. */
