@@ -5,20 +5,14 @@
  * imports no engine.
  */
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { GenerationDefaults } from '../engines/sequence.js';
 import type { ModelInfo } from '../models/registry.js';
+
+export type { GenerationDefaults } from '../engines/sequence.js';
 
 export interface ChatTokenizer {
   info: ModelInfo;
   tokenizer: PreTrainedTokenizer;
-}
-
-/** Sampling defaults from the model's generation_config.json. */
-export interface GenerationDefaults {
-  doSample: boolean;
-  temperature?: number;
-  topK?: number;
-  topP?: number;
-  repetitionPenalty?: number;
 }
 
 export interface ChatModel extends ChatTokenizer {

@@ -26,6 +26,19 @@ export function onlyToken(vocab: number, id: number): LogitsMask {
   return mask;
 }
 
+/**
+ * Sampling defaults a model states (ONNX: its generation_config.json; GGUF: its `general.sampling.*`
+ * metadata, else llama.cpp's own): each engine's loaded model carries them, and the chat turn fills
+ * what a request leaves out from them (src/chat/sampling.ts). Declared once, here, for both sides.
+ */
+export interface GenerationDefaults {
+  doSample: boolean;
+  temperature?: number;
+  topK?: number;
+  topP?: number;
+  repetitionPenalty?: number;
+}
+
 /** How the next token is chosen, as the request and the model's generation_config settle it. */
 export interface SamplingSettings {
   doSample: boolean;

@@ -9,36 +9,19 @@
  * the loaded model with it): a shared flag is flipped instead, and the worker stops at its next step.
  */
 import { pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { randomBytes } from 'node:crypto';
+import { BroadcastChannel, MessageChannel, type MessagePort } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { CoreError, isCoreError, overloaded } from '../core/errors.js';
-import { notify, testHooksFor, type GenerationEvent, type GenerationTestHooks, type InferenceHooks, type WorkerLoss } from '../core/hooks.js';
-import type { EngineSettings } from '../core/engine-settings.js';
-import type { Logger } from '../core/log.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
+import { CoreError, overloaded } from '../core/errors.js';
+import { notify, type WorkerLoss } from '../core/hooks.js';
+import type { ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
 import type { EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
-import { TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
-import type { GenerateOptions, InferencePool } from './pool.js';
+import { TaskControl, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import { runGeneration, WorkerLost, type Attempt } from './generation.js';
+import type { GenerateOptions, InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
 import { scriptBeside } from './script.js';
-
-export interface ModelPoolOptions {
-  /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
-  engine: EngineSettings;
-  /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
-  maxQueue: number;
-  /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
-  requestTimeoutMs: number;
-}
-
-/** What a pool is built with besides its options: where it logs, who watches it. */
-export interface PoolContext {
-  logger: Logger;
-  hooks: InferenceHooks;
-  /** BroadcastChannel the workers log on (src/pool/worker-logs.ts). */
-  logChannel: string;
-}
 
 /**
  * After a deadline the worker is asked to stop (cancel flag, checked every decoding step). A worker
@@ -47,19 +30,10 @@ export interface PoolContext {
 export const HANG_GRACE_MS = 2_000;
 /** How long closing a pool waits for its running tasks to stop at their next step (see close). */
 const CLOSE_GRACE_MS = 3_000;
-
-/** Times a generation lost with its worker before it began is run again. */
-const MAX_RERUNS = 1;
+/** How long closing a pool then waits for its workers to free their model (see releaseModels). */
+const RELEASE_WAIT_MS = 2_000;
 
 const newControl = () => new Int32Array(new SharedArrayBuffer(TaskControl.BYTES));
-
-interface GenerateAttempt {
-  request: ChatRequest;
-  control: Int32Array;
-  test: GenerationTestHooks | undefined;
-  onEvent: ((event: ChatEvent) => void) | undefined;
-  onReply: (reply: ReplyOf<'generate'>) => void;
-}
 
 interface Watchdog<K extends TaskType> {
   /** Asks the task to stop (the cancel flag). */
@@ -92,6 +66,8 @@ export class ModelPool implements InferencePool {
   /** Every worker has the model loaded (false from a worker loss until its replacement has loaded). */
   ready = false;
   private reloading: Promise<void> | undefined;
+  /** Where this pool's workers are asked to free their model before it closes (see releaseModels). */
+  private readonly releaseChannel = `worker-release-${randomBytes(6).toString('hex')}`;
 
   constructor(
     readonly model: ModelInfo,
@@ -105,6 +81,7 @@ export class ModelPool implements InferencePool {
       role,
       engine: options.engine,
       logChannel: context.logChannel,
+      releaseChannel: this.releaseChannel,
     };
     // One tokenizer thread per model is plenty: counting is cheap next to a forward pass.
     this.threads = role === 'tokenizer' ? 1 : model.poolSize;
@@ -139,51 +116,34 @@ export class ModelPool implements InferencePool {
   }
 
   /**
-   * Generates for one request. A worker lost before this request's own work began there (it was
-   * queued inside the worker, or waited for admission to its batch) is not this request's failure:
-   * it runs again, once, on the replacement; the batch the worker was decoding fails with it.
+   * Generates for one request (./generation.ts: a worker lost before this request's own work began
+   * there runs it again, once, on the replacement; the batch the worker was decoding fails with it).
    */
-  async generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult> {
-    let control = newControl();
+  generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult> {
+    return runGeneration(this.model.id, this.context, { request, options, attempt: (attempt) => this.generateOnce(request, attempt, options.signal) });
+  }
+
+  /** One attempt on a worker, with a control block of its own; the caller's signal flips its cancel flag. */
+  private async generateOnce(request: ChatRequest, attempt: Attempt, signal: AbortSignal | undefined): Promise<ChatResult> {
+    const control = newControl();
     const stop = () => Atomics.store(control, TaskControl.CANCEL, 1);
-    if (options.signal?.aborted) stop();
-    options.signal?.addEventListener('abort', stop, { once: true });
-    let finished: GenerationEvent | undefined;
-    const onReply = (reply: ReplyOf<'generate'>) => (finished = { model: this.model.id, ...reply });
-    // A run again repeats the prompt's `start` event: the caller sees it once.
-    let started = false;
-    const onEvent = options.onEvent && ((event: ChatEvent) => (event.type === 'start' && started ? undefined : ((started = true), options.onEvent!(event))));
-    const test = testHooksFor(this.context.hooks, request);
-    notify(this.context.hooks, 'generationStarted', this.model.id);
+    if (signal?.aborted) stop();
+    signal?.addEventListener('abort', stop, { once: true });
+    const watchdog: Watchdog<'generate'> = { cancel: stop, control, onReply: (reply) => attempt.ended({ model: this.model.id, ...reply }) };
+    const task: TaskOf<'generate'> = { type: 'generate', request, control: control.buffer as SharedArrayBuffer, ...(attempt.test ? { test: attempt.test } : {}) };
+    // With prefix caches, the worker most likely to hold this prompt's start (./affinity.ts); the key
+    // rides under piscina's queue-options symbol, which never reaches the worker.
+    if (this.options.engine.promptCacheBytes > 0) Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions });
     try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await this.generateOnce({ request, control, test, onEvent, onReply });
-        } catch (error) {
-          const lostBeforeStart = isCoreError(error) && error.code === 'worker_failed' && Atomics.load(control, TaskControl.STARTED) === 0;
-          if (!lostBeforeStart || attempt >= MAX_RERUNS) throw error;
-          this.context.logger.warn({ model: this.model.id }, 'worker lost before the generation began; running it again');
-          const cancelled = Atomics.load(control, TaskControl.CANCEL);
-          control = newControl();
-          if (cancelled) stop();
-        }
-      }
+      return await this.runGenerate(task, attempt.onEvent, watchdog);
     } finally {
-      options.signal?.removeEventListener('abort', stop);
-      notify(this.context.hooks, 'generationEnded', this.model.id, finished);
-      options.onEnded?.(finished);
+      signal?.removeEventListener('abort', stop);
     }
   }
 
-  private async generateOnce(attempt: GenerateAttempt): Promise<ChatResult> {
-    const { request, control, test, onEvent, onReply } = attempt;
-    const hooks = test ? { test } : {};
-    const watchdog: Watchdog<'generate'> = { cancel: () => Atomics.store(control, TaskControl.CANCEL, 1), control, onReply };
-    const shared = control.buffer as SharedArrayBuffer;
-    // With prefix caches, the worker most likely to hold this prompt's start (./affinity.ts); the key
-    // rides under piscina's queue-options symbol, which never reaches the worker.
-    const routed = <T extends object>(task: T): T => (this.options.engine.promptCacheBytes > 0 ? Object.assign(task, { [AFFINITY]: { affinity: affinityKey(request) } satisfies AffinityOptions }) : task);
-    if (!onEvent) return (await this.run(routed({ type: 'generate', request, control: shared, ...hooks }), undefined, watchdog)).result;
+  /** A generate task, its events (when asked for) on a port of its own. */
+  private async runGenerate(task: TaskOf<'generate'>, onEvent: Attempt['onEvent'], watchdog: Watchdog<'generate'>): Promise<ChatResult> {
+    if (!onEvent) return (await this.run(task, undefined, watchdog)).result;
     const { port1, port2 } = new MessageChannel();
     // Port messages and piscina's reply travel on different channels: wait for the worker's
     // explicit end marker so no event is delivered after the result.
@@ -191,7 +151,7 @@ export class ModelPool implements InferencePool {
     const drained = new Promise<void>((resolve) => (ended = resolve));
     port1.on('message', (message: PortMessage) => (message.type === 'end' ? ended() : onEvent(message)));
     try {
-      const reply = await this.run(routed({ type: 'generate', request, control: shared, port: port2, ...hooks }), [port2], watchdog);
+      const reply = await this.run(Object.assign(task, { port: port2 }), [port2], watchdog);
       await drained;
       return reply.result;
     } finally {
@@ -240,10 +200,34 @@ export class ModelPool implements InferencePool {
   async close(): Promise<void> {
     for (const control of this.running.keys()) Atomics.store(control, TaskControl.CANCEL, 1);
     let timer: NodeJS.Timeout | undefined;
-    const grace = new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_GRACE_MS)));
-    await Promise.race([Promise.allSettled(this.running.values()), grace]);
+    const grace = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), CLOSE_GRACE_MS)));
+    const stopped = await Promise.race([Promise.allSettled(this.running.values()).then(() => true), grace]);
     clearTimeout(timer);
+    // A task still running is inside a native call: its model is not freed under it.
+    if (stopped) await this.releaseModels();
     await this.piscina.close({ force: true });
+  }
+
+  /**
+   * Asks every worker to free what its model holds outside the V8 heap (a llama.cpp model and its
+   * contexts: src/worker/entry.ts) and waits until each has, or RELEASE_WAIT_MS: freed on its own
+   * thread now, not left to the thread's teardown.
+   */
+  private async releaseModels(): Promise<void> {
+    if (this.model.engine !== 'llama' || this.role !== 'model') return;
+    const channel = new BroadcastChannel(this.releaseChannel);
+    const released = new Set<number>();
+    let timer: NodeJS.Timeout | undefined;
+    await new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, RELEASE_WAIT_MS);
+      channel.onmessage = (event) => {
+        const message = (event as { data: ReleaseMessage }).data;
+        if (message.type === 'released' && released.add(message.threadId).size >= this.threads) resolve();
+      };
+      channel.postMessage({ type: 'release' } satisfies ReleaseMessage);
+    });
+    clearTimeout(timer);
+    channel.close();
   }
 
   /** Tasks running now, by their control block. */
@@ -332,7 +316,9 @@ export class ModelPool implements InferencePool {
       this.workerLost('crashed', thread);
       // Past its deadline already: the answer is the timeout, not a run again.
       if (timedOut) throw this.timeoutError(false);
-      throw new CoreError('worker_failed', 'The model worker failed while handling the request; it is being restarted.', { model: this.model.id });
+      // Lost before the task's own work began there (it waited in the worker's queue): a generation runs again.
+      const beforeStart = watchdog !== undefined && Atomics.load(watchdog.control, TaskControl.STARTED) === 0;
+      throw new WorkerLost(this.model.id, 'The model worker failed while handling the request; it is being restarted.', beforeStart);
     } finally {
       clearTimeout(deadline);
       clearTimeout(graceTimer);

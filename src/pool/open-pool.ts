@@ -6,8 +6,8 @@
  */
 import type { ModelInfo } from '../models/registry.js';
 import type { WorkerInit } from '../worker/protocol.js';
-import { ModelPool, type ModelPoolOptions, type PoolContext } from './model-pool.js';
-import type { InferencePool } from './pool.js';
+import { ModelPool } from './model-pool.js';
+import type { InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
 import { ProcessPool } from './process-pool.js';
 
 export function openPool(model: ModelInfo, options: ModelPoolOptions, context: PoolContext, role: WorkerInit['role'] = 'model'): InferencePool {

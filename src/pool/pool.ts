@@ -3,9 +3,28 @@
  * or in a child process of its own (process-pool.ts), chosen by openPool.
  */
 import type { ChatPrompt, ChatRequest, ChatResult, ChatEvent, EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
-import type { GenerationEvent } from '../core/hooks.js';
+import type { EngineSettings } from '../core/engine-settings.js';
+import type { GenerationEvent, InferenceHooks } from '../core/hooks.js';
+import type { Logger } from '../core/log.js';
 import type { ModelInfo } from '../models/registry.js';
 import type { ReplyOf, TaskOf, WorkerInit } from '../worker/protocol.js';
+
+export interface ModelPoolOptions {
+  /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
+  engine: EngineSettings;
+  /** Tasks that may wait for a worker; beyond it requests are refused as overloaded. */
+  maxQueue: number;
+  /** Deadline of one generation or embedding task (0: none); past it the request gets 504. */
+  requestTimeoutMs: number;
+}
+
+/** What a pool is built with besides its options: where it logs, who watches it. */
+export interface PoolContext {
+  logger: Logger;
+  hooks: InferenceHooks;
+  /** BroadcastChannel the workers log on (src/pool/worker-logs.ts). */
+  logChannel: string;
+}
 
 export interface GenerateOptions {
   signal?: AbortSignal;

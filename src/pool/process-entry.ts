@@ -9,10 +9,11 @@ import type { GenerationEvent, GenerationTestHooks, InferenceHooks } from '../co
 import type { Logger } from '../core/log.js';
 import type { ChatRequest } from '../core/types.js';
 import { ModelPool } from './model-pool.js';
-import type { FromChild, PoolMethod, PoolState, ToChild } from './process-protocol.js';
+import type { CallOf, FromChild, GenerateExtras, PlainMethod, PlainMethods, PoolMethod, PoolState, CallReply, ToChild } from './process-protocol.js';
 import { listenToWorkerLogs } from './worker-logs.js';
 
-const send = (message: FromChild) => {
+/** A message to the parent (a reply to a call of method M is one, whatever M). */
+const send = <M extends PoolMethod>(message: FromChild | CallReply<M>) => {
   if (process.connected) process.send!(message);
 };
 
@@ -34,7 +35,8 @@ const hooks: InferenceHooks = {
 };
 
 let pool: ModelPool | undefined;
-const cancels = new Map<number, AbortController>();
+/** Generations running, by call id: how to stop each, and its end once the pool has told it. */
+const generations = new Map<number, { abort: AbortController; ended?: GenerationEvent }>();
 let state: PoolState = { ready: false, workerRestarts: 0, queueSize: 0 };
 
 /** How often the pool's counters are looked at besides each call's start and end (a reload ends with no call). */
@@ -50,37 +52,42 @@ function sendState(): void {
 }
 
 async function call(message: Extract<ToChild, { type: 'call' }>): Promise<void> {
-  const { id, method, args } = message;
-  if (!pool) throw new CoreError('internal', 'model process not initialised');
-  let ended: GenerationEvent | undefined;
+  const { id, call } = message;
+  const ended = () => {
+    const event = generations.get(id)?.ended;
+    return event ? { ended: event } : {};
+  };
   try {
-    let value: unknown;
-    if (method === 'generate') {
-      const request = args[0] as ChatRequest;
-      if (message.test) testHooks.set(request, message.test);
-      const abort = new AbortController();
-      cancels.set(id, abort);
-      value = await pool.generate(request, {
-        signal: abort.signal,
-        onEvent: (event) => (message.stream || event.type === 'start' ? send({ type: 'event', id, event }) : undefined),
-        onEnded: (event) => (ended = event),
-      });
-    } else {
-      const run = pool[method as Exclude<PoolMethod, 'generate'>] as (...a: unknown[]) => Promise<unknown>;
-      const started = run.apply(pool, args);
-      sendState();
-      value = await started;
-    }
+    if (!pool) throw new CoreError('internal', 'model process not initialised');
+    const reply = call.method === 'generate' ? await generate(pool, id, { request: call.args[0], extras: message.generate }) : await answer(pool, id, call);
     // The pool's state first: a caller answered 504 after a worker was lost must find the model not ready.
     sendState();
-    send({ type: 'reply', id, value, ...(ended ? { ended } : {}) });
+    send({ ...reply, ...ended() });
   } catch (error) {
     sendState();
-    send({ type: 'failed', id, error: toCoreError(error).toData(), ...(ended ? { ended } : {}) });
-    if (toCoreError(error).code === 'internal') logger.error({ err: error, method }, 'model process call failed');
+    send({ type: 'failed', id, method: call.method, error: toCoreError(error).toData(), ...ended() });
+    if (toCoreError(error).code === 'internal') logger.error({ err: error, method: call.method }, 'model process call failed');
   } finally {
-    cancels.delete(id);
+    generations.delete(id);
   }
+}
+
+/** A plain method's call, answered by the pool as it is. */
+async function answer<M extends PlainMethod>(methods: PlainMethods, id: number, call: CallOf<M>): Promise<CallReply<M>> {
+  return { type: 'reply', id, method: call.method, value: await methods[call.method](...call.args) };
+}
+
+/** generate: the parent holds the callbacks; the events go back as messages (every one when it streams, else only `start`). */
+async function generate(pool: ModelPool, id: number, { request, extras }: { request: ChatRequest; extras: GenerateExtras | undefined }): Promise<CallReply<'generate'>> {
+  if (extras?.test) testHooks.set(request, extras.test);
+  const running: { abort: AbortController; ended?: GenerationEvent } = { abort: new AbortController() };
+  generations.set(id, running);
+  const value = await pool.generate(request, {
+    signal: running.abort.signal,
+    onEvent: (event) => (extras?.stream || event.type === 'start' ? send({ type: 'event', id, event }) : undefined),
+    onEnded: (event) => (running.ended = event),
+  });
+  return { type: 'reply', id, method: 'generate', value };
 }
 
 /** Stops the pool's work (its close waits for running tasks to stop at their next step) and ends the process. */
@@ -101,7 +108,7 @@ process.on('message', (message: ToChild) => {
       sendState();
       return;
     case 'cancel':
-      cancels.get(message.id)?.abort();
+      generations.get(message.id)?.abort.abort();
       return;
     case 'close':
       closeAndExit();

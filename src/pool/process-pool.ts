@@ -13,46 +13,33 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { CoreError } from '../core/errors.js';
-import { notify, testHooksFor, type GenerationEvent, type GenerationTestHooks } from '../core/hooks.js';
-import type { ChatEvent, ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
+import { notify } from '../core/hooks.js';
+import type { ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import type { ReplyOf, TaskOf } from '../worker/protocol.js';
-import type { ModelPoolOptions, PoolContext } from './model-pool.js';
-import type { GenerateOptions, InferencePool } from './pool.js';
-import type { FromChild, PoolMethod, PoolState, ToChild } from './process-protocol.js';
+import { runGeneration, WorkerLost, type Attempt } from './generation.js';
+import type { GenerateOptions, InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
+import type { CallOf, CallReply, FromChild, GenerateExtras, ObservedOf, Passed, PoolMethod, PoolState, ResultOf, ToChild } from './process-protocol.js';
 import { scriptBeside } from './script.js';
 
 /** How long closing waits for the child to stop its work and exit before it is killed. */
 const CLOSE_WAIT_MS = 6_000;
-/** Times a generation lost with its process before it began is run again. */
-const MAX_RERUNS = 1;
 
-/** Failures of generations lost with their process before they began (these run again). */
-const lostBeforeStart = new WeakSet<CoreError>();
-
-interface Pending {
-  method: PoolMethod;
-  resolve: (value: unknown) => void;
+/** A call the child holds, until its reply, its failure, or the child's exit. */
+interface Pending<M extends PoolMethod> {
+  resolve: (value: ResultOf<M>) => void;
   reject: (error: CoreError) => void;
-  onEvent?: (event: ChatEvent) => void;
-  /** generate: the child sent its `start` (the prompt was accepted; lost after this, it is not run again). */
-  began: boolean;
-  ended?: (event: GenerationEvent | undefined) => void;
+  /** generate: its events and its end go to the attempt; `began` once the child sent its `start` (lost after that, it does not run again). */
+  generation?: { attempt: Attempt; began: boolean };
 }
 
-/** What a generate call adds to a call. */
-interface GenerateCall {
-  stream: boolean;
-  onEvent: (event: ChatEvent) => void;
-  ended: (event: GenerationEvent | undefined) => void;
-  test?: GenerationTestHooks;
-  signal?: AbortSignal;
-}
+/** The calls a child holds, by method, by call id: a reply finds its call with its own type. */
+type Calls = { [M in PoolMethod]: Map<number, Pending<M>> };
 
 /** One child process and the calls it holds. */
 interface Child {
   process: ChildProcess;
-  pending: Map<number, Pending>;
+  calls: Calls;
   state: PoolState;
   /** The child's pool already reported a worker loss that it has not recovered from. */
   lossReported: boolean;
@@ -61,6 +48,8 @@ interface Child {
   dead: boolean;
   exited: Promise<void>;
 }
+
+const noCalls = (): Calls => ({ start: new Map(), generate: new Map(), countTokens: new Map(), tokenize: new Map(), detokenize: new Map(), rerankBatch: new Map(), embedBatch: new Map() });
 
 export class ProcessPool implements InferencePool {
   readonly role = 'model' as const;
@@ -96,51 +85,37 @@ export class ProcessPool implements InferencePool {
     return this.model.poolSize;
   }
 
-  async start(): Promise<{ notes: string[]; device: string }> {
-    return (await this.call('start', [])) as { notes: string[]; device: string };
+  start(): Promise<{ notes: string[]; device: string }> {
+    return this.call({ method: 'start', args: [] });
   }
 
-  async generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult> {
-    const test = testHooksFor(this.context.hooks, request);
-    notify(this.context.hooks, 'generationStarted', this.model.id);
-    let finished: GenerationEvent | undefined;
-    // A run again repeats the prompt's `start` event: the caller sees it once.
-    let started = false;
-    const onEvent = (event: ChatEvent) => (event.type === 'start' && started ? undefined : ((started = true), options.onEvent?.(event)));
-    try {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          const stream = options.onEvent !== undefined;
-          return (await this.call('generate', [request], { stream, onEvent, ended: (event) => (finished = event), ...(test ? { test } : {}), ...(options.signal ? { signal: options.signal } : {}) })) as ChatResult;
-        } catch (error) {
-          if (!(error instanceof CoreError && lostBeforeStart.has(error)) || attempt >= MAX_RERUNS) throw error;
-          this.context.logger.warn({ model: this.model.id }, 'model process lost before the generation began; running it again');
-        }
-      }
-    } finally {
-      notify(this.context.hooks, 'generationEnded', this.model.id, finished);
-      options.onEnded?.(finished);
-    }
+  /** ./generation.ts; a generation whose process exits before it sent its `start` runs again on the new one. */
+  generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult> {
+    return runGeneration(this.model.id, this.context, {
+      request,
+      options,
+      attempt: (attempt) => this.call({ method: 'generate', args: [request] }, { attempt, signal: options.signal }),
+    });
   }
 
-  async countTokens(prompt: ChatPrompt): Promise<number> {
-    return (await this.call('countTokens', [prompt])) as number;
+  countTokens(prompt: ChatPrompt): Promise<number> {
+    return this.call({ method: 'countTokens', args: [prompt] });
   }
 
-  async tokenize(task: Omit<TaskOf<'tokenize'>, 'type'>): Promise<ReplyOf<'tokenize'>> {
-    return (await this.call('tokenize', [task])) as ReplyOf<'tokenize'>;
+  tokenize(task: Omit<TaskOf<'tokenize'>, 'type'>): Promise<ReplyOf<'tokenize'>> {
+    return this.call({ method: 'tokenize', args: [task] });
   }
 
-  async detokenize(tokens: number[], skipSpecial: boolean): Promise<string> {
-    return (await this.call('detokenize', [tokens, skipSpecial])) as string;
+  detokenize(tokens: number[], skipSpecial: boolean): Promise<string> {
+    return this.call({ method: 'detokenize', args: [tokens, skipSpecial] });
   }
 
-  async rerankBatch(items: Array<Omit<RerankRequest, 'model'>>, options: { maxBatchTokens: number; truncate: boolean }): Promise<ReplyOf<'rerank'>['results']> {
-    return (await this.call('rerankBatch', [items, options])) as ReplyOf<'rerank'>['results'];
+  rerankBatch(items: Array<Omit<RerankRequest, 'model'>>, options: { maxBatchTokens: number; truncate: boolean }): Promise<ReplyOf<'rerank'>['results']> {
+    return this.call({ method: 'rerankBatch', args: [items, options] });
   }
 
-  async embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
-    return (await this.call('embedBatch', [items, options])) as EmbedItemResult[];
+  embedBatch(items: EmbedBatchItem[], options: { maxBatchTokens: number; truncate: boolean }): Promise<EmbedItemResult[]> {
+    return this.call({ method: 'embedBatch', args: [items, options] });
   }
 
   /** Asks the child to stop its work and exit (its pool waits for running tasks to stop), killing it if it does not. */
@@ -158,18 +133,24 @@ export class ProcessPool implements InferencePool {
     }
   }
 
-  private async call(method: PoolMethod, args: unknown[], generate?: GenerateCall): Promise<unknown> {
+  /**
+   * Sends a call to the child and resolves with its reply, typed by its method (`CallOf<M>` types the
+   * result; the whole union, what the channel carries). generate: with its attempt (events, end) and
+   * the caller's signal.
+   */
+  private async call<M extends PoolMethod>(call: CallOf<M> & CallOf, generate?: { attempt: Attempt; signal: AbortSignal | undefined }): Promise<ResultOf<M>> {
     if (this.closed) throw new CoreError('model_unavailable', `The model \`${this.model.id}\` is being unloaded.`, { model: this.model.id });
-    if (method !== 'start') await this.respawning;
+    if (call.method !== 'start') await this.respawning;
     const child = this.child;
     if (child.dead) throw new CoreError('worker_failed', `The model process for \`${this.model.id}\` is not running (its reload failed; see the server log).`, { model: this.model.id });
     const id = this.nextId++;
     const signal = generate?.signal;
     const cancel = () => this.send({ type: 'cancel', id });
+    const extras: GenerateExtras | undefined = generate && { stream: generate.attempt.onEvent !== undefined, ...(generate.attempt.test ? { test: generate.attempt.test } : {}) };
     try {
-      return await new Promise((resolve, reject) => {
-        child.pending.set(id, { method, resolve, reject, began: false, ...(generate ? { onEvent: generate.onEvent, ended: generate.ended } : {}) });
-        this.send({ type: 'call', id, method, args, ...(generate ? { stream: generate.stream, ...(generate.test ? { test: generate.test } : {}) } : {}) });
+      return await new Promise<ResultOf<M>>((resolve, reject) => {
+        child.calls[call.method].set(id, { resolve, reject, ...(generate ? { generation: { attempt: generate.attempt, began: false } } : {}) });
+        this.send({ type: 'call', id, call, ...(extras ? { generate: extras } : {}) });
         if (signal?.aborted) cancel();
         signal?.addEventListener('abort', cancel, { once: true });
       });
@@ -188,7 +169,7 @@ export class ProcessPool implements InferencePool {
     let exitedResolve!: () => void;
     const child: Child = {
       process: proc,
-      pending: new Map(),
+      calls: noCalls(),
       state: { ready: false, workerRestarts: 0, queueSize: 0 },
       lossReported: false,
       loaded: false,
@@ -210,27 +191,25 @@ export class ProcessPool implements InferencePool {
   private received(child: Child, message: FromChild): void {
     switch (message.type) {
       case 'reply':
+        return replied(child, message);
       case 'failed': {
-        const pending = child.pending.get(message.id);
-        child.pending.delete(message.id);
-        pending?.ended?.(message.ended);
-        if (pending?.method === 'start' && message.type === 'reply') child.loaded = true;
-        if (message.type === 'reply') pending?.resolve(message.value);
-        else pending?.reject(CoreError.from(message.error));
+        const pending = child.calls[message.method].get(message.id);
+        child.calls[message.method].delete(message.id);
+        if (message.ended) pending?.generation?.attempt.ended(message.ended);
+        pending?.reject(CoreError.from(message.error));
         return;
       }
       case 'event': {
-        const pending = child.pending.get(message.id);
-        if (!pending) return;
-        if (message.event.type === 'start') pending.began = true;
-        pending.onEvent?.(message.event);
+        const generation = child.calls.generate.get(message.id)?.generation;
+        if (!generation) return;
+        if (message.event.type === 'start') generation.began = true;
+        generation.attempt.onEvent?.(message.event);
         return;
       }
       case 'observed':
         // Not ready from this moment (the child's next state message says so too, a little later).
         if (message.name === 'workerLost') (child.lossReported = true), (child.state = { ...child.state, ready: false });
-        notify(this.context.hooks, message.name, ...(message.args as [never, never]));
-        return;
+        return passOn(this.context, message);
       case 'log':
         this.context.logger[message.level]({ ...message.fields, process: child.process.pid }, message.msg);
         return;
@@ -250,14 +229,13 @@ export class ProcessPool implements InferencePool {
   private exited(child: Child, code: number | null, signal: NodeJS.Signals | null): void {
     child.dead = true;
     const how = signal ?? `code ${code}`;
-    const failed = (pending: Pending): CoreError => {
+    const failed = (method: string, pending: { generation?: { began: boolean } }): CoreError => {
       if (this.closed) return new CoreError('model_unavailable', `The model \`${this.model.id}\` was unloaded.`, { model: this.model.id });
-      if (pending.method === 'start') return new CoreError('model_unavailable', `its process exited while loading it (${how})`, { model: this.model.id });
-      const error = new CoreError('worker_failed', 'The model process failed while handling the request; it is being restarted.', { model: this.model.id });
-      if (pending.method === 'generate' && !pending.began) lostBeforeStart.add(error);
-      return error;
+      if (method === 'start') return new CoreError('model_unavailable', `its process exited while loading it (${how})`, { model: this.model.id });
+      // A generation the child had not begun (no `start` from it yet) runs again on the new child.
+      return new WorkerLost(this.model.id, 'The model process failed while handling the request; it is being restarted.', pending.generation?.began === false);
     };
-    if (!this.closed) this.context.logger.error({ model: this.model.id, exit: how, calls: child.pending.size }, 'model process exited');
+    if (!this.closed) this.context.logger.error({ model: this.model.id, exit: how, calls: Object.values(child.calls).reduce((n, calls) => n + calls.size, 0) }, 'model process exited');
     if (!this.closed && child.loaded) {
       this.restartsBefore += child.state.workerRestarts + (child.lossReported ? 0 : 1);
       if (!child.lossReported) notify(this.context.hooks, 'workerLost', this.model.id, 'crashed');
@@ -267,7 +245,24 @@ export class ProcessPool implements InferencePool {
         .catch((error: unknown) => this.context.logger.error({ model: this.model.id, err: error }, 'model process reload failed'))
         .finally(() => (this.respawning = undefined));
     }
-    for (const pending of child.pending.values()) pending.reject(failed(pending));
-    child.pending.clear();
+    for (const [method, calls] of Object.entries(child.calls)) {
+      for (const pending of calls.values()) pending.reject(failed(method, pending));
+      calls.clear();
+    }
   }
+}
+
+/** A reply settles its own call, with its own method's type. */
+function replied<M extends PoolMethod>(child: Child, reply: CallReply<M>): void {
+  const calls: Calls[M] = child.calls[reply.method];
+  const pending = calls.get(reply.id);
+  calls.delete(reply.id);
+  if (reply.ended) pending?.generation?.attempt.ended(reply.ended);
+  if (reply.method === 'start') child.loaded = true;
+  pending?.resolve(reply.value);
+}
+
+/** An observer call of the child's pool, to the parent's observers. */
+function passOn<N extends Passed>(context: PoolContext, message: ObservedOf<N>): void {
+  notify(context.hooks, message.name, ...message.args);
 }

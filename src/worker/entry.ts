@@ -3,9 +3,9 @@
  * kept for the thread's life; every task awaits that one load.
  */
 import v8 from 'node:v8';
-import { threadId, workerData } from 'node:worker_threads';
+import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { CoreError, toCoreError } from '../core/errors.js';
-import { markBusy, TaskControl, type PortMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
+import { markBusy, TaskControl, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
 import { loadModel, type LoadedModel } from '../engines/onnx/load.js';
 import { loadGgufTokenizer, loadTokenizer, type LoadedTokenizer } from '../tokenize/load-tokenizer.js';
 import { runChatTask } from './chat-task.js';
@@ -19,7 +19,7 @@ import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from '../chat/prompt.js';
 import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
 import { rerankPairs } from '../engines/onnx/rerank.js';
-import { loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
+import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
 import { llamaEngine } from '../engines/llama/runner.js';
 import { llamaRerank } from '../engines/llama/rank.js';
 import type { SequenceEngine } from '../engines/sequence.js';
@@ -37,6 +37,19 @@ const loading: Promise<LoadedTokenizer | LoadedModel | LlamaLoaded> = load.then(
 });
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
 loading.catch(() => {});
+
+// Asked by its pool before it closes (src/pool/model-pool.ts releaseModels): a llama.cpp model is
+// disposed here, on its own thread, so its native memory is freed now and no native call is left
+// to land in a thread that has gone.
+const release = new BroadcastChannel(init.releaseChannel);
+release.unref();
+release.onmessage = (event) => {
+  if ((event as { data: ReleaseMessage }).data.type !== 'release') return;
+  void loading
+    .then((loaded) => ('llama' in loaded ? disposeLlamaModel(loaded) : undefined))
+    .catch((error: unknown) => log('warn', 'model not freed before the worker closed', error))
+    .finally(() => release.postMessage({ type: 'released', threadId } satisfies ReleaseMessage));
+};
 
 async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   const loaded = await loading;

@@ -23,7 +23,15 @@ export interface WorkerInit {
   engine: EngineSettings;
   /** BroadcastChannel the worker posts its log records on (see WorkerLogRecord). */
   logChannel: string;
+  /** BroadcastChannel on which its pool, before it closes, asks it to free its model (see ReleaseMessage). */
+  releaseChannel: string;
 }
+
+/**
+ * On WorkerInit.releaseChannel: the pool asks every worker to free what its model holds outside the
+ * V8 heap (llama.cpp's model and contexts) before the threads are torn down; each answers once it has.
+ */
+export type ReleaseMessage = { type: 'release' } | { type: 'released'; threadId: number };
 
 /**
  * Int32Array over a SharedArrayBuffer, one per watched task. CANCEL: set to 1 by the main thread,

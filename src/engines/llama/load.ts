@@ -15,6 +15,7 @@ import type { LogFn } from '../../core/log.js';
 import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { loadGgufTokenizer, type LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
+import type { GenerationDefaults } from '../sequence.js';
 
 /** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
 export interface LlamaLoaded extends LoadedTokenizer {
@@ -80,13 +81,6 @@ function generationDefaults(metadata: GgufMetadata): GenerationDefaults {
   const topP = ggufNumber(metadata, 'general.sampling.top_p');
   if (temperature === undefined && topK === undefined && topP === undefined) return { doSample: true, temperature: 0.8, topK: 40, topP: 0.95 };
   return { doSample: (temperature ?? 1) > 0, ...(temperature !== undefined ? { temperature } : {}), ...(topK !== undefined ? { topK } : {}), ...(topP !== undefined ? { topP } : {}) };
-}
-
-interface GenerationDefaults {
-  doSample: boolean;
-  temperature?: number;
-  topK?: number;
-  topP?: number;
 }
 
 const KV_TYPES = { q8_0: 'Q8_0', q4_0: 'Q4_0', float16: 'F16' } as const;

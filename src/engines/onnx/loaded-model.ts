@@ -7,6 +7,7 @@ import type { PreTrainedModel } from '@huggingface/transformers';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import type { LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
+import type { GenerationDefaults } from '../sequence.js';
 import type { StepSession } from './decode/step-session.js';
 
 export interface LoadedModel extends LoadedTokenizer {
@@ -14,7 +15,7 @@ export interface LoadedModel extends LoadedTokenizer {
   /** End-of-sequence ids from generation_config.json (may be several) or config.json. */
   eosTokenIds: number[];
   /** Sampling defaults from generation_config.json. */
-  generationDefaults: { doSample: boolean; temperature?: number; topK?: number; topP?: number; repetitionPenalty?: number };
+  generationDefaults: GenerationDefaults;
   hiddenSize: number | null;
   /** Rows of the logits (config.json vocab_size): the size of a logits mask. */
   vocabSize: number;
