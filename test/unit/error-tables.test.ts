@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CoreError, CORE_ERROR_CODES } from '../../src/core/errors.js';
 import { ANTHROPIC_ERRORS, anthropicErrors } from '../../src/http/anthropic/errors.js';
 import { OPENAI_ERRORS, openAiErrors } from '../../src/http/openai/errors.js';
+import { responsesErrors } from '../../src/http/responses/errors.js';
 import { classify, ERROR_CODES, HTTP_ERROR_CODES, HttpError } from '../../src/http/shared/errors.js';
 
 // The Anthropic status table of ../shared/API.md, plus the two statuses it does not name (415, 503).
@@ -86,5 +87,30 @@ describe('classification', () => {
   it('round-trips a core error through the worker wire shape', () => {
     const error = new CoreError('input_too_long', 'm', { item: 3, limit: 8, requested: 9 });
     expect(CoreError.from(JSON.parse(JSON.stringify(error.toData())))).toMatchObject({ code: 'input_too_long', message: 'm', details: { item: 3, limit: 8, requested: 9 } });
+  });
+});
+
+describe('a schema constrained decoding cannot use, in each dialect\'s own field names', () => {
+  const problem = { feature: 'minimum', schemaPath: '/properties/n', problem: 'minimum (10) leaves no integer at or below the maximum (1): no value satisfies the schema' };
+  const render = (dialect: typeof openAiErrors, details: object) => (dialect.render(classify(new CoreError('schema_unsupported', 'neutral', details)), 'r') as { status: number; body: any });
+
+  it.each([
+    [openAiErrors, { reason: 'output' }, 'response_format', 'response_format.json_schema.schema'],
+    [openAiErrors, { reason: 'tool', item: 1 }, 'tools[1].function.parameters', 'tools[1].function.parameters'],
+    [responsesErrors, { reason: 'output' }, 'text.format', 'text.format.schema'],
+    [responsesErrors, { reason: 'tool', item: 1 }, 'tools[1].parameters', 'tools[1].parameters'],
+    [responsesErrors, { reason: 'tool' }, 'tools', 'tools'],
+  ] as const)('%#: param %s, the message names %s, where and why', (dialect, where, param, field) => {
+    const { status, body } = render(dialect, { ...where, ...problem });
+    expect(status).toBe(400);
+    expect(body.error.param).toBe(param);
+    expect(body.error.message).toBe(`${field}: at '/properties/n': ${problem.problem}`);
+  });
+
+  it('Anthropic: the tool by its index, or the tools when the error is about no one tool', () => {
+    const words = (details: object) => (anthropicErrors.render(classify(new CoreError('schema_unsupported', 'neutral', { ...details, ...problem })), 'r') as { body: any }).body.error.message;
+    expect(words({ reason: 'tool', item: 0 })).toMatch(/^tools\.0\.input_schema: at '\/properties\/n': minimum \(10\)/);
+    expect(words({ reason: 'tool' })).toMatch(/^tools: at /);
+    expect(words({ reason: 'output' })).toMatch(/^output_config\.format\.schema: at /);
   });
 });

@@ -6,7 +6,7 @@
 import type { PathDialect } from '../shared/connection.js';
 import type { ErrorCode, ErrorDialect, KnownError } from '../shared/errors.js';
 
-interface Row {
+export interface Row {
   status: number;
   type: 'invalid_request_error' | 'server_error';
   /** The envelope's `code`; the error code itself when absent. */
@@ -18,8 +18,24 @@ interface Row {
 
 const invalid = { status: 400, type: 'invalid_request_error' } as const;
 const server = (status: number) => ({ status, type: 'server_error' }) as const;
-/** A tool's parameters, or the tools when the error is about no one tool (a forced call's grammar). */
-const toolSchema = (item: number | undefined) => (item === undefined ? 'tools' : `tools[${item}].function.parameters`);
+/**
+ * The row of a schema constrained decoding cannot use, for a dialect's field names: the output
+ * format's, its schema's, and a tool's parameters (the tools, when the error is about no one tool: a
+ * forced call's grammar). Chat completions and Responses name them differently.
+ */
+export function schemaUnsupported(fields: { output: string; schema: string; tool: (item: number) => string }): Row {
+  const field = ({ details: d }: KnownError) => (d.reason !== 'tool' ? fields.schema : d.item === undefined ? 'tools' : fields.tool(d.item));
+  return {
+    ...invalid,
+    param: (error) => (error.details.reason === 'tool' ? field(error) : fields.output),
+    message: (error) => {
+      const d = error.details;
+      if (d.problem !== undefined) return `${field(error)}: ${d.schemaPath === undefined ? '' : `at '${d.schemaPath || '/'}': `}${d.problem}`;
+      if (d.feature === undefined) return `${field(error)}: ${error.message}`;
+      return `${field(error)}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and strict schemas); remove it, or send strict: false`;
+    },
+  };
+}
 /** OpenAI names an input of a list as input[i]. */
 const input = (item: number | undefined) => (item === undefined ? 'input' : `input[${item}]`);
 
@@ -30,17 +46,8 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: { ...invalid, param: 'model' },
   wrong_model_task: { ...invalid, param: 'model' },
   template_rejected: { ...invalid, param: 'messages' },
-  // Chat completions only: an output schema or a strict tool the grammar cannot enforce.
-  schema_unsupported: {
-    ...invalid,
-    param: ({ details: d }) => (d.reason === 'tool' ? toolSchema(d.item) : 'response_format'),
-    message: ({ message, details: d }) => {
-      const field = d.reason === 'tool' ? toolSchema(d.item) : 'response_format.json_schema.schema';
-      if (d.problem !== undefined) return `${field}: ${d.schemaPath === undefined ? '' : `at '${d.schemaPath || '/'}': `}${d.problem}`;
-      if (d.feature === undefined) return `${field}: ${message}`;
-      return `${field}: \`${d.feature}\` at '${d.schemaPath || '/'}' is not supported with constrained decoding (strict tools and strict json_schema); remove it, or send strict: false`;
-    },
-  },
+  // An output schema or a strict tool the grammar cannot enforce, named by chat completions' fields.
+  schema_unsupported: schemaUnsupported({ output: 'response_format', schema: 'response_format.json_schema.schema', tool: (item) => `tools[${item}].function.parameters` }),
   prompt_too_long: {
     ...invalid,
     code: 'context_length_exceeded',
@@ -102,15 +109,20 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
 
 const envelope = (message: string, type: string, param: string | null, code: string) => ({ error: { message, type, param, code } });
 
-export const openAiErrors: ErrorDialect = {
-  name: 'openai',
-  render(error, _requestId) {
-    const row = OPENAI_ERRORS[error.code];
-    const message = row.message?.(error) ?? error.message;
-    const param = error.param ?? (typeof row.param === 'function' ? row.param(error) : row.param) ?? null;
-    return { status: row.status, body: envelope(message, row.type, param, row.code ?? error.code) };
-  },
-};
+/** The OpenAI envelope rendered from `table` (this dialect's, or one with other field names: Responses). */
+export function openAiDialect(table: Record<ErrorCode, Row>): ErrorDialect {
+  return {
+    name: 'openai',
+    render(error, _requestId) {
+      const row = table[error.code];
+      const message = row.message?.(error) ?? error.message;
+      const param = error.param ?? (typeof row.param === 'function' ? row.param(error) : row.param) ?? null;
+      return { status: row.status, body: envelope(message, row.type, param, row.code ?? error.code) };
+    },
+  };
+}
+
+export const openAiErrors: ErrorDialect = openAiDialect(OPENAI_ERRORS);
 
 /** The envelope of answers given before routing (shared/connection.ts) on this dialect's paths (./plugin.ts). */
 export const openAiPaths: PathDialect = {
