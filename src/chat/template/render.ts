@@ -72,7 +72,7 @@ export function renderChatTemplate(tokenizer: PreTrainedTokenizer, conversation:
   const original: Attempt = [conversation, options.tools, {}];
   let first: unknown;
   try {
-    return render(original);
+    return withCallsShown(render, original, source ?? '');
   } catch (error) {
     first = error;
   }
@@ -92,6 +92,59 @@ export function renderChatTemplate(tokenizer: PreTrainedTokenizer, conversation:
 
 /** Messages, tools and extra context for one render. */
 type Attempt = [TemplateMessage[], unknown, Record<string, unknown>];
+
+/** Per template source, the form of earlier calls that shows them (an index into CALL_FORMS; -1: as given). */
+const callForm = new Map<string, number>();
+
+/**
+ * Templates differ on an assistant turn with calls: Qwen3's needs its content a string where there
+ * is no text, DeepSeek R1's writes the calls only when the content is None (null) and silently drops
+ * them otherwise, and concatenates the arguments as a JSON text (llama.cpp's templates' capabilities:
+ * requires_non_null_content, object or string arguments).
+ */
+const CALL_FORMS: Array<(m: TemplateMessage) => TemplateMessage> = [
+  (m) => (m.content === '' ? { ...m, content: null as unknown as string } : m),
+  (m) => ({ ...m, ...(m.content === '' ? { content: null as unknown as string } : {}), tool_calls: m.tool_calls!.map((c) => ({ ...c, function: { ...c.function, arguments: JSON.stringify(c.function.arguments) as unknown as Record<string, unknown> } })) }),
+];
+
+/**
+ * The render of `attempt`, its earlier calls shown. Where a conversation's calls do not show as
+ * given (their argument values are not in the text), each other form is tried once, and the one the
+ * template shows them in is kept for its later conversations.
+ */
+function withCallsShown(render: (attempt: Attempt) => string, attempt: Attempt, source: string): string {
+  const [messages, tools, extra] = attempt;
+  const inForm = (form: number): Attempt => (form < 0 ? attempt : [messages.map((m) => (m.tool_calls?.length ? CALL_FORMS[form]!(m) : m)), tools, extra]);
+  const known = callForm.get(source);
+  if (!messages.some((m) => m.tool_calls?.length)) return render(attempt);
+  if (known !== undefined) return render(inForm(known));
+  const text = render(attempt);
+  let chosen = -1;
+  let shown = text;
+  if (!callsShown(text, messages)) {
+    for (let form = 0; form < CALL_FORMS.length && chosen < 0; form++) {
+      try {
+        const other = render(inForm(form));
+        if (callsShown(other, messages)) [chosen, shown] = [form, other];
+      } catch {
+        // The next form.
+      }
+    }
+  }
+  if (callForm.size >= 32) callForm.delete(callForm.keys().next().value!);
+  callForm.set(source, chosen);
+  return shown;
+}
+
+/** Every call's argument values (its name where it has none) are in the rendered text. */
+function callsShown(text: string, messages: TemplateMessage[]): boolean {
+  return messages.every((m) =>
+    (m.tool_calls ?? []).every((call) => {
+      const values = Object.values(call.function.arguments).filter((v): v is string => typeof v === 'string' && v !== '');
+      return values.length > 0 ? values.every((v) => text.includes(v)) : text.includes(call.function.name);
+    }),
+  );
+}
 
 /** llama.cpp's `datetime` (common_chat_extra_context: "%b %d %Y", UTC here). */
 function today(): string {
