@@ -9,9 +9,8 @@
  * Same contract as the other parsers (./parser.ts): one per generation, fed deltas in order, never
  * throws; a marker, or the start of one, never reaches a text or thinking event.
  */
-import type { ToolCallParser } from './parser.js';
 import { checkedCall, type Tools } from './scan.js';
-import type { ToolEvent } from './types.js';
+import type { ToolCallParser, ToolEvent } from './types.js';
 
 const MESSAGE = '<|message|>';
 const CHANNEL = '<|channel|>';

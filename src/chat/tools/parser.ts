@@ -29,15 +29,10 @@ import { JsonCallScanner } from './json-call.js';
 import { MISTRAL_CALLS, MistralCallScanner } from './mistral-call.js';
 import { SectionScanner, type SectionReader } from './section-call.js';
 import { CallScanner, FUNCTION_OPEN, isWs, matchAt, PYTHON_TAG, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, type Scan, type Tools } from './scan.js';
-import type { ToolEvent, ToolFormat, ToolSpec } from './types.js';
+import type { ToolCallParser, ToolEvent, ToolFormat, ToolSpec } from './types.js';
 import { XmlCallScanner } from './xml-call.js';
 
-export interface ToolCallParser {
-  /** Feeds one decoded delta; returns the events it completes (often none). */
-  push(text: string): ToolEvent[];
-  /** The generation ended: flushes held text and any open call. */
-  finish(): ToolEvent[];
-}
+export type { ToolCallParser } from './types.js';
 
 export function createToolCallParser(format: ToolFormat, tools: readonly ToolSpec[]): ToolCallParser {
   const known = new Map(tools.map((t) => [t.name, t]));

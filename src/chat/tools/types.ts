@@ -23,3 +23,11 @@ export type ToolEvent =
   | { type: 'thinking'; text: string }
   | { type: 'call'; name: string; input: Record<string, unknown> }
   | { type: 'invalid_call'; raw: string; reason: string };
+
+/** Reads a family's calls out of the answer's text as it streams (./parser.ts makes one per format). */
+export interface ToolCallParser {
+  /** Feeds one decoded delta; returns the events it completes (often none). */
+  push(text: string): ToolEvent[];
+  /** The generation ended: flushes held text and any open call. */
+  finish(): ToolEvent[];
+}
