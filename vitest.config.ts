@@ -5,6 +5,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The slow end-to-end files (*.e2e.test.ts: test models of every model family built and served on
+    // both engines) run in their own pass, `npm run test:e2e` (vitest.e2e.config.ts), which .ci/run
+    // runs after `npm test`: the suite's own time stays within 20 minutes on two cores.
+    exclude: ['test/**/*.e2e.test.ts', '**/node_modules/**'],
     // Builds the bundled models once if they are absent (a fresh clone that skipped npm install's hook).
     globalSetup: ['test/helpers/global-setup.ts'],
     // Hermetic: the Hugging Face cache of whoever runs the tests is never served (servers read it by

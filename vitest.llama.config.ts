@@ -21,7 +21,7 @@ const importedFromPaths = (file: string) =>
   [...fs.readFileSync(file, 'utf8').matchAll(/import\s*\{([^}]*)\}\s*from\s*'\.\.\/helpers\/paths\.js'/g)].flatMap((m) => m[1]!.split(',').map((name) => name.trim().split(/\s+as\s+/)[0]!));
 const hasChat = (file: string) => importedFromPaths(file).some((name) => (ENGINE_DEPENDENT as readonly string[]).includes(name));
 
-export const LLAMA_PASS = fs.readdirSync(CLIENTS).filter((f) => f.endsWith('.test.ts')).map((f) => `${CLIENTS}/${f}`).filter((f) => hasChat(path.resolve(f))).sort();
+export const LLAMA_PASS = fs.readdirSync(CLIENTS).filter((f) => f.endsWith('.test.ts') && !f.endsWith('.e2e.test.ts')).map((f) => `${CLIENTS}/${f}`).filter((f) => hasChat(path.resolve(f))).sort();
 
 export default defineConfig({
   test: {
