@@ -10,7 +10,8 @@
  * throws; a marker, or the start of one, never reaches a text or thinking event.
  */
 import { checkedCall, type Tools } from './scan.js';
-import type { ToolCallParser, ToolEvent } from './types.js';
+import { StreamingParser } from './streaming-parser.js';
+import type { ToolEvent } from './types.js';
 
 const MESSAGE = '<|message|>';
 const CHANNEL = '<|channel|>';
@@ -22,36 +23,17 @@ const MAX_HEADER = 512;
 
 type Body = { kind: 'thinking' } | { kind: 'text' } | { kind: 'call'; recipient: string; chunks: string[] };
 
-export class HarmonyParser implements ToolCallParser {
-  private out: ToolEvent[] = [];
+export class HarmonyParser extends StreamingParser {
   private header = '';
   private body: Body | null = null;
   /** Body text held back: it may be the start of an end marker. */
   private hold = '';
-  private finished = false;
 
-  constructor(private readonly tools: Tools) {}
-
-  push(text: string): ToolEvent[] {
-    if (this.finished) throw new Error('HarmonyParser.push after finish');
-    this.feed(text, false);
-    return this.flush();
+  constructor(private readonly tools: Tools) {
+    super();
   }
 
-  finish(): ToolEvent[] {
-    if (this.finished) return [];
-    this.feed('', true);
-    this.finished = true;
-    return this.flush();
-  }
-
-  private flush(): ToolEvent[] {
-    const out = this.out;
-    this.out = [];
-    return out;
-  }
-
-  private feed(text: string, final: boolean): void {
+  protected feed(text: string, final: boolean): void {
     let s = text;
     for (;;) {
       if (this.body === null) {

@@ -30,6 +30,7 @@ import { MISTRAL_CALLS, MistralCallScanner } from './mistral-call.js';
 import { SectionScanner, type SectionReader } from './section-call.js';
 import { CallScanner, FUNCTION_OPEN, isWs, matchAt, PYTHON_TAG, TOOL_CALL_CLOSE, TOOL_CALL_OPEN, type Scan, type Tools } from './scan.js';
 import type { ToolCallParser, ToolEvent, ToolFormat, ToolSpec } from './types.js';
+import { StreamingParser } from './streaming-parser.js';
 import { XmlCallScanner } from './xml-call.js';
 
 export type { ToolCallParser } from './types.js';
@@ -89,14 +90,12 @@ interface OpenCall {
   afterCall: boolean;
 }
 
-class Parser implements ToolCallParser {
+class Parser extends StreamingParser {
   private readonly openers: Opener[];
   /** llama3-json: a bare `{` opens a call at the start of the reply or right after a call. */
   private readonly bareJson: boolean;
   /** The first character of every opener of the format. */
   private readonly openerLead: string;
-  private out: ToolEvent[] = [];
-
   // Text mode.
   /** Unexamined text: a possible partial opener (never longer than the longest opener). */
   private tail = '';
@@ -109,12 +108,12 @@ class Parser implements ToolCallParser {
 
   // Call mode.
   private call: OpenCall | null = null;
-  private finished = false;
 
   constructor(
     private readonly format: ToolFormat,
     private readonly tools: Tools,
   ) {
+    super();
     switch (format) {
       case 'hermes':
       case 'generic':
@@ -151,25 +150,6 @@ class Parser implements ToolCallParser {
     this.openerLead = format === 'mistral' ? '[' : '<';
   }
 
-  push(text: string): ToolEvent[] {
-    if (this.finished) throw new Error('ToolCallParser.push after finish');
-    this.feed(text, false);
-    return this.flush();
-  }
-
-  finish(): ToolEvent[] {
-    if (this.finished) return [];
-    this.feed('', true);
-    this.finished = true;
-    return this.flush();
-  }
-
-  private flush(): ToolEvent[] {
-    const out = this.out;
-    this.out = [];
-    return out;
-  }
-
   private emitText(text: string): void {
     if (text === '') return;
     const last = this.out[this.out.length - 1];
@@ -177,7 +157,7 @@ class Parser implements ToolCallParser {
     else this.out.push({ type: 'text', text });
   }
 
-  private feed(input: string, final: boolean): void {
+  protected feed(input: string, final: boolean): void {
     let text = input;
     for (;;) {
       if (this.call !== null) {
