@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
 import { invalidRegex, unsupportedRegex } from '../../src/chat/grammar/regex-subset.js';
 import { MAX_COUNT, schemaProblems } from '../../src/chat/grammar/schema-problems.js';
-import { MAX_SCHEMA_DEPTH, unsupportedFeatures } from '../../src/chat/grammar/schema-subset.js';
+import { MAX_SCHEMA_DEPTH, unsupportedFeatures, withSafeIntegers } from '../../src/chat/grammar/schema-subset.js';
 import { renamed, tagsGrammar } from '../../src/chat/grammar/tag-grammar.js';
 import { CoreError } from '../../src/core/errors.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
@@ -73,6 +73,14 @@ describe('schema problems (what the grammar compiler would abort on)', () => {
     expect(first).toMatchObject({ feature: 'items' });
     expect(first!.problem).toMatch(/deeper than 64/);
     expect(first!.path.split('/').length - 1).toBe(MAX_SCHEMA_DEPTH);
+  });
+});
+
+describe('what the compiler is given', () => {
+  it('an array whose minItems needs items beyond its prefixItems gets any item where it names none (the converter read none as items: false and aborted)', () => {
+    expect(withSafeIntegers({ type: 'array', minItems: 4097 })).toEqual({ type: 'array', minItems: 4097, items: {} });
+    expect(withSafeIntegers({ type: 'array', prefixItems: [{ type: 'integer' }], minItems: 1 })).toEqual({ type: 'array', prefixItems: [{ type: 'integer' }], minItems: 1 });
+    expect(withSafeIntegers({ type: 'array', minItems: 2, items: false })).toEqual({ type: 'array', minItems: 2, items: false });
   });
 });
 

@@ -65,7 +65,8 @@ export function safeIntegerBounds(schema: JsonSchema): { minimum: number; maximu
  * ranges have no digit limit (`[1-9] [0-9]*`), and the one for a negative minimum is wrong
  * (`minimum: -5` gave `"-" ( )`: a bare minus sign, and no negative number). An integer without
  * bounds is left as it is: its rule is bounded once for all in the grammar (./xgrammar.ts), which
- * compiles far faster than an exact range written out for each such property.
+ * compiles far faster than an exact range written out for each such property. An array whose
+ * minItems needs items beyond its prefixItems gets `items: {}` where it names none (see below).
  */
 export function withSafeIntegers(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(withSafeIntegers);
@@ -76,6 +77,10 @@ export function withSafeIntegers(schema: unknown): unknown {
     else if (SUBSCHEMA_LISTS.includes(key) || SUBSCHEMAS.includes(key)) out[key] = withSafeIntegers(value);
     else out[key] = value;
   }
+  // The converter's strict mode reads an array without `items` as one without more items than its
+  // prefixItems (items: false) and aborts on a minItems beyond them; JSON Schema allows any item there.
+  const fixedItems = Array.isArray(out.prefixItems) ? out.prefixItems.length : 0;
+  if (out.items === undefined && typeof out.minItems === 'number' && out.minItems > fixedItems) out.items = {};
   const bounded = NUMBER_BOUNDS.some((k) => out[k] !== undefined);
   const numeric = NUMBER_BOUNDS.every((k) => out[k] === undefined || (typeof out[k] === 'number' && Number.isFinite(out[k])));
   if (out.type === 'integer' && bounded && numeric && out.enum === undefined && out.const === undefined) {
