@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
 import { invalidRegex, unsupportedRegex } from '../../src/chat/grammar/regex-subset.js';
 import { MAX_COUNT, schemaProblems } from '../../src/chat/grammar/schema-problems.js';
-import { MAX_SCHEMA_DEPTH, unsupportedFeatures, withSafeIntegers } from '../../src/chat/grammar/schema-subset.js';
+import { MAX_SCHEMA_DEPTH, relaxSchema, unsupportedFeatures, withSafeIntegers } from '../../src/chat/grammar/schema-subset.js';
 import { renamed, tagsGrammar } from '../../src/chat/grammar/tag-grammar.js';
 import { CoreError } from '../../src/core/errors.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
@@ -81,6 +81,14 @@ describe('what the compiler is given', () => {
     expect(withSafeIntegers({ type: 'array', minItems: 4097 })).toEqual({ type: 'array', minItems: 4097, items: {} });
     expect(withSafeIntegers({ type: 'array', prefixItems: [{ type: 'integer' }], minItems: 1 })).toEqual({ type: 'array', prefixItems: [{ type: 'integer' }], minItems: 1 });
     expect(withSafeIntegers({ type: 'array', minItems: 2, items: false })).toEqual({ type: 'array', minItems: 2, items: false });
+  });
+
+  it('a `__proto__` key where a keyword goes is no keyword: the copies do not take the client\'s object as their prototype', () => {
+    const schema = JSON.parse('{"type":"object","__proto__":{"type":"integer","minimum":5,"maximum":1},"properties":{"__proto__":{"type":"string"}}}');
+    for (const copy of [withSafeIntegers(schema) as Record<string, unknown>, relaxSchema(schema).schema]) {
+      expect(Object.getPrototypeOf(copy)).toBe(Object.prototype);
+      expect(JSON.stringify(copy)).toBe('{"type":"object","properties":{"__proto__":{"type":"string"}}}');
+    }
   });
 });
 

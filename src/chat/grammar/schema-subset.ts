@@ -73,6 +73,8 @@ export function withSafeIntegers(schema: unknown): unknown {
   if (!isObject(schema)) return schema;
   const out: JsonSchema = {};
   for (const [key, value] of Object.entries(schema)) {
+    // No keyword: assigned, it would set the copy's prototype (the client's object) instead.
+    if (key === '__proto__') continue;
     if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, withSafeIntegers(sub)]));
     else if (SUBSCHEMA_LISTS.includes(key) || SUBSCHEMAS.includes(key)) out[key] = withSafeIntegers(value);
     else out[key] = value;
@@ -204,6 +206,7 @@ export function relaxSchema(schema: JsonSchema, loose = false, problem?: Keyword
     const out: JsonSchema = {};
     const sub = (value: unknown, ...keys: Array<string | number>) => copy(value, pointer(path, ...keys), depth + 1);
     for (const [key, value] of Object.entries(node)) {
+      if (key === '__proto__') continue; // no keyword (see withSafeIntegers)
       const feature = featureOf(node, key, value) ?? (loose && VALUE_CHECKED.includes(key) ? key : undefined) ?? (problem?.(node, key, value) !== undefined ? key : undefined);
       if (feature) relaxed.push({ path, feature });
       if (feature && key === 'oneOf' && Array.isArray(value)) {
