@@ -98,13 +98,22 @@ export interface TemplateFeatures {
 export function templateFeatures(template: string): TemplateFeatures {
   const code = templateCode(template);
   const nativeTools = /\btools\b/.test(code);
-  const effortLevels = /\breasoning_effort\b/.test(code);
+  const effortLevels = reads(code, TEMPLATE_SWITCHES.effort);
   const reasoning = reasoningStyle(template);
-  const thinkingSwitch = /\benable_thinking\b/.test(code) || (reasoning === 'harmony' && effortLevels);
+  const thinkingSwitch = reads(code, TEMPLATE_SWITCHES.thinking) || (reasoning === 'harmony' && effortLevels);
   return { toolFormat: nativeTools || rendersCalls(template) ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
 /** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
+/**
+ * The names chat templates read their switches by (Hugging Face's apply_chat_template context): the
+ * Jinja side of a template, named once here for detection and for the prompt that sets them
+ * (src/chat/prompt.ts). They are the templates' words, not a dialect's.
+ */
+export const TEMPLATE_SWITCHES = { thinking: 'enable_thinking', effort: 'reasoning_effort' } as const;
+
+const reads = (code: string, name: string) => new RegExp(`\\b${name}\\b`).test(code);
+
 export function chatFormat(template: string): { toolFormat: ToolFormat; reasoning: ReasoningStyle; effortLevels: boolean } {
   const { toolFormat, reasoning, effortLevels } = templateFeatures(template);
   return { toolFormat, reasoning, effortLevels };
