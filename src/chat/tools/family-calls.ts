@@ -245,22 +245,31 @@ class PythonCalls {
     const name = this.name();
     this.ws();
     this.expect('(');
-    const input: Record<string, unknown> = {};
+    const input = this.pairs({ close: ')', separator: '=', key: () => this.name(), missingComma: 'expected , or ) between arguments' });
+    return { name, input };
+  }
+
+  /**
+   * `key separator value` pairs separated by commas, up to `close` (consumed): a call's arguments or a
+   * dict. Own keys only: a model may write `__proto__` or `constructor` as a key.
+   */
+  private pairs(o: { close: string; separator: string; key: () => string; missingComma: string }): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
     this.ws();
-    while (this.s[this.i] !== ')') {
-      const key = this.name();
+    while (this.s[this.i] !== o.close) {
+      const key = o.key();
       this.ws();
-      this.expect('=');
+      this.expect(o.separator);
       this.ws();
-      input[key] = this.value();
+      Object.defineProperty(out, key, { value: this.value(), enumerable: true, writable: true, configurable: true });
       this.ws();
       if (this.s[this.i] === ',') {
         this.i++;
         this.ws();
-      } else if (this.s[this.i] !== ')') throw new Error('expected , or ) between arguments');
+      } else if (this.s[this.i] !== o.close) throw new Error(o.missingComma);
     }
     this.i++;
-    return { name, input };
+    return out;
   }
 
   private name(): string {
@@ -298,23 +307,16 @@ class PythonCalls {
     }
     if (c === '{') {
       this.i++;
-      const dict: Record<string, unknown> = {};
-      this.ws();
-      while (this.s[this.i] !== '}') {
-        const key = this.options.bareKeys && /[A-Za-z_]/.test(this.s[this.i] ?? '') ? this.name() : this.value();
-        if (typeof key !== 'string') throw new Error('a dict key that is not a string');
-        this.ws();
-        this.expect(':');
-        this.ws();
-        dict[key] = this.value();
-        this.ws();
-        if (this.s[this.i] === ',') {
-          this.i++;
-          this.ws();
-        } else if (this.s[this.i] !== '}') throw new Error('expected , in a dict');
-      }
-      this.i++;
-      return dict;
+      return this.pairs({
+        close: '}',
+        separator: ':',
+        key: () => {
+          const key = this.options.bareKeys && /[A-Za-z_]/.test(this.s[this.i] ?? '') ? this.name() : this.value();
+          if (typeof key !== 'string') throw new Error('a dict key that is not a string');
+          return key;
+        },
+        missingComma: 'expected , in a dict',
+      });
     }
     const m = /^(?:True|False|None|true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)/.exec(this.s.slice(this.i, this.i + 64));
     if (!m) throw new Error('expected a literal value');
