@@ -2,13 +2,9 @@
  * The llama.cpp engine as the chat layer sees it (../sequence.ts SequenceEngine), llama-server's
  * slots on node-llama-cpp: one context with `generationBatchSize` sequences, whose pending tokens
  * node-llama-cpp decodes in one batch each step (continuous batching: a sequence joins or leaves
- * between steps).
+ * between steps). Which sequence a request runs on and what of its KV is kept is ./slots.ts's;
+ * this file feeds the sequence it is handed.
  *
- * - Prefix reuse (unless the prompt cache is off): a sequence keeps its KV when its request ends. `lookup` finds the free sequence
- *   whose tokens share the longest prefix with the prompt; `run` takes that very sequence, erases
- *   what follows the prefix and evaluates the rest, so the count reported before the prefill is
- *   the count reused. A request that finds none (or finds every sequence busy) takes the least
- *   recently used free sequence and evaluates its whole prompt.
  * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
  *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
  *   disallows, end-of-generation tokens included, handed to the addon as typed arrays made once per
@@ -18,8 +14,6 @@
  *   no bias: its softmax of the raw logits) and the token is chosen here by the ONNX engine's
  *   sampler (../sampler.ts), with the same mask, seed semantics and penalties; that path is slower
  *   (a vocabulary-sized copy per step).
- * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
- *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
  *
  * Contract: worker thread; one engine per loaded model, made on its first use and kept with it.
  */
@@ -28,17 +22,8 @@ import type { PromptCacheStats } from '../../core/hooks.js';
 import { type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
 import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
-import { acceptMaskBias, maskBias } from './mask-bias.js';
-
-interface Slot {
-  sequence: LlamaContextSequence;
-  busy: boolean;
-  lastUsed: number;
-}
-
-interface SlotPrefix extends SequencePrefix {
-  slot: Slot;
-}
+import { maskBias } from './mask-bias.js';
+import { LlamaSlots } from './slots.js';
 
 const engines = new WeakMap<LlamaLoaded, SequenceEngine>();
 
@@ -48,96 +33,34 @@ export function llamaEngine(loaded: LlamaLoaded): SequenceEngine {
   return engine;
 }
 
-function commonPrefix(a: readonly number[], b: readonly number[]): number {
-  const n = Math.min(a.length, b.length);
-  let i = 0;
-  while (i < n && a[i] === b[i]) i++;
-  return i;
-}
-
-const noShift = {
-  strategy: () => {
-    throw new Error('a sequence outgrew its context (the chat turn bounds prompt plus max_tokens by it)');
-  },
-};
-
 class LlamaSequences implements SequenceEngine {
   readonly constrains = true;
-  private readonly slots: Slot[];
-  private readonly waiting: Array<() => void> = [];
-  private clock = 0;
+  private readonly slots: LlamaSlots;
   private running = 0;
-  private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
 
   constructor(private readonly loaded: LlamaLoaded) {
-    const context = loaded.context;
-    if (!context) throw new Error(`${loaded.info.id} has no generation context`);
-    this.slots = Array.from({ length: context.totalSequences }, () => {
-      const sequence = context.getSequence({ contextShift: noShift });
-      acceptMaskBias(sequence);
-      return { sequence, busy: false, lastUsed: 0 };
-    });
+    this.slots = new LlamaSlots(loaded);
   }
 
-  lookup(promptIds: readonly number[]): SlotPrefix | null {
-    // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
-    // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
-    if (this.loaded.engine.promptCacheBytes === 0) return null;
-    let best: SlotPrefix | null = null;
-    for (const slot of this.slots) {
-      if (slot.busy) continue;
-      // At least the prompt's last token is evaluated: its logits choose the first output token.
-      const length = Math.min(commonPrefix(slot.sequence.contextTokens, promptIds), promptIds.length - 1);
-      if (length > 0 && (!best || length > best.length)) best = { length, slot };
-    }
-    if (best) {
-      this.stats.hits++;
-      this.stats.tokensReused += best.length;
-    } else this.stats.misses++;
-    return best;
+  lookup(promptIds: readonly number[]): SequencePrefix | null {
+    return this.slots.lookup(promptIds);
   }
 
   async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
-    const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
-    const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
-    slot.busy = true; // (freeSlot claimed it already; a wanted slot is claimed here, synchronously after lookup)
+    const { slot, reuse } = await this.slots.take(prefix);
     this.running++;
     let peak = this.running;
     try {
-      const reuse = slot === wanted ? prefix!.length : 0;
-      const { sequence } = slot;
-      if (sequence.nextTokenIndex > reuse) {
-        if (reuse === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
-        await sequence.eraseContextTokenRanges([{ start: reuse, end: sequence.nextTokenIndex }]);
-      }
-      await this.decode(sequence, spec, spec.promptIds.slice(reuse), () => (peak = Math.max(peak, this.running)));
+      await this.decode(slot.sequence, spec, spec.promptIds.slice(reuse), () => (peak = Math.max(peak, this.running)));
       return peak;
     } finally {
       this.running--;
-      slot.busy = false;
-      slot.lastUsed = ++this.clock;
-      this.waiting.shift()?.();
+      this.slots.release(slot);
     }
   }
 
   promptCacheStats(): PromptCacheStats {
-    const held = this.slots.reduce((n, s) => n + s.sequence.nextTokenIndex, 0);
-    return { ...this.stats, bytes: held * this.loaded.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
-  }
-
-  /**
-   * The least recently used free sequence, once there is one, claimed before it is handed back: two
-   * runs started in one tick must not both take it (the await between here and the caller would let them).
-   */
-  private async freeSlot(): Promise<Slot> {
-    for (;;) {
-      const free = this.slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (free) {
-        free.busy = true;
-        return free;
-      }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
-    }
+    return this.slots.promptCacheStats();
   }
 
   /**
