@@ -23,6 +23,16 @@ const hasChat = (file: string) => importedFromPaths(file).some((name) => (ENGINE
 
 export const LLAMA_PASS = fs.readdirSync(CLIENTS).filter((f) => f.endsWith('.test.ts') && !f.endsWith('.e2e.test.ts')).map((f) => `${CLIENTS}/${f}`).filter((f) => hasChat(path.resolve(f))).sort();
 
+/**
+ * The llama.cpp runs of the slowest files, whose subject is not the engine (the page in a browser:
+ * 100-120 s; models loading and unloading: 70-120 s, a GGUF load being seconds on two cores), go to
+ * the end-to-end pass (vitest.llama-e2e.config.ts, run by npm run test:e2e) for npm test's time.
+ */
+export const LLAMA_E2E = [`${CLIENTS}/playground.test.ts`, `${CLIENTS}/lifecycle.test.ts`];
+
+/** The llama.cpp pass's environment: the chat model on llama.cpp, one thread per model process (two cores). */
+export const LLAMA_ENV = { ...base.test?.env, TEST_CHAT_ENGINE: 'llama', FUZZ_CHAT_MODEL: GGUF_CHAT_MODEL, INTRA_OP_THREADS: '1' };
+
 export default defineConfig({
   test: {
     ...base.test,
@@ -30,7 +40,7 @@ export default defineConfig({
     // Left out for the suite's time: each README example starts from unloaded models, and a GGUF
     // model's load is several seconds on two cores (72 s for this file alone). It passes on llama.cpp:
     // `cross-env TEST_CHAT_ENGINE=llama INTRA_OP_THREADS=1 npx vitest run test/clients/readme-examples.test.ts`.
-    exclude: [`${CLIENTS}/readme-examples.test.ts`],
-    env: { ...base.test?.env, TEST_CHAT_ENGINE: 'llama', FUZZ_CHAT_MODEL: GGUF_CHAT_MODEL, INTRA_OP_THREADS: '1' },
+    exclude: [`${CLIENTS}/readme-examples.test.ts`, ...LLAMA_E2E],
+    env: LLAMA_ENV,
   },
 });
