@@ -8,14 +8,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS } from '../../src/models/template-features.js';
-import { makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
+import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-llama-key';
-const FAMILIES: FamilySpec[] = [
-  { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
-  { id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja', markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'] },
-];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral];
 const CALLS: Record<string, string> = {
   'gpt-oss-test': '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
   'devstral-test': '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',

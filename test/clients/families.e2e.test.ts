@@ -11,16 +11,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS, REASONING_TAGS } from '../../src/models/template-features.js';
-import { makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
+import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-key';
-const FAMILIES: FamilySpec[] = [
-  { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
-  { id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja', markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'] },
-  { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'] },
-  { id: 'minimax-test', template: 'MiniMax-M2.jinja', markers: [] },
-];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.glm, FAMILY_SPECS.minimax];
 
 /** What each family writes for "weather in Paris?": a thought, then a call, in its own markup. */
 const CALLS: Record<string, string> = {
