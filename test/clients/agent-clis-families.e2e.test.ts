@@ -4,5 +4,6 @@
  * (test/helpers/agent-cli-families.ts says what each case proves).
  */
 import { agentCliFamilySuite } from '../helpers/agent-cli-families.js';
+import { FAMILY_SPECS } from '../helpers/family-model.js';
 
-agentCliFamilySuite({ gguf: false });
+agentCliFamilySuite({ gguf: false, claudeCode: [FAMILY_SPECS.devstral, FAMILY_SPECS.glm] });

@@ -16,13 +16,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage, ChatRequest } from '../../src/core/types.js';
 import { runClaudeCode } from './clients.js';
 import { codexHome, failedExchanges, recordingProxy, removeCodexHome, runCodex, type CodexDirs, type RecordingProxy } from './codex.js';
-import { FAMILY_SPECS, makeFamilyModels, type FamilyModels } from './family-model.js';
+import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from './family-model.js';
 import { startRealServer, type RealServer } from './real-server.js';
 
 const KEY = 'agent-clis-families-key';
-const MODELS = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.glm];
 const CLI_TIMEOUT_MS = 90_000;
-/** Three models start at once: on a loaded machine that takes minutes, not the default hook limit. */
+/** The models start at once: on a loaded machine that takes minutes, not the default hook limit. */
 const START_TIMEOUT_MS = 300_000;
 
 const COMMAND = 'echo $((6*7))';
@@ -58,14 +57,18 @@ const script = (request: ChatRequest) => {
 /** The requests of `model` that carried a tool result. */
 const followUps = (model: string) => seen.filter((r) => r.model === model && r.messages.at(-1)?.role === 'tool');
 
-/** The suite on one engine: `gguf`, the models as GGUF files on llama.cpp; else ONNX. */
-export function agentCliFamilySuite(options: { gguf: boolean }): void {
+/**
+ * The suite on one engine: `gguf`, the models as GGUF files on llama.cpp; else ONNX. Codex runs
+ * against gpt-oss; Claude Code against each of `claudeCode` (Devstral, GLM-4.7).
+ */
+export function agentCliFamilySuite(options: { gguf: boolean; claudeCode: readonly FamilySpec[] }): void {
   const engine = options.gguf ? 'llama.cpp' : 'ONNX';
+  const specs = [FAMILY_SPECS.gptOss, ...options.claudeCode];
   let models: FamilyModels;
   let server: RealServer;
   beforeAll(async () => {
-    models = makeFamilyModels(MODELS, { gguf: options.gguf });
-    server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: MODELS.map((m) => m.id), script });
+    models = makeFamilyModels(specs, { gguf: options.gguf });
+    server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: specs.map((m) => m.id), script });
   }, START_TIMEOUT_MS);
   afterAll(async () => {
     await server?.close();
@@ -102,7 +105,7 @@ export function agentCliFamilySuite(options: { gguf: boolean }): void {
     }, CLI_TIMEOUT_MS + 10_000);
   });
 
-  describe.each(['devstral-test', 'glm-test'])(`Claude Code CLI against %s (${engine})`, (model) => {
+  describe.each(options.claudeCode.map((m) => m.id))(`Claude Code CLI against %s (${engine})`, (model) => {
     it('claude -p --bare: the call runs as Bash, its output goes back as a tool_result, and the answer is the result', async () => {
       const cwd = fs.mkdtempSync(`${fs.realpathSync(process.env.TMPDIR ?? '/tmp')}/claude-cwd-`);
       try {
