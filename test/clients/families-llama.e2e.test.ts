@@ -1,8 +1,8 @@
 /**
  * The model families on llama.cpp: the family test models of test/clients/families.e2e.test.ts written
  * as GGUF files (their markers as control tokens, the family's template in the metadata), served
- * from the GGUF alone (gpt-oss, Devstral, Kimi K2). A scripted call per family through chat completions, streamed without a
- * marker in any delta; a forced call under the family's grammar.
+ * from the GGUF alone (gpt-oss, Devstral, Kimi K2). A scripted call per family through chat
+ * completions, streamed without a marker in any delta; a forced call under the family's grammar.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
