@@ -1,27 +1,25 @@
 /**
  * The model families on llama.cpp: the family test models of test/clients/families.e2e.test.ts written
  * as GGUF files (their markers as control tokens, the family's template in the metadata), served
- * from the GGUF alone. A scripted call per family through chat completions, streamed without a
- * marker in any delta; a forced call under the family's grammar.
+ * from the GGUF alone (gpt-oss, Devstral, Kimi K2). A scripted call per family through chat
+ * completions, streamed without a marker in any delta; a forced call under the family's grammar.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS } from '../../src/models/template-features.js';
-import { makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
+import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-llama-key';
-const FAMILIES: FamilySpec[] = [
-  { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
-  { id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja', markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'] },
-];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi];
 const CALLS: Record<string, string> = {
   'gpt-oss-test': '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
   'devstral-test': '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
+  'kimi-test': '<think>Need the weather.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
 };
-const THOUGHT: Record<string, string> = { 'gpt-oss-test': 'Need the weather.', 'devstral-test': '' };
-const MARKERS = [...FORMAT_MARKERS.harmony, ...FORMAT_MARKERS.mistral];
+const THOUGHT: Record<string, string> = { 'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'kimi-test': 'Need the weather.' };
+const MARKERS = [...FORMAT_MARKERS.harmony, ...FORMAT_MARKERS.mistral, ...FORMAT_MARKERS['kimi-k2'], '<think>', '</think>'];
 const START_TIMEOUT_MS = 300_000;
 
 const script = (request: ChatRequest) => (request.toolChoice?.mode === 'any' ? undefined : CALLS[request.model]);

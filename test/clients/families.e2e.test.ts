@@ -11,16 +11,11 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS, REASONING_TAGS } from '../../src/models/template-features.js';
-import { makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
+import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-key';
-const FAMILIES: FamilySpec[] = [
-  { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
-  { id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja', markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'] },
-  { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'] },
-  { id: 'minimax-test', template: 'MiniMax-M2.jinja', markers: [] },
-];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.kimi];
 
 /** What each family writes for "weather in Paris?": a thought, then a call, in its own markup. */
 const CALLS: Record<string, string> = {
@@ -29,15 +24,19 @@ const CALLS: Record<string, string> = {
   // GLM-4.7 and MiniMax M2: their generation prompt opens the thought (thinking on for GLM).
   'glm-test': 'Need the weather.</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>',
   'minimax-test': 'Need the weather.\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>\n</minimax:tool_call>',
+  // Kimi K2 Thinking opens its own thought; the call's id names the function and its index.
+  'kimi-test': '<think>Need the weather.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
 };
-const THOUGHT: Record<string, string> = { 'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.' };
+const THOUGHT: Record<string, string> = { 'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'kimi-test': 'Need the weather.' };
 /** gpt-oss's answer after the tool result: its final channel, ended by <|return|>. */
 const FINAL = '<|channel|>analysis<|message|>It is sunny.<|end|><|start|>assistant<|channel|>final<|message|>Sunny in Paris.<|return|>';
+/** Kimi K2's answer after the tool result: a thought, then the text. */
+const KIMI_FINAL = '<think>It is sunny.</think>Sunny in Paris.';
 
 const lastUser = (request: ChatRequest) => [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 const script = (request: ChatRequest) => {
   if (request.toolChoice?.mode === 'any') return undefined;
-  if (request.messages.at(-1)?.role === 'tool' && request.model === 'gpt-oss-test') return FINAL;
+  if (request.messages.at(-1)?.role === 'tool') return { 'gpt-oss-test': FINAL, 'kimi-test': KIMI_FINAL }[request.model];
   return lastUser(request).includes('Paris') ? CALLS[request.model] : undefined;
 };
 
@@ -120,6 +119,7 @@ describe('GET /v1/models', () => {
       'devstral-test': ['mistral', 'none', false],
       'glm-test': ['glm', 'think-tags', false],
       'minimax-test': ['minimax-m2', 'think-tags', false],
+      'kimi-test': ['kimi-k2', 'think-tags', false],
     });
   });
 });
@@ -146,5 +146,23 @@ describe('gpt-oss across dialects', () => {
     expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
     const call = response.output[1] as OpenAI.Responses.ResponseFunctionToolCall;
     expect([call.name, JSON.parse(call.arguments)]).toEqual(['get_weather', { city: 'Paris' }]);
+  });
+});
+
+describe('Kimi K2 through a tool loop', () => {
+  it('chat completions: the call, then its result back (the template renders the tool history) gives the thought and the answer', async () => {
+    const body = { model: 'kimi-test', tools: [WEATHER], max_completion_tokens: 200 };
+    const first = await openai.chat.completions.create({ ...body, messages: ASK });
+    const call = first.choices[0]!.message.tool_calls![0]!;
+    expect(call.type === 'function' && [call.function.name, JSON.parse(call.function.arguments)]).toEqual(['get_weather', { city: 'Paris' }]);
+    const second = await openai.chat.completions.create({
+      ...body,
+      messages: [...ASK, { role: 'assistant', content: null, tool_calls: first.choices[0]!.message.tool_calls }, { role: 'tool', tool_call_id: call.id, content: 'sunny' }],
+    });
+    const message = second.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+    expect(second.choices[0]!.finish_reason).toBe('stop');
+    expect([message.content, message.reasoning_content]).toEqual(['Sunny in Paris.', 'It is sunny.']);
+    // The history's call and result reached the prompt: the second prompt holds the first's and more.
+    expect(second.usage!.prompt_tokens).toBeGreaterThan(first.usage!.prompt_tokens + first.usage!.completion_tokens);
   });
 });

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { buildChatGguf } from '../../scripts/builders/gguf/chat-gguf.js';
+import { FORMAT_MARKERS } from '../../src/models/template-features.js';
 import { CHAT_MODEL, MODELS_DIR, ROOT } from './paths.js';
 
 /** The first id past the Qwen tokenizer's own added tokens. */
@@ -29,6 +30,22 @@ export interface FamilySpec {
   /** Strings to add as special tokens (those the Qwen vocabulary has already are left as they are). */
   markers: readonly string[];
 }
+
+/**
+ * The family test models the end-to-end tests serve: each family's template and the tokens its
+ * template and format write (call markers, role and turn tokens), which its own tokenizer has as
+ * special tokens.
+ */
+export const FAMILY_SPECS = {
+  gptOss: { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
+  devstral: {
+    id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja',
+    markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'],
+  },
+  glm: { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'] },
+  minimax: { id: 'minimax-test', template: 'MiniMax-M2.jinja', markers: [] },
+  kimi: { id: 'kimi-test', template: 'Kimi-K2-Thinking.jinja', markers: [...FORMAT_MARKERS['kimi-k2'], '<|im_system|>', '<|im_user|>', '<|im_assistant|>', '<|im_middle|>'] },
+} satisfies Record<string, FamilySpec>;
 
 export function makeFamilyModels(specs: readonly FamilySpec[], options: { gguf?: boolean } = {}): FamilyModels {
   const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'family-models-'));

@@ -87,6 +87,27 @@ describe("llama.cpp's chat templates", () => {
     expect(() => renderPrompt(loaded, PROMPT)).toThrow(expect.objectContaining({ code: 'template_rejected', message: expect.stringContaining('Not about tomorrow') }));
   });
 
+  it('a tool whose parameters are named items, keys and values renders in every template (their .items() is the mapping\'s, as in Python)', () => {
+    // Codex's spawn_agent tool has a parameter named `items`: gpt-oss's template refused every Codex
+    // request. An array parameter: Hermes 2 Pro's and 3's templates look its item type up by an undefined key.
+    const schema = { type: 'object', properties: { items: { type: 'array', items: { type: 'string' } }, keys: { type: 'boolean' }, values: { type: 'integer' } }, required: ['items'] };
+    const prompt: ChatPrompt = { ...PROMPT, tools: [{ name: 'get_weather', description: 'Weather for a city', inputSchema: schema }] };
+    const refused = TEMPLATES.flatMap((file) => {
+      try {
+        const { text } = renderPrompt(withTemplate(fs.readFileSync(path.join(DIR, file), 'utf8')), prompt);
+        return text.includes('get_weather') ? [] : [`${file}: no tool`];
+      } catch (error) {
+        return [`${file}: ${(error as Error).message}`];
+      }
+    });
+    expect(refused).toEqual([]);
+    // Harmony writes each parameter as TypeScript: the three are there, with their types.
+    const harmony = renderPrompt(withTemplate(fs.readFileSync(path.join(DIR, 'openai-gpt-oss-120b.jinja'), 'utf8')), prompt).text;
+    expect(harmony).toContain('items: string[]');
+    expect(harmony).toContain('keys?: boolean');
+    expect(harmony).toContain('values?: number');
+  });
+
   it.each(TEMPLATES)('%s renders a tool conversation', (file) => {
     const template = fs.readFileSync(path.join(DIR, file), 'utf8');
     const loaded = withTemplate(template);

@@ -52,6 +52,16 @@ describe('Responses items -> core turns', () => {
     expect(convert({ input: input(ThoughtSeal.withKey('another key of sixteen chars').seal('x')) }).request.messages[1]).not.toHaveProperty('reasoning');
     expect(convert({ input: input(seal.seal('A summary.', 'summary')) }).request.messages[1]).not.toHaveProperty('reasoning');
   });
+  it('a reasoning item gives one thought: the sealed one, else its content, else its summary (never their join)', () => {
+    const thoughtOf = (item: Record<string, unknown>) => (convert({ input: [{ role: 'user', content: 'x' }, { type: 'reasoning', summary: [], ...item }, { role: 'assistant', content: 'y' }] }).request.messages[1] as { reasoning?: string }).reasoning;
+    // As this server writes it (and Codex sends it back): the same thought three times.
+    const summary = [{ type: 'summary_text', text: 'Run it.' }];
+    const content = [{ type: 'reasoning_text', text: 'Run it.' }];
+    expect(thoughtOf({ summary, content, encrypted_content: seal.seal('Run it.') })).toBe('Run it.');
+    expect(thoughtOf({ summary, content })).toBe('Run it.');
+    expect(thoughtOf({ summary: [{ type: 'summary_text', text: 'Short.' }], content: [{ type: 'reasoning_text', text: 'The whole thought.' }] })).toBe('The whole thought.');
+    expect(thoughtOf({ summary: [{ type: 'summary_text', text: 'One.' }, { type: 'summary_text', text: 'Two.' }] })).toBe('One.\n\nTwo.');
+  });
 });
 
 describe('Responses tools and output', () => {

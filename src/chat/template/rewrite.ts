@@ -11,6 +11,15 @@
  * - `{% set x = ns.list.pop(0) %}` and `{% set _ = ns.list.append(x) %}` (Kimi K2's tool-result
  *   queue; lists have no methods here): the first item then the rest, the list plus one.
  * - A tuple of two strings in a list literal, unpacked by a loop (Functionary v3.2): a list.
+ * - `d.items()`, `d.keys()`, `d.values()`: `d|items`, `d|keys`, `d|values`. Python's Jinja finds a
+ *   mapping's methods before its keys; this one finds the keys first, so a JSON schema whose
+ *   `properties` has a parameter named `items` (Codex's spawn_agent and send_input tools) made
+ *   `properties.items()` a call of that parameter's schema, and gpt-oss's template refused every
+ *   Codex request. The filters read the mapping itself.
+ * - `map[x.y] is defined` (Hermes 2 Pro's and 3's type table, read with `json_spec.type`): false
+ *   where `x.y` is neither a string nor a number, as Python's lookup of an undefined or unhashable key
+ *   gives undefined; here the lookup throws (the templates pass an array parameter's `json_spec|items`,
+ *   a list, where they meant its `items` schema, so every tool with an array parameter was refused).
  * - A dict literal with integer keys (Seed-OSS's thinking budget table, refused here): string keys,
  *   its `|dictsort` the sorted (integer, value) pairs written out, and `name[123]` read as `name['123']`.
  *
@@ -19,7 +28,7 @@
 
 /** The template's source with the constructs above rewritten. */
 export function rewriteTemplate(template: string): string {
-  return [rewriteFormat, rewriteMinMax, rewriteStringFilter, rewritePop, rewriteAppend, rewriteIntegerKeys, rewriteTuples].reduce((source, rewrite) => rewrite(source), template);
+  return [rewriteFormat, rewriteMinMax, rewriteStringFilter, rewritePop, rewriteAppend, rewriteIntegerKeys, rewriteTuples, rewriteMappingMethods, rewriteKeyDefined].reduce((source, rewrite) => rewrite(source), template);
 }
 
 /** `'a{}b'.format(x, y)` -> `('a' ~ (x) ~ 'b')`: positional `{}` fields only; others stay. */
@@ -73,6 +82,17 @@ function rewriteIntegerKeys(source: string): string {
 /** `[("a", "b"), ...]` -> `[["a", "b"], ...]`: a loop here cannot unpack a tuple. */
 function rewriteTuples(source: string): string {
   return source.replace(/(?<=[[,]\s*)\(\s*("[^"]*"|'[^']*')\s*,\s*("[^"]*"|'[^']*')\s*\)/g, '[$1, $2]');
+}
+
+/** `x.items()` -> `x|items` (and keys, values), where nothing is read from the result directly (`x.items()[0]` stays). */
+function rewriteMappingMethods(source: string): string {
+  return inCode(source, (code) => code.replace(/\.(items|keys|values)\(\s*\)(?!\s*[[.(])/g, '|$1'));
+}
+
+/** `m[x.y] is defined` -> `((x.y is string or x.y is number) and m[x.y] is defined)`. */
+function rewriteKeyDefined(source: string): string {
+  return inCode(source, (code) => code.replace(/(?<![\w.\]])([A-Za-z_]\w*)\[([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)\]\s+is\s+defined\b/g,
+    (_whole, map: string, key: string) => `((${key} is string or ${key} is number) and ${map}[${key}] is defined)`));
 }
 
 /** `rewrite` applied to the code of the template's tags only: not to its text, nor to string literals. */

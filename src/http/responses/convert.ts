@@ -126,9 +126,7 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
       const output = typeof item.output === 'string' ? item.output : textOf(item.output as Array<{ type: string; text?: string }>, `${where}.output`, model);
       messages.push({ role: 'tool', content: output, callId: item.call_id as string, name: callNames.get(item.call_id as string) ?? '' });
     } else if (type === 'reasoning') {
-      const parts = [...(((item as { content?: Array<{ text: string }> | null }).content) ?? []), ...((item as { summary?: Array<{ text: string }> }).summary ?? [])];
-      const encrypted = (item as { encrypted_content?: string | null }).encrypted_content;
-      const text = parts.map((p) => p.text).join('\n\n') || (encrypted ? context.readSealed(encrypted, 'thought') : undefined);
+      const text = thoughtOf(item as ReasoningItem, context.readSealed);
       if (text) thought = thought === undefined ? text : `${thought}\n\n${text}`;
     } else if (type === 'compaction') {
       // A summary POST /v1/responses/compact wrote stands for the conversation before it.
@@ -140,6 +138,24 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     }
   });
   return { system, messages };
+}
+
+interface ReasoningItem {
+  content?: Array<{ text: string }> | null;
+  summary?: Array<{ text: string }>;
+  encrypted_content?: string | null;
+}
+
+/**
+ * The thought a reasoning item carries: the one this server sealed in its encrypted_content, else its
+ * content (the reasoning text), else its summary. One of them, never their join: an item this server
+ * wrote holds the same thought in all three and Codex sends it back whole (joined, harmony's analysis
+ * went back to gpt-oss twice), and a summary restates the content it comes with.
+ */
+function thoughtOf(item: ReasoningItem, readSealed: ConvertOptions['readSealed']): string | undefined {
+  const sealed = item.encrypted_content ? readSealed(item.encrypted_content, 'thought') : undefined;
+  const joined = (parts: Array<{ text: string }> | null | undefined) => (parts ?? []).map((p) => p.text).join('\n\n');
+  return sealed ?? (joined(item.content) || joined(item.summary) || undefined);
 }
 
 /** An item of a type served here, as its own schema reads it; refused with the field at fault when it does not fit. */
