@@ -32,6 +32,8 @@ export interface ModelDescription {
   thinking: boolean;
   /** Chat models: the formats their template was given. */
   chatFormat?: ChatFormat;
+  /** Chat models: the model takes images in its turns (absent: it takes none). */
+  imageInput?: boolean;
   aliases: string[];
   displayName: string;
   /** Unix seconds: when the model's files were last changed. */
@@ -39,6 +41,6 @@ export interface ModelDescription {
 }
 
 /** The description alone, out of a richer record (a scanned model folder). */
-export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, aliases, displayName, created }: ModelDescription): ModelDescription {
-  return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), aliases, displayName, created };
+export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, imageInput, aliases, displayName, created }: ModelDescription): ModelDescription {
+  return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), ...(imageInput ? { imageInput } : {}), aliases, displayName, created };
 }
