@@ -40,6 +40,15 @@ export interface ModelDescription {
   created: number;
 }
 
+/** Why a model of each engine takes no image, for the refusal (every model until the vision engine lands: issue 42). */
+export const NO_IMAGE_INPUT: Record<ModelEngine, string> = {
+  onnx: 'text-only onnx model',
+  llama: "text-only llama model: llama.cpp's multimodal path is not in node-llama-cpp 3.21.1",
+};
+
+/** The prompt carries an image somewhere. */
+export const hasImages = (messages: ReadonlyArray<object>) => messages.some((m) => 'images' in m && Array.isArray(m.images) && m.images.length > 0);
+
 /** The description alone, out of a richer record (a scanned model folder). */
 export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, imageInput, aliases, displayName, created }: ModelDescription): ModelDescription {
   return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), ...(imageInput ? { imageInput } : {}), aliases, displayName, created };

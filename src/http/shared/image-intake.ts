@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { clip } from '../../core/errors.js';
-import type { ModelDescription } from '../../core/model.js';
+import { NO_IMAGE_INPUT, type ModelDescription } from '../../core/model.js';
 import { IMAGE_MEDIA_TYPES, type ChatImage, type ImageMediaType } from '../../core/types.js';
 import { HttpError, invalidRequest } from './errors.js';
 import { fetchImage, ImageFetchError } from './image-fetch.js';
@@ -79,7 +79,7 @@ export class ImageIntake {
   refuseUnlessTaken(model: ModelDescription | undefined): void {
     const first = this.taken[0];
     if (!first || !model || model.task !== 'chat' || model.imageInput) return;
-    throw new HttpError('unsupported_feature', `${first.at}: ${clip(model.id)} takes no image input (${NO_IMAGES_BECAUSE[model.engine]}); send text only, or choose a model whose capabilities.image_input is supported (GET /v1/models)`, first.at);
+    throw new HttpError('unsupported_feature', `${first.at}: ${clip(model.id)} takes no image input (${NO_IMAGE_INPUT[model.engine]}); send text only, or choose a model whose capabilities.image_input is supported (GET /v1/models)`, first.at);
   }
 
   private fromBase64(data: string, declared: string | undefined, at: string): ChatImage {
@@ -122,12 +122,6 @@ export class ImageIntake {
     return { mediaType: header.mediaType as ImageMediaType, bytes: new Uint8Array(bytes), width: header.width, height: header.height, hash: createHash('sha256').update(bytes).digest('hex'), offset: 0 };
   }
 }
-
-/** Why a model of each engine takes no image (every model, until the vision engine lands). */
-const NO_IMAGES_BECAUSE: Record<ModelDescription['engine'], string> = {
-  onnx: 'text-only onnx model',
-  llama: "text-only llama model: llama.cpp's multimodal path is not in node-llama-cpp 3.21.1",
-};
 
 const tooLarge = (at: string, size: number, limit: number) =>
   invalidRequest(`${at}: the image is ${size} bytes, over the ${limit} accepted (--image-max-bytes)`, at);
