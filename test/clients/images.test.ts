@@ -13,7 +13,7 @@ import { CoreError } from '../../src/core/errors.js';
 import { NO_IMAGE_INPUT } from '../../src/core/model.js';
 import { CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
-import { bytesOf, dataUrl, IMAGES } from '../helpers/images.js';
+import { bytesOf, dataUrl, IMAGES } from '../../scripts/fuzz/images.js';
 
 const KEY = 'sk-images';
 let server: RealServer;

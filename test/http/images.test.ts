@@ -15,7 +15,7 @@ import { buildApp } from '../../src/app.js';
 import type { ImageSettings } from '../../src/http/shared/image-settings.js';
 import { FAKE_CHAT, FakeInference } from '../helpers/fake-inference.js';
 import { ANTHROPIC_HEADERS, JSON_HEADERS } from '../helpers/inject.js';
-import { bytesOf, dataUrl, IMAGES, pngBomb, TRUNCATED_PNG } from '../helpers/images.js';
+import { bytesOf, dataUrl, imageBody, IMAGES, pngBomb, TRUNCATED_PNG, type ImageDialect, type WireImage } from '../../scripts/fuzz/images.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
 const FAKE_VISION: ModelInfo = { ...FAKE_CHAT, id: 'fake-vision', aliases: [], displayName: 'Fake vision', imageInput: true };
@@ -34,20 +34,9 @@ async function appWith(images: Partial<ImageSettings> = {}): Promise<{ app: Fast
 }
 
 type Dialect = 'anthropic' | 'openai' | 'responses';
-type Source = { base64: string; mediaType?: string } | { url: string };
-
-/** One user turn, "look" then the images, in each dialect's words. */
-function body(dialect: Dialect, model: string, sources: Source[]) {
-  const urlOf = (s: Source) => ('url' in s ? s.url : dataUrl(s.base64, s.mediaType ?? 'image/png'));
-  if (dialect === 'anthropic') {
-    const blocks = sources.map((s) => ({ type: 'image', source: 'url' in s ? { type: 'url', url: s.url } : { type: 'base64', media_type: s.mediaType ?? 'image/png', data: s.base64 } }));
-    return { model, max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'look' }, ...blocks] }] };
-  }
-  if (dialect === 'openai') {
-    return { model, max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'text', text: 'look' }, ...sources.map((s) => ({ type: 'image_url', image_url: { url: urlOf(s) } }))] }] };
-  }
-  return { model, max_output_tokens: 5, input: [{ role: 'user', content: [{ type: 'input_text', text: 'look' }, ...sources.map((s) => ({ type: 'input_image', image_url: urlOf(s) }))] }] };
-}
+/** The fuzzer's request builder, by this file's dialect names. */
+const WIRE: Record<Dialect, ImageDialect> = { anthropic: 'messages', openai: 'chat', responses: 'responses' };
+const body = (dialect: Dialect, model: string, sources: WireImage[]) => imageBody(WIRE[dialect], model, sources);
 
 const ROUTES: Record<Dialect, { url: string; count: string; headers: Record<string, string>; block: (j: number) => string }> = {
   anthropic: { url: '/v1/messages', count: '/v1/messages/count_tokens', headers: ANTHROPIC_HEADERS, block: (j) => `messages.0.content.${j}` },

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { readImageHeader, sniffImage } from '../../src/http/shared/image-header.js';
 import { isPrivateAddress } from '../../src/http/shared/image-fetch.js';
-import { bytesOf, IMAGES, pngBomb, TRUNCATED_PNG, webpExtended } from '../helpers/images.js';
+import { bytesOf, IMAGES, pngBomb, TRUNCATED_PNG, webpExtended } from '../../scripts/fuzz/images.js';
 
 describe('image headers', () => {
   it.each([

@@ -94,7 +94,8 @@ export class ImageIntake {
     const data = DATA_URL.exec(url.slice(0, 256));
     if (data) return this.fromBase64(url.slice(data[0].length), data[1]!.toLowerCase(), at);
     if (/^data:/i.test(url)) throw invalidRequest(`${at}: a data URL must be base64 (data:image/png;base64,...)`, at);
-    if (!/^https?:\/\//i.test(url)) throw invalidRequest(`${at}: the image URL must be http(s) or a base64 data URL, got \`${clip(url, 64)}\``, at);
+    // Not echoed: whatever else it is (file:, a path), nothing here reads it.
+    if (!/^https?:\/\//i.test(url)) throw invalidRequest(`${at}: the image URL must be http(s) or a base64 data URL (data:image/png;base64,...)`, at);
     if (!this.settings.imageUrlFetch) {
       throw new HttpError('unsupported_feature', `${at}: image URLs are not fetched by this server; send the image as base64 (a data URL), or start the server with --image-url-fetch (IMAGE_URL_FETCH=true)`, at);
     }
