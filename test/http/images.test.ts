@@ -95,6 +95,8 @@ describe.each(DIALECTS)('image input, %s dialect', (dialect) => {
     const [image] = (message as { images: unknown[] }).images as Array<Record<string, unknown>>;
     const bytes = bytesOf(IMAGES[name]);
     expect(image).toEqual({ mediaType, bytes: new Uint8Array(bytes), width: 3, height: 2, hash: createHash('sha256').update(bytes).digest('hex'), offset: 4 });
+    // Its own buffer, not a view of Node's shared Buffer pool (which a structured clone would copy whole).
+    expect((image!.bytes as Uint8Array).buffer.byteLength).toBe(bytes.length);
   });
 
   it('bad base64: 400 naming the block', async () => {
