@@ -18,6 +18,9 @@ import { ANTHROPIC_HEADERS, JSON_HEADERS } from '../helpers/inject.js';
 import { bytesOf, dataUrl, imageBody, IMAGES, pngBomb, TRUNCATED_PNG, type ImageDialect, type WireImage } from '../../scripts/fuzz/images.js';
 import type { ModelInfo } from '../../src/models/registry.js';
 
+/** The fetch time limit of the tests of servers that never answer. */
+const FETCH_TIMEOUT_MS = 200;
+
 const FAKE_VISION: ModelInfo = { ...FAKE_CHAT, id: 'fake-vision', aliases: [], displayName: 'Fake vision', imageInput: true };
 
 /** The fake service with one more chat model, which takes images (what the vision step will add for real). */
@@ -226,6 +229,14 @@ describe('image URLs (a loopback server)', () => {
     server = http.createServer((req, res) => {
       hits++;
       if (req.url === '/moved') return res.writeHead(302, { location: '/cat.png' }).end();
+      // Never answers; or starts an answer and stalls; or streams past the byte limit without a length.
+      if (req.url === '/hang.png') return;
+      if (req.url === '/stall.png') return res.writeHead(200, { 'content-type': 'image/png' }).write(bytesOf(IMAGES.png).subarray(0, 10));
+      if (req.url === '/chunked.png') {
+        res.writeHead(200, { 'content-type': 'image/png' });
+        for (let i = 0; i < 10; i++) res.write(Buffer.alloc(1000));
+        return res.end();
+      }
       const bytes = served.get(req.url ?? '');
       if (!bytes) return res.writeHead(404).end();
       res.writeHead(200, { 'content-type': 'image/png', 'content-length': bytes.length }).end(bytes);
@@ -233,7 +244,10 @@ describe('image URLs (a loopback server)', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
-  afterAll(() => new Promise((resolve) => server.close(resolve)));
+  afterAll(() => new Promise((resolve) => {
+    server.close(resolve);
+    server.closeAllConnections();
+  }));
 
   it('with fetching and private addresses allowed: fetched (a redirect followed) and checked like base64', async () => {
     const { app, fake } = await appWith({ imageUrlFetch: true, imageUrlPrivate: true, imageMaxBytes: 4096 });
@@ -249,8 +263,22 @@ describe('image URLs (a loopback server)', () => {
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/text.png` }])), block, 'not a PNG, JPEG, WebP or GIF');
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/big.png` }])), block, 'could not be fetched: the image is larger than 4096 bytes');
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/nope.png` }])), block, 'could not be fetched: the server answered 404');
+        expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/chunked.png` }])), block, 'could not be fetched: the image is larger than 4096 bytes');
         // Fetched, checked, then refused by the model that takes none.
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-chat', [{ url: `${base}/cat.png` }])), block, 'fake-chat takes no image input');
+      }
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('a server that never answers, or stalls mid-answer: 400 once the time limit passes', async () => {
+    const { app } = await appWith({ imageUrlFetch: true, imageUrlPrivate: true, imageUrlTimeoutMs: FETCH_TIMEOUT_MS });
+    try {
+      for (const path of ['/hang.png', '/stall.png']) {
+        const started = Date.now();
+        expect400('openai', await post(app, 'openai', body('openai', 'fake-vision', [{ url: `${base}${path}` }])), 'messages[0].content[1]', 'could not be fetched: timed out');
+        expect(Date.now() - started).toBeLessThan(FETCH_TIMEOUT_MS * 10);
       }
     } finally {
       await app.close();
