@@ -209,6 +209,19 @@ describe('dialect specifics', () => {
     expect(fake.calls.chat.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', content: '', images: [{ mediaType: 'image/webp', detail: 'high' }] });
   });
 
+  it('a malformed image block or part: 400 naming the field, from the dialect\'s zod schema', async () => {
+    const anthropic = (image: object) => post(app, 'anthropic', { model: 'fake-vision', max_tokens: 5, messages: [{ role: 'user', content: [{ type: 'image', ...image }] }] });
+    expect400('anthropic', await anthropic({}), 'messages.0.content.0.source', 'Field required');
+    expect400('anthropic', await anthropic({ source: { type: 'base64', data: IMAGES.png } }), 'messages.0.content.0.source.media_type', 'Field required');
+    expect400('anthropic', await anthropic({ source: { type: 'url', url: 5 } }), 'messages.0.content.0.source.url', 'expected a string, got the integer 5');
+    const chat = (part: object) => post(app, 'openai', { model: 'fake-vision', messages: [{ role: 'user', content: [{ type: 'image_url', ...part }] }] });
+    expect400('openai', await chat({ image_url: { detail: 'low' } }), 'messages[0].content[0].image_url', 'matches none of the accepted forms');
+    expect400('openai', await chat({ image_url: { url: dataUrl(IMAGES.png), detail: 'ultra' } }), 'messages[0].content[0].image_url', 'matches none of the accepted forms');
+    const responses = (part: object) => post(app, 'responses', { model: 'fake-vision', input: [{ role: 'user', content: [{ type: 'input_image', ...part }] }] });
+    expect400('responses', await responses({ image_url: dataUrl(IMAGES.png), detail: 'ultra' }), 'input[0].content[0].detail', 'expected one of "auto", "low", "high", "original"');
+    expect400('responses', await responses({}), 'input[0].content[0].image_url', 'Field required');
+  });
+
   it('vLLM /tokenize with messages: an image on a text-only model is refused', async () => {
     const res = await post(app, 'openai', { model: 'fake-chat', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl(IMAGES.png) } }] }] }, '/tokenize');
     expect400('openai', res, 'messages[0].content[0]', 'fake-chat takes no image input');

@@ -14,7 +14,8 @@
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatPrompt, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
-import type { CountTokensBody, MessagesBody } from './schema.js';
+import { imageBlockSchema, type CountTokensBody, type MessagesBody } from './schema.js';
+import { describeValue, parseField } from '../shared/validation.js';
 import { ImageIntake, shiftImages, TurnContent } from '../shared/image-intake.js';
 import { thinkingLevel } from '../shared/effort.js';
 
@@ -233,19 +234,15 @@ function contentOf(content: string | Block[], { where, model, images }: Place): 
 
 /** An image block's source: base64 data with its media type, or a URL (fetched only where the server allows it). */
 function imageOf(block: Block, at: string, images: ImageIntake) {
-  const source = block.source as { type?: unknown; media_type?: unknown; data?: unknown; url?: unknown } | null | undefined;
-  if (source === null || typeof source !== 'object' || Array.isArray(source)) throw invalidRequest(`${at}.source: Field required`, `${at}.source`);
-  if (source.type === 'base64') {
-    if (typeof source.media_type !== 'string') throw invalidRequest(`${at}.source.media_type: Field required`, `${at}.source.media_type`);
-    if (typeof source.data !== 'string') throw invalidRequest(`${at}.source.data: Field required`, `${at}.source.data`);
-    return images.take({ kind: 'base64', data: source.data, mediaType: source.media_type }, at);
+  // The source's kind first, in words a client can act on (the union alone says only "none of the forms").
+  const kind = (block.source as { type?: unknown } | null | undefined)?.type;
+  if (block.source != null && typeof block.source === 'object' && kind !== 'base64' && kind !== 'url' && kind !== 'file') {
+    throw invalidRequest(`${at}.source.type: expected "base64" or "url", got ${describeValue(kind)}`, `${at}.source.type`);
   }
-  if (source.type === 'url') {
-    if (typeof source.url !== 'string') throw invalidRequest(`${at}.source.url: Field required`, `${at}.source.url`);
-    return images.take({ kind: 'url', url: source.url }, at);
-  }
-  if (source.type === 'file') throw new HttpError('unsupported_feature', `${at}.source: file sources (the Files API) are not served by this server; send the image as base64 or by url`, `${at}.source.type`);
-  throw invalidRequest(`${at}.source.type: expected "base64" or "url"`, `${at}.source.type`);
+  const { source } = parseField(imageBlockSchema, block, [at]);
+  if (source.type === 'base64') return images.take({ kind: 'base64', data: source.data, mediaType: source.media_type }, at);
+  if (source.type === 'url') return images.take({ kind: 'url', url: source.url }, at);
+  throw new HttpError('unsupported_feature', `${at}.source: file sources (the Files API) are not served by this server; send the image as base64 or by url`, `${at}.source.type`);
 }
 
 /** A document with a plain-text source is its text (titled when it has a title); a PDF or an image is refused. */

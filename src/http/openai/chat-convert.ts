@@ -13,7 +13,7 @@ import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
-import { functionChoiceSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
+import { functionChoiceSchema, imageUrlPartSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
 import { parseField } from '../shared/validation.js';
 import { thinkingFromEffort } from '../shared/effort.js';
 import { ImageIntake, TurnContent } from '../shared/image-intake.js';
@@ -129,13 +129,8 @@ function userContent(content: string | Part[], { where, model, images }: { where
 
 /** An image_url part: `{url, detail}` (or the URL alone, as vLLM takes it); a data URL, or http(s) where the server fetches. */
 function imageOf(part: Part, at: string, images: ImageIntake) {
-  const given = part.image_url;
-  const field = typeof given === 'string' ? { url: given } : given;
-  if (field === null || typeof field !== 'object' || typeof (field as { url?: unknown }).url !== 'string') throw invalidRequest(`${at}.image_url.url: Field required`, `${at}.image_url.url`);
-  const { url, detail } = field as { url: string; detail?: unknown };
-  if (detail !== undefined && detail !== null && detail !== 'auto' && detail !== 'low' && detail !== 'high') {
-    throw invalidRequest(`${at}.image_url.detail: expected "auto", "low" or "high"`, `${at}.image_url.detail`);
-  }
+  const given = parseField(imageUrlPartSchema, part, [at]).image_url;
+  const { url, detail } = typeof given === 'string' ? { url: given, detail: undefined } : given;
   return images.take({ kind: 'url', url }, at, detail === 'low' || detail === 'high' ? detail : undefined);
 }
 

@@ -24,7 +24,7 @@ import type { ChatMessage, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, T
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
 import { parseField } from '../shared/validation.js';
-import { allowedToolsChoiceSchema, functionChoiceSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
+import { allowedToolsChoiceSchema, functionChoiceSchema, inputImagePartSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
 import { thinkingFromEffort } from '../shared/effort.js';
 import { ImageIntake, TurnContent } from '../shared/image-intake.js';
 
@@ -187,12 +187,9 @@ function contentOf(content: string | Part[], { where, model, images }: { where: 
 
 /** An input_image part: `image_url` (a data URL, or http(s) where the server fetches) and `detail`; a `file_id` is refused. */
 function imageOf(part: Part, at: string, images: ImageIntake) {
-  const { image_url: url, file_id: fileId, detail } = part;
+  const { image_url: url, file_id: fileId, detail } = parseField(inputImagePartSchema, part, [at]);
   if (fileId != null && url == null) throw unsupported(`${at}.file_id`, 'images by file_id (the Files API) are not served by this server; send `image_url` with a data URL (data:image/png;base64,...)');
-  if (typeof url !== 'string') throw invalidRequest(`${at}.image_url: Field required`, `${at}.image_url`);
-  if (detail != null && detail !== 'auto' && detail !== 'low' && detail !== 'high' && detail !== 'original') {
-    throw invalidRequest(`${at}.detail: expected "auto", "low", "high" or "original"`, `${at}.detail`);
-  }
+  if (url == null) throw invalidRequest(`${at}.image_url: Field required`, `${at}.image_url`);
   return images.take({ kind: 'url', url }, at, detail === 'low' ? 'low' : detail === 'high' || detail === 'original' ? 'high' : undefined);
 }
 
