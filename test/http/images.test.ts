@@ -242,6 +242,7 @@ describe('image URLs (a loopback server)', () => {
     server = http.createServer((req, res) => {
       hits++;
       if (req.url === '/moved') return res.writeHead(302, { location: '/cat.png' }).end();
+      if (req.url === '/bad-redirect') return res.writeHead(302, { location: 'http://[::1' }).end();
       // Never answers; or starts an answer and stalls; or streams past the byte limit without a length.
       if (req.url === '/hang.png') return;
       if (req.url === '/stall.png') return res.writeHead(200, { 'content-type': 'image/png' }).write(bytesOf(IMAGES.png).subarray(0, 10));
@@ -276,6 +277,7 @@ describe('image URLs (a loopback server)', () => {
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/text.png` }])), block, 'not a PNG, JPEG, WebP or GIF');
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/big.png` }])), block, 'could not be fetched: the image is larger than 4096 bytes');
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/nope.png` }])), block, 'could not be fetched: the server answered 404');
+        expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/bad-redirect` }])), block, 'could not be fetched: the server redirected to an invalid URL');
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-vision', [{ url: `${base}/chunked.png` }])), block, 'could not be fetched: the image is larger than 4096 bytes');
         // Fetched, checked, then refused by the model that takes none.
         expect400(dialect, await post(app, dialect, body(dialect, 'fake-chat', [{ url: `${base}/cat.png` }])), block, 'fake-chat takes no image input');

@@ -70,6 +70,7 @@ function get(url: string, settings: ImageFetchSettings, signal: AbortSignal): Pr
     dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
       if (error) return callback(error, '', 0);
       const list = addresses as dns.LookupAddress[];
+      if (list.length === 0) return callback(new ImageFetchError(`the name ${hostname} has no address`) as NodeJS.ErrnoException, '', 0);
       const refused = settings.allowPrivate ? undefined : list.find((a) => isPrivateAddress(a.address));
       if (refused) return callback(privateRefusal(refused.address) as NodeJS.ErrnoException, '', 0);
       if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, list);
@@ -83,7 +84,9 @@ function get(url: string, settings: ImageFetchSettings, signal: AbortSignal): Pr
       const status = response.statusCode ?? 0;
       if (status >= 300 && status < 400 && response.headers.location) {
         response.resume();
-        return resolve({ redirect: new URL(response.headers.location, parsed).toString() });
+        // Parsed here, inside an event handler, where a throw would not reach any caller.
+        const next = URL.canParse(response.headers.location, parsed) ? new URL(response.headers.location, parsed).toString() : undefined;
+        return next ? resolve({ redirect: next }) : fail(new ImageFetchError('the server redirected to an invalid URL'));
       }
       if (status !== 200) {
         response.resume();
