@@ -25,9 +25,11 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { collectRoutes } from './http/reference/openapi.js';
 import { referencePlugin } from './http/reference/plugin.js';
 import { sendPage, wantsPage, webPlugin } from './web/plugin.js';
+import { imageSettingsSchema, type ImageSettings } from './http/shared/image-settings.js';
 
 /** The settings the HTTP layer reads; those not given take the configuration's defaults. */
 type HttpSettings = Pick<Config, 'apiKeys' | 'bodyLimit' | 'pingIntervalMs'> &
+  Partial<ImageSettings> &
   Partial<Pick<Config, 'headersTimeoutMs' | 'bodyTimeoutMs' | 'keepAliveTimeoutMs' | 'maxConnections' | 'streamBufferLimit' | 'responsesStoreEntries' | 'responsesStoreMaxAgeMs' | 'responsesReasoningKey'>> &
   Partial<Pick<Config, 'teiModel' | 'modelAdmin'>>;
 
@@ -151,10 +153,12 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
     return metrics.registry.metrics();
   });
 
-  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
-  await app.register(openAiPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit });
+  // Image limits and URL fetching: the same settings for every chat dialect.
+  const images = Object.fromEntries(Object.keys(imageSettingsSchema.shape).map((key) => [key, config[key as keyof ImageSettings]])) as ImageSettings;
+  await app.register(anthropicPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit, images });
+  await app.register(openAiPlugin, { inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit, images });
   await app.register(responsesPlugin, {
-    inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit,
+    inference, checkKey, pingIntervalMs: config.pingIntervalMs, streamBufferLimit: config.streamBufferLimit, images,
     store: { entries: config.responsesStoreEntries, maxAgeMs: config.responsesStoreMaxAgeMs },
     ...(config.responsesReasoningKey ? { reasoningKey: config.responsesReasoningKey } : {}),
   });
@@ -163,7 +167,7 @@ export async function buildApp({ config: given, inference, logger, metrics = cre
   if (config.modelAdmin) await app.register(modelAdminPlugin, { inference, checkKey, errors: openAiErrors });
   await app.register(webPlugin);
   await app.register(referencePlugin);
-  await app.register(retrievalPlugin, { inference, checkKey, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });
+  await app.register(retrievalPlugin, { inference, checkKey, images, ...(config.teiModel !== undefined ? { defaultModel: config.teiModel } : {}) });
 
   app.setNotFoundHandler((request, reply) =>
     sendError(

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { parseDuration } from './core/duration.js';
 import { bool, engineSettingsSchema } from './core/engine-settings.js';
 import { defaultHubCacheDir } from './models/hf-cache.js';
+import { imageSettingsSchema } from './http/shared/image-settings.js';
 import type { ModelSourcesOptions } from './models/sources.js';
 
 const csv = z.preprocess(
@@ -73,6 +74,7 @@ export const configSchema = z.object({
   bodyTimeoutMs: z.coerce.number().int().min(100).default(60_000).describe('A client must send its whole request within this time from its first byte (must exceed headers-timeout-ms)'),
   keepAliveTimeoutMs: z.coerce.number().int().min(100).default(72_000).describe('An idle keep-alive connection is closed after this time'),
   maxConnections: z.coerce.number().int().min(1).max(1_000_000).default(1024).describe('Open connections held at once; one more gets 503 and is closed'),
+  ...imageSettingsSchema.shape,
   streamBufferLimit: z.coerce.number().int().min(16 * 1024).default(4 * 1024 * 1024).describe('Bytes a stream may have waiting for a client that does not read, then the generation stops'),
   pingIntervalMs: z.coerce.number().int().min(100).max(600_000).default(10_000).describe('Interval of ping events on an open Messages stream (keeps proxies from timing it out)'),
   /** In this process's memory: a restart forgets them, and each replica keeps its own. */
@@ -116,7 +118,7 @@ const FLAG_EXCEPTIONS: Partial<Record<Field, { flag: string; multiple: true }>> 
   preload: { flag: 'preload', multiple: true },
   modelKeepAlive: { flag: 'model-keep-alive', multiple: true },
 };
-const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate']);
+const BOOLEAN_FLAGS: ReadonlySet<Field> = new Set(['allowUnauthenticated', 'embedTruncate', 'imageUrlFetch', 'imageUrlPrivate']);
 
 const flagOf = (field: Field) => {
   const exception = FLAG_EXCEPTIONS[field];

@@ -6,6 +6,7 @@ import { API_KEY, CHAT_MODEL, EMBED_MODEL, envelopesFor, type Envelope, type Fuz
 import { serializeRequest } from './raw-client.js';
 import { Random } from './random.js';
 import { PROTOTYPE_NAMES, withHostileSchema, type ChatDialect } from './schemas.js';
+import { hostileImages, imageBody, IMAGE_ROUTES, type ImageDialect } from './images.js';
 
 const ANTHROPIC: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['anthropic-version', '2023-06-01'], ['x-api-key', API_KEY]];
 const OPENAI: Array<[string, string]> = [['Host', 'x'], ['Content-Type', 'application/json'], ['Authorization', `Bearer ${API_KEY}`]];
@@ -81,9 +82,28 @@ export function schemaRunCases(seed: number, count: number): FuzzCase[] {
   return [...hostile, ...served];
 }
 
+/**
+ * Issue 42: image blocks and parts in every chat dialect, in a user turn and in a tool result, well
+ * formed or wrong in each way an image can be; every one a 400 in the dialect's envelope (no model
+ * takes images yet, and URLs are not fetched by the fuzz server).
+ */
+export function imageCases(): FuzzCase[] {
+  const dialects = Object.keys(IMAGE_ROUTES) as ImageDialect[];
+  return dialects.flatMap((dialect) =>
+    hostileImages().flatMap(({ label, images }) =>
+      [false, true].filter((inTool) => !inTool || dialect !== 'chat').map((inTool) => {
+        const headers = dialect === 'messages' ? ANTHROPIC : OPENAI;
+        const c = known(`${dialect} image: ${label}${inTool ? ' (in a tool result)' : ''}`, post(IMAGE_ROUTES[dialect], headers, JSON.stringify(imageBody(dialect, CHAT_MODEL, images, inTool))), { envelopes: [dialect === 'messages' ? 'anthropic' : 'openai'] });
+        return { ...c, responses: c.responses.map((r) => ({ ...r, status: 400 })) };
+      }),
+    ),
+  );
+}
+
 /** Each case: what it sends and which envelopes its error answer may use. */
 export function knownCases(): FuzzCase[] {
   return [
+    ...imageCases(),
     // Bodies
     known('encoding_format nested 10,000 levels', post('/v1/embeddings', OPENAI, withField(embed(), 'encoding_format', nested(10_000))), { envelopes: ['openai'] }),
     known('input nested 10,000 levels', post('/v1/embeddings', OPENAI, withField(JSON.stringify({ model: EMBED_MODEL }), 'input', nested(10_000))), { envelopes: ['openai'] }),

@@ -4,7 +4,7 @@
  * The HTTP dialects decide status, error type and wording from the code and the details
  * (src/http/anthropic/errors.ts, src/http/openai/errors.ts), each with a test that maps every code.
  */
-import type { ModelTask } from './model.js';
+import { NO_IMAGE_INPUT, type ModelDescription, type ModelTask } from './model.js';
 
 export const CORE_ERROR_CODES = [
   /** No model by that name or alias. */
@@ -28,6 +28,8 @@ export const CORE_ERROR_CODES = [
   'dimensions_unsupported',
   /** The chat template refused the conversation. details.reason: the template's message. */
   'template_rejected',
+  /** A prompt with images, to a model that takes none. details: model, reason (why it takes none). */
+  'image_input_unsupported',
   /**
    * A JSON schema the request requires to hold (an output schema, a strict tool's input schema) uses a
    * feature constrained decoding cannot enforce, or the grammar could not be built from it. details:
@@ -114,5 +116,9 @@ export const modelNotFound = (model: string) => new CoreError('model_not_found',
 
 export const wrongModelTask = (model: string, task: ModelTask) =>
   new CoreError('wrong_model_task', `The model \`${clip(model)}\` is ${task === 'chat' ? 'a chat model and cannot embed' : task === 'rerank' ? 'a rerank model (a cross-encoder): it only ranks' : 'an embedding model and cannot chat'}.`, { model, task });
+
+/** A prompt with images to a model that takes none; the HTTP edge refuses it first, naming the block (src/http/shared/image-intake.ts). */
+export const imageInputUnsupported = (model: ModelDescription) =>
+  new CoreError('image_input_unsupported', `The model \`${clip(model.id)}\` takes no image input (${NO_IMAGE_INPUT[model.engine]}).`, { model: model.id, reason: NO_IMAGE_INPUT[model.engine] });
 
 export const overloaded = (model: string) => new CoreError('overloaded', `The model \`${model}\` is busy; retry shortly.`, { model });

@@ -32,13 +32,24 @@ export interface ModelDescription {
   thinking: boolean;
   /** Chat models: the formats their template was given. */
   chatFormat?: ChatFormat;
+  /** Chat models: the model takes images in its turns (absent: it takes none). */
+  imageInput?: boolean;
   aliases: string[];
   displayName: string;
   /** Unix seconds: when the model's files were last changed. */
   created: number;
 }
 
+/** Why a model of each engine takes no image, for the refusal (every model until the vision engine lands: issue 42). */
+export const NO_IMAGE_INPUT: Record<ModelEngine, string> = {
+  onnx: 'text-only onnx model',
+  llama: "text-only llama model: llama.cpp's multimodal path is not in node-llama-cpp 3.21.1",
+};
+
+/** The prompt carries an image somewhere. */
+export const hasImages = (messages: ReadonlyArray<object>) => messages.some((m) => 'images' in m && Array.isArray(m.images) && m.images.length > 0);
+
 /** The description alone, out of a richer record (a scanned model folder). */
-export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, aliases, displayName, created }: ModelDescription): ModelDescription {
-  return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), aliases, displayName, created };
+export function describedAs({ id, task, engine, contextLength, maxOutputTokens, thinking, chatFormat, imageInput, aliases, displayName, created }: ModelDescription): ModelDescription {
+  return { id, task, engine, contextLength, maxOutputTokens, thinking, ...(chatFormat ? { chatFormat } : {}), ...(imageInput ? { imageInput } : {}), aliases, displayName, created };
 }

@@ -14,12 +14,37 @@ export interface ToolCall {
 
 /**
  * One turn of a conversation, as chat templates take them: user text; the assistant's text with the
- * tools it called and what it thought; a tool's result for one call.
+ * tools it called and what it thought; a tool's result for one call. A user turn and a tool result
+ * may hold images (`images`, absent on a text-only turn: text paths read `content` as before).
  */
 export type ChatMessage =
-  | { role: 'user'; content: string }
+  | { role: 'user'; content: string; images?: ChatImage[] }
   | { role: 'assistant'; content: string; toolCalls?: ToolCall[]; reasoning?: string }
-  | { role: 'tool'; content: string; callId: string; name: string; isError?: boolean };
+  | { role: 'tool'; content: string; callId: string; name: string; isError?: boolean; images?: ChatImage[] };
+
+/** The image formats a request may carry (GIF: its first frame). */
+export const IMAGE_MEDIA_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'] as const;
+export type ImageMediaType = (typeof IMAGE_MEDIA_TYPES)[number];
+
+/**
+ * An image in a turn, checked at the edge: its bytes (a URL source is fetched there, so the core
+ * never holds a reference it would have to resolve), its format as the bytes say, its size read from
+ * the header (never decoded here), and a hash of the bytes, the key a prefix cache and worker
+ * affinity use for it. `offset` places it in its message: a UTF-16 index into `content`, the text
+ * before it; images at one offset keep their order. The bytes are a Uint8Array, which structured
+ * clone carries across the worker and process protocols as it is.
+ */
+export interface ChatImage {
+  mediaType: ImageMediaType;
+  bytes: Uint8Array;
+  width: number;
+  height: number;
+  /** SHA-256 of `bytes`, hex. */
+  hash: string;
+  offset: number;
+  /** The client asked for a low- or high-resolution view (OpenAI's `detail`); absent: the model's default. */
+  detail?: 'low' | 'high';
+}
 
 /** A tool the model may call: its name, what it is for, and the JSON Schema of its input. */
 export interface ToolSpec {

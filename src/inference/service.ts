@@ -3,9 +3,9 @@
  * Which models are in memory, and when they load and unload, is the residency module's
  * (./residency.ts); what a loaded model holds, ./model-pools.ts.
  */
-import { CoreError, modelNotFound, wrongModelTask } from '../core/errors.js';
+import { CoreError, imageInputUnsupported, modelNotFound, wrongModelTask } from '../core/errors.js';
 import type { InferenceHooks } from '../core/hooks.js';
-import { describedAs, type ModelDescription } from '../core/model.js';
+import { describedAs, hasImages, type ModelDescription } from '../core/model.js';
 import { silentLogger, type Logger } from '../core/log.js';
 import type { CallOptions, ChatCallOptions, ChatPrompt, ChatRequest, ChatResult, DefaultModel, DetokenizeRequest, EmbedRequest, EmbedResult, InferenceService, ModelStatus, ModelUse, RerankRequest, RerankResult, ScoreRequest, ScoreResult, TokenizeRequest, TokenizeResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
@@ -86,11 +86,14 @@ export class LocalInferenceService implements InferenceService {
         requested: request.maxTokens,
       });
     }
+    refuseImages(entry.info, request.messages);
     return this.residency.using(entry, options, ({ pool }) => pool.generate(request, options));
   }
 
   async countTokens(prompt: ChatPrompt, options: CallOptions = {}): Promise<number> {
-    return this.residency.using(this.entryFor(prompt.model, 'chat'), options, (pools) => pools.tokenizerPool().countTokens(prompt));
+    const entry = this.entryFor(prompt.model, 'chat');
+    refuseImages(entry.info, prompt.messages);
+    return this.residency.using(entry, options, (pools) => pools.tokenizerPool().countTokens(prompt));
   }
 
   /** A cross-encoder's scores: concurrent requests' pairs are gathered into shared forward passes, as embeddings are. */
@@ -109,6 +112,7 @@ export class LocalInferenceService implements InferenceService {
 
   async tokenize(request: TokenizeRequest, options: CallOptions = {}): Promise<TokenizeResult> {
     const entry = request.input.kind === 'chat' ? this.entryFor(request.model, 'chat') : this.anyEntry(request.model);
+    if (request.input.kind === 'chat') refuseImages(entry.info, request.input.prompt.messages);
     return this.residency.using(entry, options, (pools) => pools.tokenizerPool().tokenize({ input: request.input, pieces: request.pieces ?? false }));
   }
 
@@ -169,4 +173,12 @@ export class LocalInferenceService implements InferenceService {
     if (entry.info.task !== task) throw wrongModelTask(name, entry.info.task);
     return entry;
   }
+}
+
+/**
+ * Images never cross to the workers of a model that takes none (every model today: the HTTP edge
+ * refuses them first, naming the block; this holds for any other caller of the service).
+ */
+function refuseImages(model: ModelInfo, messages: ChatPrompt['messages']): void {
+  if (!model.imageInput && hasImages(messages)) throw imageInputUnsupported(model);
 }

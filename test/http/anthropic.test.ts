@@ -129,7 +129,7 @@ describe('POST /v1/messages (fake inference)', () => {
     ['a prefill ending in whitespace', { ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: 'Sure, ' }] }, /trailing whitespace/],
     ['temperature above 1', { ...valid, temperature: 1.5 }, /temperature/],
     ['an unknown field', { ...valid, frobnicate: true }, /frobnicate: Extra inputs are not permitted/],
-    ['an image block', { ...valid, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, /`image`.*text-only/],
+    ['an image block without a source type', { ...valid, messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] }, /messages\.0\.content\.0\.source\.type: expected "base64" or "url", got nothing/],
     ['a tool_result block in an assistant message', { ...valid, messages: [{ role: 'user', content: 'x' }, { role: 'assistant', content: [{ type: 'tool_result', tool_use_id: 'x', content: 'y' }] }] }, /tool_result blocks belong to user messages/],
     ['a server tool', { ...valid, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }, /server tools of type `web_search_20250305`/],
     ['a tool without input_schema', { ...valid, tools: [{ name: 't' }] }, /tools\.0\.input_schema: Field required/],

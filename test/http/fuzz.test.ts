@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { fakeApp } from '../helpers/inject.js';
+import { bytesOf, hostileImages, imageBody, IMAGE_ROUTES, IMAGES, pngBomb, type ImageDialect, type WireImage } from '../../scripts/fuzz/images.js';
 
 const RUNS = 1500;
 let app: FastifyInstance;
@@ -117,6 +118,31 @@ describe('fuzzing (fake inference)', () => {
         checkEnvelope('openai', res.statusCode, res.body, res.headers['request-id']);
       }),
       { numRuns: RUNS },
+    );
+  });
+
+  it('image blocks and parts in every chat dialect (issue 42): each a 400 in the dialect\'s envelope', async () => {
+    const fixtures = Object.values(IMAGES);
+    const image: fc.Arbitrary<WireImage> = fc.oneof(
+      fc.constantFrom(...hostileImages().flatMap((h) => (h.images.length === 1 ? h.images : []))),
+      fc.record({ base64: fc.base64String({ maxLength: 200 }), mediaType: fc.constantFrom('image/png', 'image/jpeg', 'image/webp', 'image/gif', 'image/bmp', '', 'text/plain') }),
+      fc.record({ base64: fc.string({ maxLength: 60 }) }),
+      // Truncated anywhere, and declared as anything.
+      fc.tuple(fc.constantFrom(...fixtures), fc.nat(400), fc.constantFrom('image/png', 'image/jpeg', 'image/webp', 'image/gif')).map(([b, n, mediaType]) => ({ base64: bytesOf(b).subarray(0, n).toString('base64'), mediaType })),
+      // Any declared size, bombs included.
+      fc.tuple(fc.nat(2 ** 32 - 1), fc.nat(2 ** 32 - 1)).map(([w, h]) => ({ base64: pngBomb(w, h) })),
+      fc.oneof(fc.webUrl(), fc.string({ maxLength: 40 }).map((t) => `data:${t}`)).map((url) => ({ url })),
+    );
+    const dialects = Object.keys(IMAGE_ROUTES) as ImageDialect[];
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...dialects), fc.array(image, { minLength: 1, maxLength: 4 }), fc.boolean(), async (dialect, images, inTool) => {
+        const anthropic = dialect === 'messages';
+        const headers = anthropic ? { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', 'x-api-key': 'sk-fuzz' } : { 'content-type': 'application/json', authorization: 'Bearer sk-fuzz' };
+        const res = await app.inject({ method: 'POST', url: IMAGE_ROUTES[dialect], headers, payload: imageBody(dialect, 'fake-chat', images, inTool) });
+        checkEnvelope(anthropic ? 'anthropic' : 'openai', res.statusCode, res.body, res.headers['request-id']);
+        expect(res.statusCode, res.body).toBe(400);
+      }),
+      { numRuns: 300 },
     );
   });
 

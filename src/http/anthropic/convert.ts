@@ -1,7 +1,9 @@
 /**
- * Anthropic wire body -> internal ChatPrompt / ChatRequest. What the server cannot do (images, PDFs,
- * server tools, MCP servers) is refused here with a 400
+ * Anthropic wire body -> internal ChatPrompt / ChatRequest. What the server cannot do (PDFs, server
+ * tools, MCP servers) is refused here with a 400
  * that names it; nothing is silently dropped, except what Anthropic itself documents as hints.
+ * `image` blocks (base64 or url sources), in user turns and inside `tool_result` content, become the
+ * turn's images through the request's ImageIntake (../shared/image-intake.ts), which checks them.
  *
  * The conversation as the API defines it: `system` messages anywhere in `messages` join the system
  * prompt in order; consecutive turns of one role are combined; an assistant turn's `tool_use` blocks
@@ -12,7 +14,9 @@
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatPrompt, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
-import type { CountTokensBody, MessagesBody } from './schema.js';
+import { imageBlockSchema, type CountTokensBody, type MessagesBody } from './schema.js';
+import { describeValue, parseField } from '../shared/validation.js';
+import { ImageIntake, shiftImages, TurnContent } from '../shared/image-intake.js';
 import { thinkingLevel } from '../shared/effort.js';
 
 type PromptBody = CountTokensBody | MessagesBody;
@@ -21,7 +25,8 @@ type Block = { type: string; [key: string]: unknown };
 /** Claude Code's first system block: `x-anthropic-billing-header: cc_version=…; cc_entrypoint=…;` — never part of the prompt. */
 const BILLING_HEADER = /^\s*x-anthropic-billing-header:/;
 
-export function toChatPrompt(body: PromptBody): ChatPrompt {
+/** `images`: the request's image intake (the plugin's, with the server's settings; the defaults otherwise). */
+export function toChatPrompt(body: PromptBody, images = new ImageIntake()): ChatPrompt {
   // The model's name as messages quote it: a client's string, so clipped.
   const model = clip(body.model);
   if (body.messages.length === 0) throw invalidRequest('messages: at least one message is required', 'messages');
@@ -31,14 +36,14 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   body.messages.forEach((message, i) => {
     const where = `messages.${i}`;
     if (message.role === 'system') systemParts.push(textOf(message.content, `${where}.content`, model));
-    else for (const converted of convertTurn(message.role, message.content, where, model)) turns.push({ index: i, message: converted });
+    else for (const converted of convertTurn(message.role, message.content, { where, model, images })) turns.push({ index: i, message: converted });
   });
   if (turns.length === 0) throw invalidRequest('messages: at least one user message is required', 'messages');
   if (turns[0]!.message.role !== 'user' && turns[0]!.message.role !== 'tool') throw invalidRequest('messages: first message must use the "user" role', `messages.${turns[0]!.index}.role`);
   const last = turns.at(-1)!;
   turns.forEach(({ index, message }) => {
     const isFinalAssistant = message === last.message && message.role === 'assistant';
-    const empty = message.content.trim() === '' && !(message.role === 'assistant' && message.toolCalls?.length);
+    const empty = message.content.trim() === '' && !(message.role === 'assistant' && message.toolCalls?.length) && !(message.role === 'user' && message.images);
     if (empty && !isFinalAssistant && message.role !== 'tool') {
       throw invalidRequest(`messages.${index}: ${message.role} messages must have non-empty content`, `messages.${index}.content`);
     }
@@ -62,8 +67,8 @@ export function toChatPrompt(body: PromptBody): ChatPrompt {
   };
 }
 
-export function toChatRequest(body: MessagesBody): ChatRequest {
-  const prompt = toChatPrompt(body);
+export function toChatRequest(body: MessagesBody, images = new ImageIntake()): ChatRequest {
+  const prompt = toChatPrompt(body, images);
   if (body.thinking?.type === 'enabled' && body.thinking.budget_tokens >= body.max_tokens) {
     throw invalidRequest(`thinking.budget_tokens: must be less than max_tokens (${body.max_tokens}), got ${body.thinking.budget_tokens}`, 'thinking.budget_tokens');
   }
@@ -95,10 +100,17 @@ function systemText(system: NonNullable<PromptBody['system']>): string {
   return system.filter((block) => !BILLING_HEADER.test(block.text)).map((block) => block.text).join('');
 }
 
+/** Where a block is and what reads its images, for the converters below. */
+interface Place {
+  where: string;
+  model: string;
+  images: ImageIntake;
+}
+
 /** One wire message as core turns: tool results come first (one tool message each), then the rest. */
-function convertTurn(role: 'user' | 'assistant', content: string | Block[], where: string, model: string): ChatMessage[] {
+function convertTurn(role: 'user' | 'assistant', content: string | Block[], { where, model, images }: Place): ChatMessage[] {
   if (typeof content === 'string') return [{ role, content }];
-  const text: string[] = [];
+  const text = new TurnContent();
   const calls: ToolCall[] = [];
   const reasoning: string[] = [];
   const results: ChatMessage[] = [];
@@ -106,25 +118,25 @@ function convertTurn(role: 'user' | 'assistant', content: string | Block[], wher
     const at = `${where}.content.${j}`;
     switch (block.type) {
       case 'text':
-        text.push(stringField(block, 'text', at));
+        text.add(stringField(block, 'text', at));
         return;
       case 'document':
-        text.push(documentText(block, at, model));
+        text.add(documentText(block, at, model));
+        return;
+      case 'image':
+        if (role !== 'user') throw invalidRequest(`${at}: image blocks belong to user messages (or a tool_result's content)`, `${at}.type`);
+        text.image(imageOf(block, at, images));
         return;
       case 'tool_use':
         if (role !== 'assistant') throw invalidRequest(`${at}: tool_use blocks belong to assistant messages`, `${at}.type`);
         calls.push({ id: stringField(block, 'id', at), name: stringField(block, 'name', at), input: objectField(block, 'input', at) });
         return;
-      case 'tool_result':
+      case 'tool_result': {
         if (role !== 'user') throw invalidRequest(`${at}: tool_result blocks belong to user messages`, `${at}.type`);
-        results.push({
-          role: 'tool',
-          callId: stringField(block, 'tool_use_id', at),
-          name: '',
-          content: block.content === undefined ? '' : textOf(block.content as string | Block[], `${at}.content`, model),
-          isError: block.is_error === true,
-        });
+        const output = block.content === undefined ? new TurnContent() : contentOf(block.content as string | Block[], { where: `${at}.content`, model, images });
+        results.push({ role: 'tool', callId: stringField(block, 'tool_use_id', at), name: '', content: output.text, isError: block.is_error === true, ...output.imagesField });
         return;
+      }
       case 'thinking':
         if (role === 'assistant') reasoning.push(stringField(block, 'thinking', at));
         return;
@@ -135,8 +147,8 @@ function convertTurn(role: 'user' | 'assistant', content: string | Block[], wher
         throw unsupportedBlock(block.type, at, model);
     }
   });
-  if (role === 'user') return [...results, ...(text.length > 0 || results.length === 0 ? [{ role: 'user' as const, content: text.join('') }] : [])];
-  return [{ role: 'assistant', content: text.join(''), ...(calls.length ? { toolCalls: calls } : {}), ...(reasoning.length ? { reasoning: reasoning.join('\n\n') } : {}) }];
+  if (role === 'user') return [...results, ...(text.text !== '' || text.images.length > 0 || results.length === 0 ? [{ role: 'user' as const, content: text.text, ...text.imagesField }] : [])];
+  return [{ role: 'assistant', content: text.text, ...(calls.length ? { toolCalls: calls } : {}), ...(reasoning.length ? { reasoning: reasoning.join('\n\n') } : {}) }];
 }
 
 /** Consecutive turns of one role become one (tool results stay one message per call). */
@@ -145,7 +157,9 @@ function mergeTurns(turns: ChatMessage[]): ChatMessage[] {
   for (const turn of turns) {
     const previous = merged.at(-1);
     if (previous?.role === 'user' && turn.role === 'user') {
+      const shifted = shiftImages(turn.images, previous.content.length + 2);
       previous.content = `${previous.content}\n\n${turn.content}`;
+      if (shifted.length > 0) previous.images = [...(previous.images ?? []), ...shifted];
     } else if (previous?.role === 'assistant' && turn.role === 'assistant') {
       previous.content = [previous.content, turn.content].filter((t) => t !== '').join('\n\n');
       if (turn.toolCalls) previous.toolCalls = [...(previous.toolCalls ?? []), ...turn.toolCalls];
@@ -194,13 +208,41 @@ function thinkingOf(body: PromptBody): { thinking: ThinkingOptions } | undefined
 /** Text blocks (and text documents) joined in order; any other block is refused with its position. */
 function textOf(content: string | Block[], where: string, model: string): string {
   if (typeof content === 'string') return content;
-  return content
-    .map((block, j) => {
-      if (block.type === 'text') return stringField(block, 'text', `${where}.${j}`);
-      if (block.type === 'document') return documentText(block, `${where}.${j}`, model);
-      throw unsupportedBlock(block.type, `${where}.${j}`, model);
-    })
-    .join('');
+  return content.map((block, j) => blockText(block, `${where}.${j}`, model)).join('');
+}
+
+/** A text block's or a text document's text; any other block is refused with its position. */
+function blockText(block: Block, at: string, model: string): string {
+  if (block.type === 'text') return stringField(block, 'text', at);
+  if (block.type === 'document') return documentText(block, at, model);
+  throw unsupportedBlock(block.type, at, model);
+}
+
+/** A tool result's content: text blocks, text documents and images, in order. */
+function contentOf(content: string | Block[], { where, model, images }: Place): TurnContent {
+  const turn = new TurnContent();
+  if (typeof content === 'string') {
+    turn.add(content);
+    return turn;
+  }
+  content.forEach((block, j) => {
+    if (block.type === 'image') turn.image(imageOf(block, `${where}.${j}`, images));
+    else turn.add(blockText(block, `${where}.${j}`, model));
+  });
+  return turn;
+}
+
+/** An image block's source: base64 data with its media type, or a URL (fetched only where the server allows it). */
+function imageOf(block: Block, at: string, images: ImageIntake) {
+  // The source's kind first, in words a client can act on (the union alone says only "none of the forms").
+  const kind = (block.source as { type?: unknown } | null | undefined)?.type;
+  if (block.source != null && typeof block.source === 'object' && kind !== 'base64' && kind !== 'url' && kind !== 'file') {
+    throw invalidRequest(`${at}.source.type: expected "base64" or "url", got ${describeValue(kind)}`, `${at}.source.type`);
+  }
+  const { source } = parseField(imageBlockSchema, block, [at]);
+  if (source.type === 'base64') return images.take({ kind: 'base64', data: source.data, mediaType: source.media_type }, at);
+  if (source.type === 'url') return images.take({ kind: 'url', url: source.url }, at);
+  throw new HttpError('unsupported_feature', `${at}.source: file sources (the Files API) are not served by this server; send the image as base64 or by url`, `${at}.source.type`);
 }
 
 /** A document with a plain-text source is its text (titled when it has a title); a PDF or an image is refused. */

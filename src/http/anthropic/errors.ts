@@ -23,6 +23,7 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: invalid,
   wrong_model_task: invalid,
   template_rejected: invalid,
+  image_input_unsupported: invalid,
   schema_unsupported: {
     ...invalid,
     message: ({ message, details: d }) => {

@@ -13,6 +13,8 @@ import { anthropicErrors } from './errors.js';
 import { toChatPrompt, toChatRequest } from './convert.js';
 import { BlockEvents, newMessageId, renderMessage, streamEvents } from './render.js';
 import { countTokensSchema, messagesSchema } from './schema.js';
+import { ImageIntake } from '../shared/image-intake.js';
+import type { ImageSettings } from '../shared/image-settings.js';
 
 export interface AnthropicPluginOptions {
   inference: InferenceService;
@@ -21,6 +23,8 @@ export interface AnthropicPluginOptions {
   pingIntervalMs: number;
   /** Bytes a stream may have queued for a client that does not read before it is dropped. */
   streamBufferLimit: number;
+  /** Limits of image input, and whether image URLs are fetched. */
+  images: ImageSettings;
 }
 
 export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async (app, options) => {
@@ -37,13 +41,18 @@ export const anthropicPlugin: FastifyPluginAsync<AnthropicPluginOptions> = async
   });
 
   app.post('/v1/messages/count_tokens', async (request) => {
-    const prompt = toChatPrompt(parseBody(countTokensSchema, request.body));
+    const body = parseBody(countTokensSchema, request.body);
+    const images = new ImageIntake(options.images);
+    const prompt = toChatPrompt(body, images);
+    await images.admit(inference.findModel(body.model));
     return { input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
   });
 
   app.post('/v1/messages', async (request, reply) => {
     const body = parseBody(messagesSchema, request.body);
-    const chatRequest = toChatRequest(body);
+    const images = new ImageIntake(options.images);
+    const chatRequest = toChatRequest(body, images);
+    await images.admit(inference.findModel(body.model));
     const abort = abortOnDisconnect(reply);
     const call = { signal: abort.signal, ...keepAliveOf(request) };
     const id = newMessageId();

@@ -16,6 +16,24 @@ export const textBlockSchema = z
   .object({ type: z.literal('text'), text: z.string(), cache_control: cacheControl, citations: z.array(z.unknown()).nullish() })
   .passthrough();
 
+/**
+ * An image block, as the converter reads it once a block says `image` (in a user message or a
+ * tool_result's content): base64 data with its media type, or a URL the server fetches only where it
+ * is allowed to (a `file` source: a 400, there is no Files API here). The bytes are checked by the
+ * image intake (src/http/shared/image-intake.ts), not here.
+ */
+export const imageBlockSchema = z
+  .object({
+    type: z.literal('image'),
+    source: z.discriminatedUnion('type', [
+      z.object({ type: z.literal('base64'), media_type: z.string().describe('image/png, image/jpeg, image/webp or image/gif; it must be the type of the data (checked from its bytes)'), data: z.string() }).passthrough(),
+      z.object({ type: z.literal('url'), url: z.string() }).passthrough(),
+      z.object({ type: z.literal('file'), file_id: z.string() }).passthrough(),
+    ]),
+    cache_control: cacheControl,
+  })
+  .passthrough();
+
 /** Any content block; the converter decides what a text-only model accepts. */
 const contentBlockSchema = z.object({ type: z.string() }).passthrough();
 

@@ -4,30 +4,36 @@
  * the system prompt in order; an assistant message's `tool_calls` become its tool calls (their
  * `arguments` parsed), a `tool` message one tool result; a final assistant message without tool calls
  * is a prefill that the answer continues (as llama-server does). What the server cannot do is refused
- * with a 400 naming the field, never ignored: images and audio, penalties, logit bias, n > 1.
+ * with a 400 naming the field, never ignored: audio, logit bias, n > 1. A user message's `image_url`
+ * parts (data URLs; http(s) URLs where the server fetches them; `detail`) become its images through
+ * the request's ImageIntake (../shared/image-intake.ts), which checks them.
  * Log probabilities are the model's raw distribution (src/engines/logprobs.ts).
  */
 import { clip } from '../../core/errors.js';
 import type { ChatMessage, ChatRequest, ToolCall, ToolChoice, ToolSpec } from '../../core/types.js';
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
-import { functionChoiceSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
+import { functionChoiceSchema, imageUrlPartSchema, type ChatBody, type ChatMessageBody } from './chat-schema.js';
 import { parseField } from '../shared/validation.js';
 import { thinkingFromEffort } from '../shared/effort.js';
+import { ImageIntake, TurnContent } from '../shared/image-intake.js';
 
-type Part = { type: string; text?: string };
+type Part = { type: string; text?: string; image_url?: unknown };
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
 
-/** `defaultMaxTokens`: the model's output limit, for a request that names none (the window then bounds it). */
-export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number): ChatRequest {
+/**
+ * `defaultMaxTokens`: the model's output limit, for a request that names none (the window then bounds
+ * it). `images`: the request's image intake (the plugin's, with the server's settings; the defaults otherwise).
+ */
+export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number, images = new ImageIntake()): ChatRequest {
   refuseUnserved(body);
   const system: string[] = [];
   const messages: ChatMessage[] = [];
   const callNames = new Map<string, string>();
   body.messages.forEach((message, i) => {
     const where = `messages[${i}]`;
-    const converted = convertMessage(message, where, body.model, callNames);
+    const converted = convertMessage(message, { where, model: body.model, callNames, images });
     if (converted === 'system') system.push(textOf(message.content as string | Part[], `${where}.content`, body.model));
     else messages.push(converted);
   });
@@ -72,13 +78,15 @@ function refuseUnserved(body: ChatBody): void {
 }
 
 /** One wire message as a core turn, or 'system' for a system or developer message (joined by the caller). */
-function convertMessage(message: ChatMessageBody, where: string, model: string, callNames: Map<string, string>): ChatMessage | 'system' {
+function convertMessage(message: ChatMessageBody, { where, model, callNames, images }: { where: string; model: string; callNames: Map<string, string>; images: ImageIntake }): ChatMessage | 'system' {
   switch (message.role) {
     case 'system':
     case 'developer':
       return 'system';
-    case 'user':
-      return { role: 'user', content: textOf(message.content, `${where}.content`, model) };
+    case 'user': {
+      const content = userContent(message.content, { where: `${where}.content`, model, images });
+      return { role: 'user', content: content.text, ...content.imagesField };
+    }
     case 'assistant': {
       const calls = (message.tool_calls ?? []).map((call, j): ToolCall => {
         callNames.set(call.id, call.function.name);
@@ -101,13 +109,29 @@ function convertMessage(message: ChatMessageBody, where: string, model: string, 
 /** Text parts joined; any other part is refused with its place. */
 function textOf(content: string | Part[], where: string, model: string): string {
   if (typeof content === 'string') return content;
-  return content
-    .map((part, j) => {
-      if (part.type === 'text' && typeof part.text === 'string') return part.text;
-      if (part.type === 'text') throw invalidRequest(`${where}[${j}].text: Field required`, `${where}[${j}].text`);
-      throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send text parts`);
-    })
-    .join('');
+  return content.map((part, j) => partText(part, `${where}[${j}]`, model)).join('');
+}
+
+function partText(part: Part, at: string, model: string): string {
+  if (part.type === 'text' && typeof part.text === 'string') return part.text;
+  if (part.type === 'text') throw invalidRequest(`${at}.text: Field required`, `${at}.text`);
+  if (part.type === 'image_url') throw invalidRequest(`${at}: image_url parts belong to user messages`, `${at}.type`);
+  throw unsupported(`${at}.type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send text parts`);
+}
+
+/** A user message's text and image_url parts, in order. */
+function userContent(content: string | Part[], { where, model, images }: { where: string; model: string; images: ImageIntake }): TurnContent {
+  const turn = new TurnContent();
+  if (typeof content === 'string') turn.add(content);
+  else content.forEach((part, j) => (part.type === 'image_url' ? turn.image(imageOf(part, `${where}[${j}]`, images)) : turn.add(partText(part, `${where}[${j}]`, model))));
+  return turn;
+}
+
+/** An image_url part: `{url, detail}` (or the URL alone, as vLLM takes it); a data URL, or http(s) where the server fetches. */
+function imageOf(part: Part, at: string, images: ImageIntake) {
+  const given = parseField(imageUrlPartSchema, part, [at]).image_url;
+  const { url, detail } = typeof given === 'string' ? { url: given, detail: undefined } : given;
+  return images.take({ kind: 'url', url }, at, detail === 'low' || detail === 'high' ? detail : undefined);
 }
 
 function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {

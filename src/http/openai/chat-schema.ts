@@ -6,6 +6,22 @@
  */
 import { z } from 'zod';
 
+/**
+ * An image part of a user message, as the converter reads it once a part says `image_url`: a data URL
+ * (data:image/png;base64,...) or an http(s) URL the server fetches only where it is allowed to; the
+ * bare URL string vLLM also takes. The bytes are checked by the image intake
+ * (src/http/shared/image-intake.ts), not here.
+ */
+export const imageUrlPartSchema = z
+  .object({
+    type: z.literal('image_url'),
+    image_url: z.union([
+      z.object({ url: z.string(), detail: z.enum(['auto', 'low', 'high']).nullish() }).passthrough(),
+      z.string(),
+    ]),
+  })
+  .passthrough();
+
 /** A content part: text, or another kind the converter names in its refusal. */
 const part = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const content = z.union([z.string(), z.array(part)]);

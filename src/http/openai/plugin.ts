@@ -16,6 +16,8 @@ import { toChatCompletionRequest } from './chat-convert.js';
 import { chunkFrames, newCompletionId, renderCompletion } from './chat-render.js';
 import { abortOnDisconnect, streamChat } from '../shared/stream.js';
 import { keepAliveOf } from '../shared/keep-alive.js';
+import { ImageIntake } from '../shared/image-intake.js';
+import type { ImageSettings } from '../shared/image-settings.js';
 
 export interface OpenAiPluginOptions {
   inference: InferenceService;
@@ -24,6 +26,8 @@ export interface OpenAiPluginOptions {
   pingIntervalMs: number;
   /** Bytes a stream may have queued for a client that does not read before it is dropped. */
   streamBufferLimit: number;
+  /** Limits of image input, and whether image URLs are fetched. */
+  images: ImageSettings;
 }
 
 export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app, options) => {
@@ -47,7 +51,10 @@ export const openAiPlugin: FastifyPluginAsync<OpenAiPluginOptions> = async (app,
   app.post('/v1/chat/completions', async (request, reply) => {
     const body = parseBody(chatSchema, request.body, { unknownKeys: unknownKeysMessage });
     // No limit asked for: the model's output limit, which the window then bounds (as the peers do).
-    const chatRequest = toChatCompletionRequest(body, inference.findModel(body.model)?.maxOutputTokens ?? 1);
+    const model = inference.findModel(body.model);
+    const images = new ImageIntake(options.images);
+    const chatRequest = toChatCompletionRequest(body, model?.maxOutputTokens ?? 1, images);
+    await images.admit(model);
     const abort = abortOnDisconnect(reply);
     const call = { signal: abort.signal, ...keepAliveOf(request) };
     const id = newCompletionId();

@@ -7,7 +7,10 @@
  * - `user` items are user turns; `assistant` items (their `output_text` parts), `function_call` items
  *   and `reasoning` items fed back form assistant turns (a call after a message joins its turn, a
  *   reasoning item is the thought of the turn it precedes); `function_call_output` items are tool
- *   results. Image, file and audio parts on a text-only model are a 400 that names them.
+ *   results. `input_image` parts of user messages and of function_call_output items (an `image_url`
+ *   data URL, or http(s) where the server fetches; `detail`) become the turn's images through the
+ *   request's ImageIntake (../shared/image-intake.ts), which checks them; a `file_id` image, file and
+ *   audio parts are a 400 that names them.
  * - Tools: `function` tools as they are; a `namespace` tool's functions under `namespace.name`, and
  *   called back as a function_call with that `namespace` (render.ts); hosted tools only a hosted
  *   service can run are left out of the prompt (the plugin logs them) unless `tool_choice` forces
@@ -21,8 +24,11 @@ import type { ChatMessage, ChatRequest, ThinkingOptions, ToolCall, ToolChoice, T
 import { HttpError, invalidRequest } from '../shared/errors.js';
 import { callArguments } from '../shared/call-arguments.js';
 import { parseField } from '../shared/validation.js';
-import { allowedToolsChoiceSchema, functionChoiceSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
+import { allowedToolsChoiceSchema, functionChoiceSchema, inputImagePartSchema, ITEM_SCHEMAS, type FunctionToolBody, type InputItem, type NamespaceToolBody, type ResponsesBody } from './schema.js';
 import { thinkingFromEffort } from '../shared/effort.js';
+import { ImageIntake, TurnContent } from '../shared/image-intake.js';
+
+type Part = { type: string; text?: string; [key: string]: unknown };
 
 const unsupported = (param: string, message: string) => new HttpError('unsupported_feature', `${param}: ${message}`, param);
 
@@ -45,12 +51,14 @@ export interface ConvertOptions {
   defaultMaxTokens: number;
   /** The text of an encrypted_content this server wrote (a reasoning item's thought, a compaction item's summary); undefined for any other. */
   readSealed: (encrypted: string, kind: 'thought' | 'summary') => string | undefined;
+  /** The request's image intake (the plugin's, with the server's settings; the defaults otherwise). */
+  images?: ImageIntake;
 }
 
 /** `items`: the conversation as items (the previous response's input and output first, references resolved). */
 export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: InputItem[], options: ConvertOptions): ConvertedRequest {
   refuseUnserved(body);
-  const { system, messages } = conversationOf(items, { instructions: body.instructions ?? undefined, model: body.model, readSealed: options.readSealed });
+  const { system, messages } = conversationOf(items, { instructions: body.instructions ?? undefined, model: body.model, readSealed: options.readSealed, images: options.images ?? new ImageIntake() });
   if (messages.length === 0) throw invalidRequest('input: at least one item other than system or developer messages is required', 'input');
   const { tools, toolChoice, skipped, namespaced } = toolsOf(body);
   const logprobs = body.include?.includes('message.output_text.logprobs') ? (body.top_logprobs ?? 0) : undefined;
@@ -84,8 +92,8 @@ function refuseUnserved(body: Omit<ResponsesBody, 'stream'>): void {
 }
 
 /** The system prompt's parts and the turns, from the items in order. */
-function conversationOf(items: InputItem[], context: { instructions: string | undefined; model: string; readSealed: ConvertOptions['readSealed'] }): { system: string[]; messages: ChatMessage[] } {
-  const { instructions, model } = context;
+function conversationOf(items: InputItem[], context: { instructions: string | undefined; model: string; readSealed: ConvertOptions['readSealed']; images: ImageIntake }): { system: string[]; messages: ChatMessage[] } {
+  const { instructions, model, images } = context;
   const system = instructions ? [instructions] : [];
   const messages: ChatMessage[] = [];
   const callNames = new Map<string, string>();
@@ -107,10 +115,12 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
     const where = `input[${i}]`;
     const type = given.type ?? 'message';
     const item = checkedItem(given, type, where);
-    if (type === 'message' && 'role' in item) {
-      const text = textOf(item.content as string | Array<{ type: string; text?: string }>, `${where}.content`, model);
+    if (type === 'message' && 'role' in item && item.role === 'user') {
+      const content = contentOf(item.content as string | Part[], { where: `${where}.content`, model, images });
+      messages.push({ role: 'user', content: content.text, ...content.imagesField });
+    } else if (type === 'message' && 'role' in item) {
+      const text = textOf(item.content as string | Part[], `${where}.content`, model);
       if (item.role === 'system' || item.role === 'developer') system.push(text);
-      else if (item.role === 'user') messages.push({ role: 'user', content: text });
       else {
         // Text after the turn's calls starts a turn of its own.
         const last = lastTurn();
@@ -123,8 +133,8 @@ function conversationOf(items: InputItem[], context: { instructions: string | un
       const turn = lastTurn() ?? newTurn();
       turn.toolCalls = [...(turn.toolCalls ?? []), call];
     } else if (type === 'function_call_output' && 'call_id' in item && 'output' in item) {
-      const output = typeof item.output === 'string' ? item.output : textOf(item.output as Array<{ type: string; text?: string }>, `${where}.output`, model);
-      messages.push({ role: 'tool', content: output, callId: item.call_id as string, name: callNames.get(item.call_id as string) ?? '' });
+      const output = contentOf(item.output as string | Part[], { where: `${where}.output`, model, images });
+      messages.push({ role: 'tool', content: output.text, callId: item.call_id as string, name: callNames.get(item.call_id as string) ?? '', ...output.imagesField });
     } else if (type === 'reasoning') {
       const text = thoughtOf(item as ReasoningItem, context.readSealed);
       if (text) thought = thought === undefined ? text : `${thought}\n\n${text}`;
@@ -170,16 +180,33 @@ function checkedItem(item: InputItem, type: string, where: string): InputItem {
 }
 
 /** Text parts joined; any other part is refused with its place. */
-function textOf(content: string | Array<{ type: string; text?: string }>, where: string, model: string): string {
+function textOf(content: string | Part[], where: string, model: string): string {
   if (typeof content === 'string') return content;
-  return content
-    .map((part, j) => {
-      if ((part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') && typeof part.text === 'string') return part.text;
-      if (part.type === 'refusal') return (part as { refusal?: string }).refusal ?? '';
-      if (part.type === 'input_text' || part.type === 'output_text') throw invalidRequest(`${where}[${j}].text: Field required`, `${where}[${j}].text`);
-      throw unsupported(`${where}[${j}].type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send input_text parts`);
-    })
-    .join('');
+  return content.map((part, j) => partText(part, `${where}[${j}]`, model)).join('');
+}
+
+function partText(part: Part, at: string, model: string): string {
+  if ((part.type === 'input_text' || part.type === 'output_text' || part.type === 'text') && typeof part.text === 'string') return part.text;
+  if (part.type === 'refusal') return (part as { refusal?: string }).refusal ?? '';
+  if (part.type === 'input_text' || part.type === 'output_text') throw invalidRequest(`${at}.text: Field required`, `${at}.text`);
+  if (part.type === 'input_image') throw invalidRequest(`${at}: input_image parts belong to user messages and function_call_output items`, `${at}.type`);
+  throw unsupported(`${at}.type`, `\`${clip(part.type, 64)}\` content is not supported: the model \`${clip(model)}\` is text-only; send input_text parts`);
+}
+
+/** A user message's or a tool output's text and input_image parts, in order. */
+function contentOf(content: string | Part[], { where, model, images }: { where: string; model: string; images: ImageIntake }): TurnContent {
+  const turn = new TurnContent();
+  if (typeof content === 'string') turn.add(content);
+  else content.forEach((part, j) => (part.type === 'input_image' ? turn.image(imageOf(part, `${where}[${j}]`, images)) : turn.add(partText(part, `${where}[${j}]`, model))));
+  return turn;
+}
+
+/** An input_image part: `image_url` (a data URL, or http(s) where the server fetches) and `detail`; a `file_id` is refused. */
+function imageOf(part: Part, at: string, images: ImageIntake) {
+  const { image_url: url, file_id: fileId, detail } = parseField(inputImagePartSchema, part, [at]);
+  if (fileId != null && url == null) throw unsupported(`${at}.file_id`, 'images by file_id (the Files API) are not served by this server; send `image_url` with a data URL (data:image/png;base64,...)');
+  if (url == null) throw invalidRequest(`${at}.image_url: Field required`, `${at}.image_url`);
+  return images.take({ kind: 'url', url }, at, detail === 'low' ? 'low' : detail === 'high' || detail === 'original' ? 'high' : undefined);
 }
 
 const functionSpec = (f: FunctionToolBody | { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null }, name = f.name): ToolSpec => ({

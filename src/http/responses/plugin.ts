@@ -20,6 +20,8 @@ import { responseFrames } from './render-stream.js';
 import { compactSchema, inputTokensSchema, listQuerySchema, responsesSchema, type InputItem, type ResponsesBody } from './schema.js';
 import { ownerOf, ResponseStore } from './store.js';
 import { truncated } from './truncation.js';
+import { ImageIntake } from '../shared/image-intake.js';
+import type { ImageSettings } from '../shared/image-settings.js';
 
 export interface ResponsesPluginOptions {
   inference: InferenceService;
@@ -30,6 +32,8 @@ export interface ResponsesPluginOptions {
   store: { entries: number; maxAgeMs: number };
   /** The key reasoning items' encrypted_content is sealed with; absent: one drawn at start (replicas then cannot read each other's). */
   reasoningKey?: string;
+  /** Limits of image input, and whether image URLs are fetched. */
+  images: ImageSettings;
 }
 
 /** What the model is asked for when a conversation is compacted. */
@@ -56,7 +60,7 @@ type Owned = Array<InputItem & { id: string }>;
  * A body's conversation and its core request: the previous response's input and output, then this
  * request's input, references resolved; hosted tools logged as left out (once each per process).
  */
-function preparer(inference: InferenceService, store: ResponseStore, seal: ThoughtSeal) {
+function preparer(inference: InferenceService, store: ResponseStore, seal: ThoughtSeal, imageSettings: ImageSettings) {
   const logged = new Set<string>();
   const conversation = (body: Pick<ResponsesBody, 'input' | 'previous_response_id'>, owner: string): { own: Owned; all: InputItem[] } => {
     const own = withIds(typeof body.input === 'string' ? [{ type: 'message', role: 'user', content: body.input }] : (body.input ?? []));
@@ -74,9 +78,12 @@ function preparer(inference: InferenceService, store: ResponseStore, seal: Thoug
     });
     return { own, all: [...previous, ...resolved] };
   };
-  return (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
+  return async (request: FastifyRequest, body: Omit<ResponsesBody, 'stream'>, owner: string) => {
     const { own, all } = conversation(body, owner);
-    const converted = toResponsesRequest(body, all, { defaultMaxTokens: inference.findModel(body.model)?.maxOutputTokens ?? 1, readSealed: (sealed, kind) => seal.open(sealed, kind) });
+    const model = inference.findModel(body.model);
+    const images = new ImageIntake(imageSettings);
+    const converted = toResponsesRequest(body, all, { defaultMaxTokens: model?.maxOutputTokens ?? 1, readSealed: (sealed, kind) => seal.open(sealed, kind), images });
+    await images.admit(model);
     for (const type of converted.skippedTools) {
       if (logged.has(type)) continue;
       logged.add(type);
@@ -91,13 +98,13 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   const store = new ResponseStore(options.store);
   const seal = ThoughtSeal.withKey(options.reasoningKey);
   const owner = ownerOf(checkKey);
-  const prepare = preparer(inference, store, seal);
+  const prepare = preparer(inference, store, seal, options.images);
   app.setErrorHandler((error, request, reply) => sendError(responsesErrors, error, request, reply));
   app.addHook('onRequest', requireKey({ checkKey, allowXApiKey: false, missing: "You didn't provide an API key. Send it as `Authorization: Bearer KEY`.", invalid: 'Incorrect API key provided.' }));
 
   app.post('/v1/responses', async (request, reply) => {
     const body = parseBody(responsesSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const { own, all, converted } = prepare(request, body, owner(request));
+    const { own, all, converted } = await prepare(request, body, owner(request));
     const chatRequest = await truncated(inference, converted.request, body.truncation === 'auto', reply);
     const context: ResponseContext = { id: newResponseId(), createdAt: Math.floor(Date.now() / 1000), body, namespaced: converted.namespaced, seal };
     const keep = (response: ReturnType<typeof renderResponse>) => {
@@ -118,7 +125,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   // The SDK's responses.inputTokens.count: what the response's usage.input_tokens would say.
   app.post('/v1/responses/input_tokens', async (request) => {
     const body = parseBody(inputTokensSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const { converted } = prepare(request, body, owner(request));
+    const { converted } = await prepare(request, body, owner(request));
     const { model, system, messages, tools, toolChoice, thinking } = converted.request;
     const prompt: ChatPrompt = { model, messages, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(thinking ? { thinking } : {}) };
     return { object: 'response.input_tokens', input_tokens: await inference.countTokens(prompt, keepAliveOf(request)) };
@@ -129,7 +136,7 @@ export const responsesPlugin: FastifyPluginAsync<ResponsesPluginOptions> = async
   // encrypted_content carries that summary; sent back as input, it stands for what it replaced.
   app.post('/v1/responses/compact', async (request, reply) => {
     const body = parseBody(compactSchema, request.body, { unknownKeys: unknownKeysMessage });
-    const { all, converted } = prepare(request, body, owner(request));
+    const { all, converted } = await prepare(request, body, owner(request));
     const summaryRequest: ChatRequest = {
       ...converted.request,
       messages: [...converted.request.messages, { role: 'user', content: COMPACTION_PROMPT }],

@@ -8,6 +8,21 @@
  */
 import { z } from 'zod';
 
+/**
+ * An image part of a user message or a function_call_output, as the converter reads it once a part
+ * says `input_image`: `image_url` (a data URL, or http(s) the server fetches only where it is allowed
+ * to); a `file_id` alone is refused (no Files API here). The bytes are checked by the image intake
+ * (src/http/shared/image-intake.ts), not here.
+ */
+export const inputImagePartSchema = z
+  .object({
+    type: z.literal('input_image'),
+    image_url: z.string().nullish(),
+    file_id: z.string().nullish(),
+    detail: z.enum(['auto', 'low', 'high', 'original']).nullish(),
+  })
+  .passthrough();
+
 /** A content part of a message item: text, or another kind the converter names in its refusal. */
 const contentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
 const messageContent = z.union([z.string(), z.array(contentPart)]);

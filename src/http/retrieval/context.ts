@@ -6,11 +6,14 @@
 import { clip } from '../../core/errors.js';
 import type { InferenceService, ModelUse } from '../../core/types.js';
 import { invalidRequest } from '../shared/errors.js';
+import type { ImageSettings } from '../shared/image-settings.js';
 
 export interface RetrievalContext {
   inference: InferenceService;
   /** The model TEI's routes and model-less bodies serve (config teiModel). */
   defaultModel?: string;
+  /** Limits of image input (a vLLM chat tokenize body's messages may hold images). */
+  images?: ImageSettings;
 }
 
 const WHAT: Record<ModelUse, string> = { ranking: 'ranking', embedding: 'embedding', any: 'any' };

@@ -29,6 +29,7 @@ export const TEI_ERRORS: Record<ErrorCode, Row> = {
   model_mismatch: unprocessable,
   wrong_model_task: unprocessable,
   template_rejected: unprocessable,
+  image_input_unsupported: unprocessable,
   schema_unsupported: unprocessable,
   prompt_too_long: validation,
   output_limit_exceeded: validation,

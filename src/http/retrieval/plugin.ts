@@ -19,12 +19,15 @@ import * as llama from './llama/routes.js';
 import { shapeOf } from './shape.js';
 import * as tei from './tei/routes.js';
 import * as vllm from './vllm/routes.js';
+import type { ImageSettings } from '../shared/image-settings.js';
 
 export interface RetrievalPluginOptions {
   inference: InferenceService;
   checkKey: KeyChecker;
   /** The model TEI's routes and model-less bodies serve (config teiModel); else the service's choice. */
   defaultModel?: string;
+  /** Limits of image input (vLLM's chat tokenize bodies). */
+  images?: ImageSettings;
 }
 
 type Handler = (context: RetrievalContext, request: FastifyRequest) => Promise<unknown>;
@@ -60,7 +63,7 @@ const ROUTES: Array<[string, Handler, 'GET'?]> = [
 ];
 
 export const retrievalPlugin: FastifyPluginAsync<RetrievalPluginOptions> = async (app, options) => {
-  const context: RetrievalContext = { inference: options.inference, ...(options.defaultModel !== undefined ? { defaultModel: options.defaultModel } : {}) };
+  const context: RetrievalContext = { inference: options.inference, ...(options.defaultModel !== undefined ? { defaultModel: options.defaultModel } : {}), ...(options.images ? { images: options.images } : {}) };
   app.setErrorHandler((error, request, reply) => sendError(shapeOf(request) === 'tei' ? teiErrors : openAiErrors, error, request, reply));
   app.addHook(
     'onRequest',

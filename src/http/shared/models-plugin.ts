@@ -31,7 +31,8 @@ const support = (supported: boolean) => (supported ? yes : no);
 /**
  * What Anthropic's Models API says of a model, true for this local one: its window, its output
  * limit, and what it can do (thinking only where its chat template has a switch; structured outputs
- * by grammar on chat models; no images, PDFs, server tools, batches or context management here).
+ * by grammar on chat models; images where the model takes them; no PDFs, server tools, batches or
+ * context management here).
  */
 function capabilities(model: ModelDescription) {
   const chat = model.task === 'chat';
@@ -42,7 +43,8 @@ function capabilities(model: ModelDescription) {
     context_management: { supported: false, clear_thinking_20251015: no, clear_tool_uses_20250919: no, compact_20260112: no },
     // A template that takes a reasoning level (gpt-oss) gets the request's effort as low / medium / high.
     effort: effortSupport(chat && (model.chatFormat?.effortLevels ?? false)),
-    image_input: no,
+    // What GET /v1/models says of images (issue 42): every model is text-only until the vision engine lands.
+    image_input: support(chat && model.imageInput === true),
     pdf_input: no,
     server_tools: { supported: false, code_execution: no, web_search: no },
     structured_outputs: support(chat),

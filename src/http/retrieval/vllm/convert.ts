@@ -8,10 +8,11 @@ import { chatSchema } from '../../openai/chat-schema.js';
 import { toChatCompletionRequest } from '../../openai/chat-convert.js';
 import { invalidRequest } from '../../shared/errors.js';
 import { parseBody } from '../../shared/validation.js';
+import { ImageIntake } from '../../shared/image-intake.js';
 import type { ScoreBody, VllmChatTokenizeBody } from './schema.js';
 
 /** A vLLM `messages` body -> the chat prompt the chat endpoints would render for it. */
-export function chatPromptOf(body: VllmChatTokenizeBody): ChatPrompt {
+export function chatPromptOf(body: VllmChatTokenizeBody, images = new ImageIntake()): ChatPrompt {
   if (body.add_generation_prompt === false) {
     throw invalidRequest('add_generation_prompt: false is not supported; the count is the prompt a chat request renders, which ends with the generation prompt', 'add_generation_prompt');
   }
@@ -22,7 +23,7 @@ export function chatPromptOf(body: VllmChatTokenizeBody): ChatPrompt {
     ...(body.tool_choice !== undefined ? { tool_choice: body.tool_choice } : {}),
     ...(body.reasoning_effort !== undefined ? { reasoning_effort: body.reasoning_effort } : {}),
   });
-  const { model, system, messages, tools, toolChoice, thinking } = toChatCompletionRequest(chat, 1);
+  const { model, system, messages, tools, toolChoice, thinking } = toChatCompletionRequest(chat, 1, images);
   return { model, messages, ...(system !== undefined ? { system } : {}), ...(tools ? { tools } : {}), ...(toolChoice ? { toolChoice } : {}), ...(thinking ? { thinking } : {}) };
 }
 

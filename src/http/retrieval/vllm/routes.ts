@@ -2,6 +2,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { TokenizeInput } from '../../../core/types.js';
 import { keepAliveOf } from '../../shared/keep-alive.js';
+import { ImageIntake } from '../../shared/image-intake.js';
 import { parseBody } from '../../shared/validation.js';
 import { modelFor, type RetrievalContext } from '../context.js';
 import { scored } from '../scored.js';
@@ -26,7 +27,9 @@ export async function tokenize(context: RetrievalContext, request: FastifyReques
   if (chat) {
     const body = parseBody(vllmChatTokenizeSchema, request.body);
     ({ model } = body);
-    input = { kind: 'chat', prompt: chatPromptOf(body) };
+    const images = new ImageIntake(context.images);
+    input = { kind: 'chat', prompt: chatPromptOf(body, images) };
+    await images.admit(context.inference.findModel(model));
     tokenStrs = body.return_token_strs ?? false;
   } else {
     const body = parseBody(vllmTokenizeSchema, request.body);
