@@ -10,6 +10,9 @@ import { analyzeTemplate } from '../../src/chat/template/analyze.js';
 import { familyFeatures } from '../../src/chat/template/family-features.js';
 import { diffRenders } from '../../src/chat/template/render-diff.js';
 import { parseModelOutput } from '../../src/chat/parse-output.js';
+import { servedFormat } from '../../src/inference/chat-format.js';
+import { chatFormat } from '../../src/models/template-features.js';
+import type { ModelInfo } from '../../src/models/registry.js';
 import { templateSource } from '../helpers/chat-cases.js';
 
 const analyse = (name: string) => analyzeTemplate(templateSource(name));
@@ -128,5 +131,23 @@ describe('template analysis: families with a dedicated format read the same mark
       expect(expected.toolCalls, name).toEqual([{ name: 'get_weather', input: { city: 'Paris', days: 3 } }]);
       expect(parseModelOutput(analysed, text, { tools }), name).toEqual(expected);
     }
+  });
+});
+
+describe('the models list names the analysed format', () => {
+  const listed = (name: string) => {
+    const template = templateSource(name);
+    const info = { id: name, task: 'chat', chatFormat: chatFormat(template), chatTemplate: template } as unknown as ModelInfo;
+    const { toolFormat, reasoning } = servedFormat(info).chatFormat!;
+    return [toolFormat, reasoning];
+  };
+
+  it('auto:json / auto:tagged and auto-tags where the chat layer serves the analysis; the markers\' format elsewhere', () => {
+    expect(listed('CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja')).toEqual(['auto:json', 'auto-tags']);
+    expect(listed('ByteDance-Seed-OSS.jinja')).toEqual(['auto:tagged', 'auto-tags']);
+    expect(listed('unsloth-Apriel-1.5.jinja')).toEqual(['auto:json', 'none']);
+    expect(listed('GLM-4.7-Flash.jinja')).toEqual(['glm', 'think-tags']);
+    expect(listed('NousResearch-Hermes-3-Llama-3.1-8B-tool_use.jinja')).toEqual(['hermes', 'none']);
+    expect(listed('HuggingFaceTB-SmolLM3-3B.jinja')).toEqual(['generic', 'think-tags']);
   });
 });
