@@ -134,6 +134,29 @@ describe('template analysis: families with a dedicated format read the same mark
   });
 });
 
+describe('reading an analysed tagged form', () => {
+  const tools = [{ name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } } }];
+  const minimax = () => {
+    const source = templateSource('MiniMax-M2.jinja');
+    return { ...familyFeatures(source), toolFormat: 'auto' as const, auto: analyzeTemplate(source)! };
+  };
+
+  it('two calls in one section; a value keeps its own whitespace', () => {
+    const text = '<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city"> Paris\n</parameter>\n</invoke>\n<invoke name="get_weather"><parameter name="days">3</parameter></invoke>\n</minimax:tool_call>';
+    expect(parseModelOutput(minimax(), [...text], { tools }).toolCalls).toEqual([{ name: 'get_weather', input: { city: ' Paris\n' } }, { name: 'get_weather', input: { days: 3 } }]);
+  });
+
+  it('a long run of spaces where a key or a value starts is read in linear time, and comes back as text', () => {
+    for (const text of [`<minimax:tool_call><invoke name="get_weather"><parameter name="${' '.repeat(200_000)}`, `<minimax:tool_call><invoke name="get_weather"><parameter name="city">${' '.repeat(200_000)}x`]) {
+      const started = performance.now();
+      const parsed = parseModelOutput(minimax(), text, { tools });
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect(parsed.toolCalls).toEqual([]);
+      expect(parsed.content.length).toBeGreaterThan(200_000);
+    }
+  });
+});
+
 describe('the models list names the analysed format', () => {
   const listed = (name: string) => {
     const template = templateSource(name);

@@ -47,17 +47,23 @@ function jsonCalls(format: Extract<AutoCalls, { shape: 'json' }>, tools: Tools, 
   return calls;
 }
 
-/** A marker matched with optional whitespace around and inside it wherever it has some. */
-function loose(marker: string): string {
-  return marker.trim() === '' ? '\\s*' : `\\s*${marker.trim().split(/\s+/).map(escape).join('\\s*')}\\s*`;
+/**
+ * A marker matched with optional whitespace before it and inside it wherever it has some, and after
+ * it unless `after` is false: a value follows (a value keeps its own leading whitespace, and a `\s*`
+ * beside a lazy value would make a long run of spaces quadratic to match).
+ */
+function loose(marker: string, after = true): string {
+  const body = marker.trim() === '' ? '' : marker.trim().split(/\s+/).map(escape).join('\\s*');
+  return `\\s*${body}${after && body !== '' ? '\\s*' : ''}`;
 }
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function taggedReader(format: Extract<AutoCalls, { shape: 'tagged' }>, tools: Tools): SectionReader {
   // The name: up to nameClose, or to the first argument (or the body's end) where the name closes with nothing.
   const nameEnd = format.nameClose.trim() !== '' ? loose(format.nameClose) : `(?=${loose(format.argOpen)}|\\s*${format.callClose.trim() ? escape(format.callClose.trim()) : '$'}|\\s*$)`;
-  const head = new RegExp(`^${loose(format.nameOpen)}([^\\s<>"]+?)${nameEnd}`, 'y');
-  const argument = new RegExp(`${loose(format.argOpen)}([^<>"]+?)${loose(format.argMid)}([\\s\\S]*?)${escape(format.argClose.trim())}`, 'y');
+  // Names and keys hold no whitespace, so the `\s*` around them is never ambiguous (linear matching).
+  const head = new RegExp(`${loose(format.nameOpen)}([^\\s<>"]+?)${nameEnd}`, 'y');
+  const argument = new RegExp(`${loose(format.argOpen)}([^\\s<>"]+)${loose(format.argMid, false)}([\\s\\S]*?)${escape(format.argClose.trim())}`, 'y');
   const callEnd = new RegExp(`${loose(format.callClose)}`, 'y');
   return (body) => {
     const calls: ParsedCall[] = [];
@@ -75,7 +81,7 @@ function taggedReader(format: Extract<AutoCalls, { shape: 'tagged' }>, tools: To
         argument.lastIndex = at;
         const found = argument.exec(body);
         if (!found) break;
-        const key = found[1]!.trim();
+        const key = found[1]!;
         const property = properties[key];
         input[key] = isObject(property) ? typeXmlValue(found[2]!, property) : found[2]!;
         at = argument.lastIndex;
