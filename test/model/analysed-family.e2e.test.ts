@@ -1,0 +1,109 @@
+/**
+ * A family served by the differential analysis of its template (src/chat/template/analyze.ts), end
+ * to end through HTTP: a test model built from the bundled one with Command R7B's real template and
+ * its markers as special tokens (test/helpers/family-model.ts). The scripted reply (the script hook:
+ * the sampler is made to pick these tokens) is what Command R7B writes: a thought in
+ * `<|START_THINKING|>`, then an action array; and a plain answer in `<|START_RESPONSE|>`. The
+ * dialects must hand back the call and the thought, no delta may hold a marker, the models list
+ * names the analysed format, and a forced call runs under the grammar of the analysed syntax. On
+ * the ONNX engine (the chat layer above both engines is the same).
+ */
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatRequest } from '../../src/core/types.js';
+import { makeFamilyModels, type FamilyModels } from '../helpers/family-model.js';
+import { startRealServer, type RealServer } from '../helpers/real-server.js';
+
+const KEY = 'analysed-key';
+const MODEL = 'command-r7b-test';
+const MARKERS = ['<|START_THINKING|>', '<|END_THINKING|>', '<|START_ACTION|>', '<|END_ACTION|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>', '<|START_OF_TURN_TOKEN|>', '<|END_OF_TURN_TOKEN|>', '<|CHATBOT_TOKEN|>', '<|USER_TOKEN|>', '<|SYSTEM_TOKEN|>'];
+const CALL = '<|START_THINKING|>Need the weather.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}\n]<|END_ACTION|>';
+const ANSWER = '<|START_RESPONSE|>Sunny in Paris.<|END_RESPONSE|>';
+
+const lastUser = (request: ChatRequest) => [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+const script = (request: ChatRequest) => {
+  if (request.toolChoice?.mode === 'any') return undefined;
+  if (request.messages.at(-1)?.role === 'tool') return ANSWER;
+  return lastUser(request).includes('Paris') ? CALL : undefined;
+};
+
+const WEATHER = {
+  type: 'function' as const,
+  function: { name: 'get_weather', description: 'Weather for a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } },
+};
+const ASK = [{ role: 'user' as const, content: 'Weather in Paris?' }];
+/** A model starts in seconds, on a loaded machine in minutes. */
+const START_TIMEOUT_MS = 300_000;
+
+let models: FamilyModels;
+let server: RealServer;
+let openai: OpenAI;
+beforeAll(async () => {
+  models = makeFamilyModels([{ id: MODEL, template: 'llama-cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', markers: MARKERS }]);
+  server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: [MODEL], script });
+  openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
+}, START_TIMEOUT_MS);
+afterAll(async () => {
+  await server?.close();
+  models?.close();
+});
+
+describe('Command R7B (its template analysed)', () => {
+  it('chat completions: the call and the thought, streamed without a marker in any delta', async () => {
+    const body = { model: MODEL, messages: ASK, tools: [WEATHER], reasoning_effort: 'high' as const, max_completion_tokens: 200 };
+    const completion = await openai.chat.completions.create(body);
+    const message = completion.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
+    expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(message.tool_calls?.map((c) => c.type === 'function' && [c.function.name, JSON.parse(c.function.arguments)])).toEqual([['get_weather', { city: 'Paris' }]]);
+    expect(message.content ?? '').toBe('');
+    expect(message.reasoning_content).toBe('Need the weather.');
+
+    let text = '';
+    let thought = '';
+    const args: string[] = [];
+    for await (const chunk of await openai.chat.completions.create({ ...body, stream: true })) {
+      const delta = chunk.choices[0]?.delta as (OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string }) | undefined;
+      for (const piece of [delta?.content ?? '', delta?.reasoning_content ?? '']) for (const marker of MARKERS) expect(piece).not.toContain(marker);
+      text += delta?.content ?? '';
+      thought += delta?.reasoning_content ?? '';
+      for (const call of delta?.tool_calls ?? []) args.push(call.function?.arguments ?? '');
+    }
+    expect(text).toBe('');
+    expect(thought).toBe('Need the weather.');
+    expect(JSON.parse(args.join(''))).toEqual({ city: 'Paris' });
+  });
+
+  it('Messages: thinking and tool_use; the tool result back gives the answer without its wrapper', async () => {
+    const anthropic = new Anthropic({ baseURL: server.url, apiKey: KEY, maxRetries: 0 });
+    const tools = [{ name: 'get_weather', description: 'Weather for a city.', input_schema: WEATHER.function.parameters as Anthropic.Tool.InputSchema }];
+    const first = await anthropic.messages.create({ model: MODEL, max_tokens: 2048, messages: ASK, tools, thinking: { type: 'enabled', budget_tokens: 1024 } });
+    expect(first.stop_reason).toBe('tool_use');
+    expect(first.content.map((b) => b.type)).toEqual(['thinking', 'tool_use']);
+    const use = first.content[1] as Anthropic.ToolUseBlock;
+    expect(use.input).toEqual({ city: 'Paris' });
+    const second = await anthropic.messages.create({
+      model: MODEL, max_tokens: 2048, tools,
+      messages: [...ASK, { role: 'assistant', content: first.content }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] }],
+    });
+    expect(second.stop_reason).toBe('end_turn');
+    expect(second.content).toEqual([expect.objectContaining({ type: 'text', text: 'Sunny in Paris.' })]);
+  });
+
+  it("tool_choice required: a call in the template's own syntax, under its grammar", async () => {
+    const completion = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Anything.' }], tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, temperature: 1 });
+    const calls = completion.choices[0]!.message.tool_calls ?? [];
+    expect(calls.length).toBeGreaterThan(0);
+    for (const call of calls) {
+      if (call.type !== 'function') throw new Error('not a function call');
+      expect(call.function.name).toBe('get_weather');
+      expect(typeof (JSON.parse(call.function.arguments) as { city?: unknown }).city).toBe('string');
+    }
+  });
+
+  it('GET /v1/models names the analysed format', async () => {
+    const res = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
+    const { data } = (await res.json()) as { data: Array<{ id: string; tool_format?: string; reasoning_format?: string }> };
+    expect(data.map((m) => [m.id, m.tool_format, m.reasoning_format])).toEqual([[MODEL, 'auto:json', 'auto-tags']]);
+  });
+});
