@@ -1,12 +1,13 @@
 /**
- * A family served by the differential analysis of its template (src/chat/template/analyze.ts), end
- * to end through HTTP: a test model built from the bundled one with Command R7B's real template and
- * its markers as special tokens (test/helpers/family-model.ts). The scripted reply (the script hook:
- * the sampler is made to pick these tokens) is what Command R7B writes: a thought in
- * `<|START_THINKING|>`, then an action array; and a plain answer in `<|START_RESPONSE|>`. The
- * dialects must hand back the call and the thought, no delta may hold a marker, the models list
- * names the analysed format, and a forced call runs under the grammar of the analysed syntax. On
- * the ONNX engine (the chat layer above both engines is the same).
+ * Families served by the differential analysis of their templates (src/chat/template/analyze.ts),
+ * end to end through HTTP: test models built from the bundled one with Command R7B's and Seed-OSS's
+ * real templates and their markers as special tokens (test/helpers/family-model.ts). The scripted
+ * replies (the script hook: the sampler is made to pick these tokens) are what each writes: Command
+ * R7B a thought in `<|START_THINKING|>`, then an action array (JSON), and an answer in
+ * `<|START_RESPONSE|>`; Seed-OSS a thought in `<seed:think>`, then a tagged call. The dialects must
+ * hand back the call and the thought, no delta may hold a marker, the models list names the
+ * analysed format, and a forced call runs under the grammar of the analysed syntax. On the ONNX
+ * engine (the chat layer above both engines is the same).
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -17,21 +18,28 @@ import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'analysed-key';
 const MODEL = 'command-r7b-test';
+const SEED = 'seed-oss-test';
 const MARKERS = ['<|START_THINKING|>', '<|END_THINKING|>', '<|START_ACTION|>', '<|END_ACTION|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>', '<|START_OF_TURN_TOKEN|>', '<|END_OF_TURN_TOKEN|>', '<|CHATBOT_TOKEN|>', '<|USER_TOKEN|>', '<|SYSTEM_TOKEN|>'];
-const CALL = '<|START_THINKING|>Need the weather.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}\n]<|END_ACTION|>';
+const SEED_MARKERS = ['<seed:bos>', '<seed:eos>', '<seed:think>', '</seed:think>', '<seed:tool_call>', '</seed:tool_call>'];
+const CALLS: Record<string, string> = {
+  [MODEL]: '<|START_THINKING|>Need the weather.<|END_THINKING|><|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}\n]<|END_ACTION|>',
+  [SEED]: '<seed:think>Need the weather.</seed:think>\n<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>',
+};
 const ANSWER = '<|START_RESPONSE|>Sunny in Paris.<|END_RESPONSE|>';
 
 const lastUser = (request: ChatRequest) => [...request.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
 const script = (request: ChatRequest) => {
   if (request.toolChoice?.mode === 'any') return undefined;
   if (request.messages.at(-1)?.role === 'tool') return ANSWER;
-  return lastUser(request).includes('Paris') ? CALL : undefined;
+  return lastUser(request).includes('Paris') ? CALLS[request.model] : undefined;
 };
 
 const WEATHER = {
   type: 'function' as const,
   function: { name: 'get_weather', description: 'Weather for a city.', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false } },
 };
+/** A tool whose one argument is an integer, for a form that writes arguments as text. */
+const COUNT = { type: 'function' as const, function: { name: 'set_count', parameters: { type: 'object', properties: { count: { type: 'integer', minimum: 0, maximum: 1000 } }, required: ['count'] } } };
 const ASK = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 /** A model starts in seconds, on a loaded machine in minutes. */
 const START_TIMEOUT_MS = 300_000;
@@ -40,8 +48,11 @@ let models: FamilyModels;
 let server: RealServer;
 let openai: OpenAI;
 beforeAll(async () => {
-  models = makeFamilyModels([{ id: MODEL, template: 'llama-cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', markers: MARKERS }]);
-  server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: [MODEL], script });
+  models = makeFamilyModels([
+    { id: MODEL, template: 'llama-cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', markers: MARKERS },
+    { id: SEED, template: 'llama-cpp/ByteDance-Seed-OSS.jinja', markers: SEED_MARKERS },
+  ]);
+  server = await startRealServer({ apiKeys: [KEY], modelsDir: models.modelsDir, only: [MODEL, SEED], script });
   openai = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: KEY, maxRetries: 0 });
 }, START_TIMEOUT_MS);
 afterAll(async () => {
@@ -49,9 +60,9 @@ afterAll(async () => {
   models?.close();
 });
 
-describe('Command R7B (its template analysed)', () => {
+describe.each([MODEL, SEED])('%s (its template analysed)', (model) => {
   it('chat completions: the call and the thought, streamed without a marker in any delta', async () => {
-    const body = { model: MODEL, messages: ASK, tools: [WEATHER], reasoning_effort: 'high' as const, max_completion_tokens: 200 };
+    const body = { model, messages: ASK, tools: [WEATHER], reasoning_effort: 'high' as const, max_completion_tokens: 200 };
     const completion = await openai.chat.completions.create(body);
     const message = completion.choices[0]!.message as OpenAI.ChatCompletionMessage & { reasoning_content?: string };
     expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
@@ -64,7 +75,7 @@ describe('Command R7B (its template analysed)', () => {
     const args: string[] = [];
     for await (const chunk of await openai.chat.completions.create({ ...body, stream: true })) {
       const delta = chunk.choices[0]?.delta as (OpenAI.ChatCompletionChunk.Choice.Delta & { reasoning_content?: string }) | undefined;
-      for (const piece of [delta?.content ?? '', delta?.reasoning_content ?? '']) for (const marker of MARKERS) expect(piece).not.toContain(marker);
+      for (const piece of [delta?.content ?? '', delta?.reasoning_content ?? '']) for (const marker of [...MARKERS, ...SEED_MARKERS]) expect(piece).not.toContain(marker);
       text += delta?.content ?? '';
       thought += delta?.reasoning_content ?? '';
       for (const call of delta?.tool_calls ?? []) args.push(call.function?.arguments ?? '');
@@ -74,6 +85,20 @@ describe('Command R7B (its template analysed)', () => {
     expect(JSON.parse(args.join(''))).toEqual({ city: 'Paris' });
   });
 
+  it("tool_choice required: a call in the template's own syntax, under its grammar", async () => {
+    // Seed-OSS writes argument values as text: a raw string ends where the model writes `</`, which a
+    // random model need not do, so its call takes an integer.
+    const tool = model === SEED ? COUNT : WEATHER;
+    const completion = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Anything.' }], tools: [tool], tool_choice: 'required', max_completion_tokens: 80, temperature: 1 });
+    const calls = (completion.choices[0]!.message.tool_calls ?? []).map((c) => (c.type === 'function' ? [c.function.name, JSON.parse(c.function.arguments)] : [c.type]));
+    expect(calls.length).toBeGreaterThan(0);
+    // Whatever the random weights pick, the grammar keeps it a call of the tool with its argument typed.
+    const typed = tool === COUNT ? { count: expect.toSatisfy(Number.isInteger) } : { city: expect.any(String) };
+    for (const call of calls) expect(call).toEqual([tool.function.name, typed]);
+  });
+});
+
+describe('Command R7B across dialects', () => {
   it('Messages: thinking and tool_use; the tool result back gives the answer without its wrapper', async () => {
     const anthropic = new Anthropic({ baseURL: server.url, apiKey: KEY, maxRetries: 0 });
     const tools = [{ name: 'get_weather', description: 'Weather for a city.', input_schema: WEATHER.function.parameters as Anthropic.Tool.InputSchema }];
@@ -90,20 +115,9 @@ describe('Command R7B (its template analysed)', () => {
     expect(second.content).toEqual([expect.objectContaining({ type: 'text', text: 'Sunny in Paris.' })]);
   });
 
-  it("tool_choice required: a call in the template's own syntax, under its grammar", async () => {
-    const completion = await openai.chat.completions.create({ model: MODEL, messages: [{ role: 'user', content: 'Anything.' }], tools: [WEATHER], tool_choice: 'required', max_completion_tokens: 80, temperature: 1 });
-    const calls = completion.choices[0]!.message.tool_calls ?? [];
-    expect(calls.length).toBeGreaterThan(0);
-    for (const call of calls) {
-      if (call.type !== 'function') throw new Error('not a function call');
-      expect(call.function.name).toBe('get_weather');
-      expect(typeof (JSON.parse(call.function.arguments) as { city?: unknown }).city).toBe('string');
-    }
-  });
-
   it('GET /v1/models names the analysed format', async () => {
     const res = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
     const { data } = (await res.json()) as { data: Array<{ id: string; tool_format?: string; reasoning_format?: string }> };
-    expect(data.map((m) => [m.id, m.tool_format, m.reasoning_format])).toEqual([[MODEL, 'auto:json', 'auto-tags']]);
+    expect(Object.fromEntries(data.map((m) => [m.id, [m.tool_format, m.reasoning_format]]))).toEqual({ [MODEL]: ['auto:json', 'auto-tags'], [SEED]: ['auto:tagged', 'auto-tags'] });
   });
 });
