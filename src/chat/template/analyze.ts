@@ -55,11 +55,13 @@ export function analyzeTemplate(source: string): AutoFormat | undefined {
   };
   const promptOn = generation(true);
   const withThought = render([{ role: 'assistant', content: ANSWER, reasoning_content: THOUGHT }]);
-  const thought = thoughtMarkers(answered, withThought, promptOn, generation(false)) ?? thoughtMarkers(answered, undefined, whole(true), whole(false));
+  const thought = thoughtMarkers({ answered, withThought, promptOn, promptOff: generation(false) }) ?? thoughtMarkers({ answered, promptOn: whole(true), promptOff: whole(false) });
   const called = render([{ role: 'assistant', content: '', tool_calls: [call(FUN, 'call00001', { [ARG]: VALUE, [ARG_SECOND]: VALUE_SECOND })] }]);
   const callDiff = called !== undefined && called.includes(VALUE_SECOND) ? diffRenders(answered, called) : undefined;
   const calls = callDiff ? callFormat(withoutEmptyThought(callDiff.right, thought)) : undefined;
   const content = callDiff ? around(callDiff.left, ANSWER) : undefined;
+  // The turn's own special tokens (its header, its end): a model writes them too (Command R+ opens its
+  // answer with `<|CHATBOT_TOKEN|>`), and they are never the client's text.
   const header = promptOn ?? '';
   const turn = [...new Set([...header.matchAll(TURN_MARKER), ...diffRenders(base, answered).right.matchAll(TURN_MARKER)].map((m) => m[0]))];
   return {
@@ -82,7 +84,8 @@ function around(side: string, needle: string): { open: string; close: string } |
  * diff from the same answer without it), else the empty thought a template writes in its generation
  * prompt with thinking off (`<think>\n\n</think>`, Command R7B's `<|START_THINKING|><|END_THINKING|>`).
  */
-function thoughtMarkers(answered: string, withThought: string | undefined, promptOn: string | undefined, promptOff: string | undefined): { open: string; close: string } | undefined {
+function thoughtMarkers(renders: { answered: string; withThought?: string | undefined; promptOn: string | undefined; promptOff: string | undefined }): { open: string; close: string } | undefined {
+  const { answered, withThought, promptOn, promptOff } = renders;
   if (withThought !== undefined && withThought !== answered) {
     const found = around(diffRenders(answered, withThought).right, THOUGHT);
     if (found && found.close !== '') return found;
