@@ -146,6 +146,14 @@ describe('reading an analysed tagged form', () => {
     expect(parseModelOutput(minimax(), [...text], { tools }).toolCalls).toEqual([{ name: 'get_weather', input: { city: ' Paris\n' } }, { name: 'get_weather', input: { days: 3 } }]);
   });
 
+  it('an argument named __proto__ is a plain key of the input, not its prototype', () => {
+    const text = '<minimax:tool_call><invoke name="get_weather"><parameter name="__proto__">{"polluted": true}</parameter></invoke></minimax:tool_call>';
+    const [call] = parseModelOutput(minimax(), text, { tools }).toolCalls;
+    expect(Object.getPrototypeOf(call!.input)).toBe(Object.prototype);
+    expect(Object.hasOwn(call!.input, '__proto__')).toBe(true);
+    expect((call!.input as { polluted?: unknown }).polluted).toBeUndefined();
+  });
+
   it('a long run of spaces where a key or a value starts is read in linear time, and comes back as text', () => {
     for (const text of [`<minimax:tool_call><invoke name="get_weather"><parameter name="${' '.repeat(200_000)}`, `<minimax:tool_call><invoke name="get_weather"><parameter name="city">${' '.repeat(200_000)}x`]) {
       const started = performance.now();

@@ -76,16 +76,18 @@ function taggedReader(format: Extract<AutoCalls, { shape: 'tagged' }>, tools: To
       at = head.lastIndex;
       const schema = tools.get(name)?.inputSchema;
       const properties = isObject(schema?.properties) ? schema.properties : {};
-      const input: Record<string, unknown> = {};
+      const pairs: Array<[string, unknown]> = [];
       for (;;) {
         argument.lastIndex = at;
         const found = argument.exec(body);
         if (!found) break;
         const key = found[1]!;
-        const property = properties[key];
-        input[key] = isObject(property) ? typeXmlValue(found[2]!, property) : found[2]!;
+        // Own keys only, both ways: an argument the model names `__proto__` or `constructor` is a plain key.
+        const property = Object.hasOwn(properties, key) ? properties[key] : undefined;
+        pairs.push([key, isObject(property) ? typeXmlValue(found[2]!, property) : found[2]!]);
         at = argument.lastIndex;
       }
+      const input = Object.fromEntries(pairs);
       callEnd.lastIndex = at;
       if (format.callClose.trim() !== '') {
         if (!callEnd.exec(body)) {
