@@ -23,12 +23,12 @@ function parseJson(text: string): unknown {
 function typedArgs(tools: Tools, name: string, pairs: Array<[string, string]>): Record<string, unknown> {
   const schema = tools.get(name)?.inputSchema;
   const properties = isObject(schema?.properties) ? schema.properties : {};
-  const args: Record<string, unknown> = {};
-  for (const [key, value] of pairs) {
-    const property = properties[key];
-    args[key] = isObject(property) ? typeXmlValue(value, property) : value;
-  }
-  return args;
+  // Own keys only, both ways: an argument the model names `__proto__` or `constructor` is a plain key
+  // (assigned, it set the input's prototype; looked up, it read Object.prototype as its schema).
+  return Object.fromEntries(pairs.map(([key, value]) => {
+    const property = Object.hasOwn(properties, key) ? properties[key] : undefined;
+    return [key, isObject(property) ? typeXmlValue(value, property) : value];
+  }));
 }
 
 /** Splits `body` at each `begin`; the text before the first must be whitespace. */
