@@ -145,7 +145,8 @@ export const invokeReader = (tools: Tools, prefix: '' | '｜DSML｜'): SectionRe
       if (end !== -1 && part.slice(end + invokeClose.length).trim() !== '') return { reason: `text after ${invokeClose}` };
       const inner = part.slice(gt + 1, end === -1 ? undefined : end);
       const text: Array<[string, string]> = [];
-      const json: Record<string, unknown> = {};
+      // Values the attribute types (own keys, as typedArgs keeps them).
+      const json: Array<[string, unknown]> = [];
       let i = 0;
       for (;;) {
         while (i < inner.length && isWs(inner[i])) i++;
@@ -162,12 +163,12 @@ export const invokeReader = (tools: Tools, prefix: '' | '｜DSML｜'): SectionRe
         if (/string="false"/.test(attributes)) {
           const parsed = parseJson(value.trim());
           if (parsed === undefined) return { reason: `parameter ${JSON.stringify(key)} is not JSON` };
-          json[key] = parsed;
-        } else if (/string="true"/.test(attributes)) json[key] = value;
+          json.push([key, parsed]);
+        } else if (/string="true"/.test(attributes)) json.push([key, value]);
         else text.push([key, value.replace(/^\n/, '').replace(/\n$/, '')]);
         i = close + paramClose.length;
       }
-      return checkedCall(tools, name, { ...typedArgs(tools, name, text), ...json });
+      return checkedCall(tools, name, { ...typedArgs(tools, name, text), ...Object.fromEntries(json) });
     });
 };
 
