@@ -22,6 +22,9 @@ import type { ToolEvent } from './tools/types.js';
 export interface ThoughtTags {
   open: string;
   close: string;
+  /** What the template's generation prompt already wrote inside a thought it opened (Apriel 1.6's
+   * `Here are my reasoning steps:`): the thought begins with it, as llama.cpp reads it. */
+  lead?: string;
 }
 
 export interface CallParser {
@@ -62,6 +65,9 @@ export class AnswerBuilder {
 
   constructor(private readonly options: AnswerOptions) {
     this.phase = options.reasoning === undefined ? 'answer' : options.startsInThought ? 'thinking' : 'maybe-thinking';
+    // A thought the prompt opened (or that starts the answer unmarked) holds the prompt's lead first.
+    const lead = options.reasoning?.lead;
+    if (lead && (options.startsInThought || options.reasoning!.open === '')) this.pending = `${lead}\n`;
   }
 
   /** The generation is inside a thought now (for the thinking budget). */

@@ -87,7 +87,7 @@ export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'r
 }
 
 /** The thought's tags of a family: its style's, or the analysed template's (`auto-tags`). */
-export function thoughtTags(features: Pick<TemplateFeatures, 'reasoning' | 'auto'>): { open: string; close: string } | undefined {
+export function thoughtTags(features: Pick<TemplateFeatures, 'reasoning' | 'auto'>): { open: string; close: string; lead?: string } | undefined {
   return features.reasoning === 'auto-tags' ? features.auto?.thought : REASONING_TAGS[features.reasoning];
 }
 
@@ -97,8 +97,9 @@ export function thoughtTags(features: Pick<TemplateFeatures, 'reasoning' | 'auto
  * parser (src/chat/tools/auto-calls.ts), the answer builder and the forced-call grammar read it.
  */
 export interface AutoFormat {
-  /** The thought's markers; `open` empty where the thought starts the answer unmarked (Apriel 1.6). */
-  thought?: { open: string; close: string };
+  /** The thought's markers; `open` empty where the thought starts the answer unmarked (Apriel 1.6),
+   * then `lead`: the text the generation prompt writes at its start (`Here are my reasoning steps:`). */
+  thought?: { open: string; close: string; lead?: string };
   /** The text's wrapper (Command R7B's `<|START_RESPONSE|>` … `<|END_RESPONSE|>`). */
   content?: { open: string; close: string };
   /** How calls are written; absent where the template renders none. */

@@ -13,11 +13,12 @@ const SERVED: Record<string, string> = {
   'Hermes 2 / 3': 'hermes format (src/chat/tools/parser.ts)',
   'Seed-OSS': 'the template analysis (src/chat/template/analyze.ts): <seed:think>, <seed:tool_call> tagged calls',
   Granite: 'hermes format (4.0, 4.1); think tags (3.3)',
+  Apriel: 'the template analysis: <tool_calls>[…] JSON calls; 1.6 its thought, begun by its prompt, ended by [BEGIN FINAL RESPONSE]',
 };
 
 /**
  * Cases each family passes (2026-11-28, with issue 38's family formats and the template analysis:
- * 275 of 427; before the analysis 246, before the family formats 88): fewer is a regression.
+ * 277 of 427; before the analysis 246, before the family formats 88): fewer is a regression.
  * A family absent here has no floor (0).
  */
 const FLOOR: Record<string, number> = {
@@ -35,7 +36,7 @@ const FLOOR: Record<string, number> = {
   Granite: 6,
   'Command-R': 16,
   'Seed-OSS': 6,
-  Apriel: 2,
+  Apriel: 4,
   Nemotron: 7,
   'Qwen2.5 / QwQ': 4,
   'MiMo-VL': 2,

@@ -53,12 +53,15 @@ describe('template analysis: the families it serves', () => {
     expect(found.calls).toEqual({ shape: 'tagged', open: '<seed:tool_call>', close: '</seed:tool_call>', nameOpen: '<function=', nameClose: '>', argOpen: '<parameter=', argMid: '>', argClose: '</parameter>', callClose: '</function>' });
   });
 
-  it('Apriel 1.5 and 1.6: a JSON array in <tool_calls>; 1.6 ends its thought with [BEGIN FINAL RESPONSE]', () => {
+  it('Apriel 1.5 and 1.6: a JSON array in <tool_calls>; 1.6 begins its thought with its prompt\'s words and ends it with [BEGIN FINAL RESPONSE]', () => {
     const calls = { shape: 'json', open: '<tool_calls>', close: '</tool_calls>', array: true, nameKey: 'name', argsKey: 'arguments' };
     expect(analyse('unsloth-Apriel-1.5.jinja')!.calls).toEqual(calls);
     const later = analyse('Apriel-1.6-15b-Thinker-fixed.jinja')!;
     expect(later.calls).toEqual(calls);
-    expect(later.thought).toEqual({ open: '', close: '[BEGIN FINAL RESPONSE]' });
+    // Its generation prompt writes the thought's first words: the thought begins with them.
+    expect(later.thought).toEqual({ open: '', close: '[BEGIN FINAL RESPONSE]', lead: 'Here are my reasoning steps:' });
+    const source = templateSource('Apriel-1.6-15b-Thinker-fixed.jinja');
+    expect(parseModelOutput(source, [...'One step.\n[BEGIN FINAL RESPONSE]\nDone.'])).toEqual({ content: 'Done.', reasoning: 'Here are my reasoning steps:\nOne step.', toolCalls: [] });
   });
 
   it('SmolLM3: <think> from its generation prompt with thinking off; no calls (its template has no tools)', () => {

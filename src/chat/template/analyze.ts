@@ -64,8 +64,12 @@ export function analyzeTemplate(source: string): AutoFormat | undefined {
   // answer with `<|CHATBOT_TOKEN|>`), and they are never the client's text.
   const header = promptOn ?? '';
   const turn = [...new Set([...header.matchAll(TURN_MARKER), ...diffRenders(base, answered).right.matchAll(TURN_MARKER)].map((m) => m[0]))];
+  // A thought that starts unmarked: what the generation prompt writes after its turn markers begins it.
+  // (Only where the header's end is known by a turn marker: the lead is what follows the last one.)
+  const headerEnds = [...header.matchAll(TURN_MARKER)].map((m) => m.index + m[0].length);
+  const lead = thought?.open === '' && headerEnds.length > 0 ? header.slice(Math.max(...headerEnds)).trim() : '';
   return {
-    ...(thought ? { thought } : {}),
+    ...(thought ? { thought: lead !== '' && !lead.startsWith('<') ? { ...thought, lead } : thought } : {}),
     ...(content && (content.open !== '' || content.close !== '') ? { content } : {}),
     ...(calls ? { calls } : {}),
     turn: turn.filter((marker) => marker !== thought?.open && marker !== thought?.close),
