@@ -111,12 +111,12 @@ export interface AutoFormat {
 /**
  * Calls in a marked section (`open` … `close`; `close` empty: the section runs to the end). `json`:
  * the section holds a JSON object per call, or an array of them, its name and arguments under the
- * keys found. `tagged`: per call `nameOpen NAME nameClose`, then per argument `argOpen KEY argMid
+ * keys found (and an id the template writes itself, `first` where it precedes the name). `tagged`: per call `nameOpen NAME nameClose`, then per argument `argOpen KEY argMid
  * VALUE argClose`, then `callClose` (Seed-OSS's `<function=…>`, MiniMax's `<invoke name="…">`,
  * GLM's `<arg_key>`): values are text, typed by the tool's schema.
  */
 export type AutoCalls =
-  | { shape: 'json'; open: string; close: string; array: boolean; nameKey: string; argsKey: string; idKey?: string }
+  | { shape: 'json'; open: string; close: string; array: boolean; nameKey: string; argsKey: string; id?: { key: string; value: string; first: boolean } }
   | { shape: 'tagged'; open: string; close: string; nameOpen: string; nameClose: string; argOpen: string; argMid: string; argClose: string; callClose: string };
 
 export function autoMarkers(auto: AutoFormat): string[] {

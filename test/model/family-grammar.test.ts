@@ -65,7 +65,7 @@ describe('forced calls in each family\'s syntax', () => {
   // The forms the template analysis finds (src/chat/template/analyze.ts), as those templates render a call.
   const ANALYSED: Array<[string, string]> = [
     ['ByteDance-Seed-OSS.jinja', '<seed:tool_call><function=get_weather><parameter=city>Paris</parameter><parameter=days>3</parameter></function></seed:tool_call>'],
-    ['CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', '<|START_ACTION|>[{"tool_name": "get_weather", "parameters": {"city":"Paris","days":3}}]<|END_ACTION|>'],
+    ['CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city":"Paris","days":3}}]<|END_ACTION|>'],
     ['unsloth-Apriel-1.5.jinja', '<tool_calls>[{"name": "get_weather", "arguments": {"city":"Paris","days":3}}]</tool_calls>'],
   ];
   it.each(ANALYSED)('%s (analysed): the grammar takes the call as the template writes it, and the parser reads it back', async (template, text) => {

@@ -16,7 +16,7 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { templateSource } from '../helpers/chat-cases.js';
 
 const analyse = (name: string) => analyzeTemplate(templateSource(name));
-const COHERE_JSON = { shape: 'json', open: '<|START_ACTION|>', close: '<|END_ACTION|>', array: true, nameKey: 'tool_name', argsKey: 'parameters', idKey: 'tool_call_id' };
+const COHERE_JSON = { shape: 'json', open: '<|START_ACTION|>', close: '<|END_ACTION|>', array: true, nameKey: 'tool_name', argsKey: 'parameters', id: { key: 'tool_call_id', value: '0', first: true } };
 
 describe('render diff', () => {
   it('cuts at marker boundaries, never inside a marker', () => {

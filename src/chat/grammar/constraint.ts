@@ -104,8 +104,10 @@ const SYNTAX: Record<Exclude<ToolFormat, 'auto'>, CallSyntax> = {
 function analysedSyntax(calls: AutoCalls): CallSyntax {
   if (calls.shape === 'json') {
     const [open, close] = calls.array ? ['[', ']'] : ['', ''];
+    // The id the template writes before the name (Command R's `"tool_call_id": "0"`), as it writes it.
+    const id = calls.id?.first ? `${JSON.stringify(calls.id.key)}: ${JSON.stringify(calls.id.value)}, ` : '';
     return {
-      begin: (name) => `${calls.open}${open}{${JSON.stringify(calls.nameKey)}: ${JSON.stringify(name)}, ${JSON.stringify(calls.argsKey)}: `,
+      begin: (name) => `${calls.open}${open}{${id}${JSON.stringify(calls.nameKey)}: ${JSON.stringify(name)}, ${JSON.stringify(calls.argsKey)}: `,
       end: `}${close}${calls.close}`, separator: '\n', trigger: calls.open, json: true,
     };
   }

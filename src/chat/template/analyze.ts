@@ -27,6 +27,7 @@ const VALUE_SECOND = 'YYYY';
 const USER = 'U_USER_MSG Hello END_U';
 const ANSWER = 'A_ASST_MSG I can help END_A';
 const THOUGHT = 'REASON_PART I am thinking END_R';
+const PROBE_ID = 'call00001';
 
 const parameters = { type: 'object', properties: { [ARG]: { type: 'string', description: 'First argument' }, [ARG_SECOND]: { type: 'string', description: 'Second argument' } }, required: [] };
 const PROBE_TOOLS = [FUN, FUN_SECOND].map((name) => ({ type: 'function', function: { name, description: `Test function ${name}`, parameters } }));
@@ -56,7 +57,7 @@ export function analyzeTemplate(source: string): AutoFormat | undefined {
   const promptOn = generation(true);
   const withThought = render([{ role: 'assistant', content: ANSWER, reasoning_content: THOUGHT }]);
   const thought = thoughtMarkers({ answered, withThought, promptOn, promptOff: generation(false) }) ?? thoughtMarkers({ answered, promptOn: whole(true), promptOff: whole(false) });
-  const called = render([{ role: 'assistant', content: '', tool_calls: [call(FUN, 'call00001', { [ARG]: VALUE, [ARG_SECOND]: VALUE_SECOND })] }]);
+  const called = render([{ role: 'assistant', content: '', tool_calls: [call(FUN, PROBE_ID, { [ARG]: VALUE, [ARG_SECOND]: VALUE_SECOND })] }]);
   const callDiff = called !== undefined && called.includes(VALUE_SECOND) ? diffRenders(answered, called) : undefined;
   const calls = callDiff ? callFormat(withoutEmptyThought(callDiff.right, thought)) : undefined;
   const content = callDiff ? around(callDiff.left, ANSWER) : undefined;
@@ -136,10 +137,14 @@ function jsonCalls(side: string): AutoCalls | undefined {
     const nameKey = entries.find(([, v]) => v === FUN)?.[0];
     const argsKey = entries.find(([, v]) => typeof v === 'object' && v !== null && ARG in v)?.[0];
     if (nameKey === undefined || argsKey === undefined) return undefined;
-    const idKey = entries.find(([k, v]) => k !== nameKey && k !== argsKey && typeof v === 'string' && /id/i.test(k))?.[0];
+    // A call id the template writes itself (Command R's `"tool_call_id": "0"`, before the name): the
+    // forced-call grammar writes it as the template does; one that echoes the probe's id is the client's.
+    const idAt = entries.findIndex(([k, v]) => k !== nameKey && k !== argsKey && typeof v === 'string' && /id/i.test(k));
+    const [idKey, idValue] = idAt === -1 ? [] : entries[idAt]!;
+    const id = idKey !== undefined && idValue !== PROBE_ID ? { key: idKey, value: idValue as string, first: idAt < entries.findIndex(([k]) => k === nameKey) } : undefined;
     const open = side.slice(0, start).trim();
     if (open === '') return undefined;
-    return { shape: 'json', open, close: side.slice(end).trim(), array, nameKey, argsKey, ...(idKey ? { idKey } : {}) };
+    return { shape: 'json', open, close: side.slice(end).trim(), array, nameKey, argsKey, ...(id ? { id } : {}) };
   }
   return undefined;
 }
