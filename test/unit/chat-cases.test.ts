@@ -31,7 +31,7 @@ const FLOOR: Record<string, number> = {
   'Qwen3 / Qwen3-Coder / Qwen3.5': 39,
   'Hermes 2 / 3': 4,
   'Llama 3.x': 4,
-  'Gemma 4': 19,
+  'Gemma 4': 22,
   LFM2: 48,
   Granite: 6,
   'Command-R': 16,
