@@ -22,6 +22,9 @@ import type { ToolEvent } from './tools/types.js';
 export interface ThoughtTags {
   open: string;
   close: string;
+  /** What the template's generation prompt already wrote inside a thought it opened (Apriel 1.6's
+   * `Here are my reasoning steps:`): the thought begins with it, as llama.cpp reads it. */
+  lead?: string;
 }
 
 export interface CallParser {
@@ -57,9 +60,14 @@ export class AnswerBuilder {
   private outputTokens = 0;
   /** Whitespace right after the thought is dropped. */
   private afterThought = false;
+  /** Text that may be the start of a marker split across deltas: shown (or dropped) with the next. */
+  private heldText = '';
 
   constructor(private readonly options: AnswerOptions) {
     this.phase = options.reasoning === undefined ? 'answer' : options.startsInThought ? 'thinking' : 'maybe-thinking';
+    // A thought the prompt opened (or that starts the answer unmarked) holds the prompt's lead first.
+    const lead = options.reasoning?.lead;
+    if (lead && (options.startsInThought || options.reasoning!.open === '')) this.pending = `${lead}\n`;
   }
 
   /** The generation is inside a thought now (for the thinking budget). */
@@ -77,6 +85,7 @@ export class AnswerBuilder {
     this.outputTokens = outputTokens;
     this.drain(true);
     if (this.options.tools) this.place(this.options.tools.finish());
+    this.releaseText();
     this.close();
     // An answer with nothing in it is one empty text part, as Anthropic's API answers.
     if (this.parts.length === 0) {
@@ -141,7 +150,15 @@ export class AnswerBuilder {
     }
   }
 
+  /** The held text, shown: nothing follows that could complete a marker. */
+  private releaseText(): void {
+    const held = this.heldText;
+    this.heldText = '';
+    this.showText(this.unmarked(held));
+  }
+
   private think(raw: string): void {
+    if (this.heldText !== '') this.releaseText();
     // A thought's leading whitespace is dropped (`<think>\n`): a thought of whitespace is none.
     const text = this.kindOpen() === 'thinking' ? raw : raw.trimStart();
     if (text === '') return;
@@ -150,7 +167,16 @@ export class AnswerBuilder {
   }
 
   private text(raw: string): void {
-    const text = this.unmarked(raw);
+    // A marker can reach this split over deltas (where it is no single token, or the text is fed in
+    // pieces): the end that may start one waits for the next delta.
+    let text = this.unmarked(this.heldText + raw);
+    const keep = Math.max(0, ...(this.options.markers ?? []).map((marker) => partialSuffix(text, marker)));
+    this.heldText = text.slice(text.length - keep);
+    text = text.slice(0, text.length - keep);
+    this.showText(text);
+  }
+
+  private showText(text: string): void {
     if (text === '') return;
     if (this.kindOpen() !== 'text') this.start({ kind: 'text', text: '' });
     this.grow(text);
@@ -164,6 +190,7 @@ export class AnswerBuilder {
   }
 
   private call(call: ToolCall): void {
+    this.releaseText();
     this.start({ kind: 'tool_call', call });
     for (const fragment of callJsonFragments(call.input)) this.options.send({ type: 'part_delta', index: this.open, text: fragment, outputTokens: this.outputTokens });
     this.close();

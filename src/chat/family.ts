@@ -10,7 +10,7 @@
  * every special token dropped except the family's markers; the parser consumes those, and the
  * answer builder removes any stray one, so the client's text never holds a marker.
  */
-import { familyMarkers, FORMAT_CONTINUE_MARKERS, FORMAT_END_MARKERS, REASONING_TAGS, type TemplateFeatures } from '../models/template-features.js';
+import { familyMarkers, FORMAT_CONTINUE_MARKERS, FORMAT_END_MARKERS, thoughtTags, type TemplateFeatures } from '../models/template-features.js';
 import type { ThoughtTags } from './answer.js';
 import type { ChatTokenizer } from './model.js';
 import { featuresOf } from './prompt.js';
@@ -42,7 +42,7 @@ export function familyOf(model: ChatTokenizer): Family {
 
 function describe(model: ChatTokenizer): Family {
   const features = featuresOf(model);
-  const tags = REASONING_TAGS[features.reasoning];
+  const tags = thoughtTags(features);
   const markers = familyMarkers(features);
   const tokenizer = model.tokenizer;
   const single = (text: string) => {

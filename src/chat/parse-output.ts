@@ -5,7 +5,8 @@
  * builder and parser as a chat turn (./answer.ts, ./tools/parser.ts), so a case that passes here
  * passes in a turn fed the same text, whatever its split into deltas.
  */
-import { familyMarkers, REASONING_TAGS, templateFeatures, type TemplateFeatures } from '../models/template-features.js';
+import { familyMarkers, thoughtTags, type TemplateFeatures } from '../models/template-features.js';
+import { familyFeatures } from './template/family-features.js';
 import type { ToolSpec } from '../core/types.js';
 import { AnswerBuilder } from './answer.js';
 import { createToolCallParser } from './tools/parser.js';
@@ -29,11 +30,11 @@ export interface ParsedOutput {
 
 /** `text` may be split into deltas (an array) to test streaming; the result does not depend on it. */
 export function parseModelOutput(family: TemplateFeatures | string, text: string | readonly string[], options: ParseOptions = {}): ParsedOutput {
-  const features = typeof family === 'string' ? templateFeatures(family) : family;
-  const tags = REASONING_TAGS[features.reasoning];
+  const features = typeof family === 'string' ? familyFeatures(family) : family;
+  const tags = thoughtTags(features);
   const format = features.toolFormat;
   const tools = options.tools?.length ? options.tools : undefined;
-  const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? []) : undefined;
+  const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? [], features.auto?.calls) : undefined;
   const builder = new AnswerBuilder({
     send: () => {},
     ...(tags && (options.thinking ?? true) ? { reasoning: tags, startsInThought: options.thoughtOpened ?? false } : {}),

@@ -5,7 +5,8 @@
  */
 import { CoreError } from '../core/errors.js';
 import type { ChatMessage, ChatPrompt } from '../core/types.js';
-import { REASONING_TAGS, TEMPLATE_SWITCHES, templateFeatures, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
+import { TEMPLATE_SWITCHES, thoughtTags, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
+import { familyFeatures } from './template/family-features.js';
 import type { ChatTokenizer } from './model.js';
 import { genericToolCallText, genericToolPrompt, genericToolResultText, nativeToolPrompt } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
@@ -80,7 +81,7 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
     });
   }
   const shown = literals ? literals.show(text) : text;
-  const tags = REASONING_TAGS[features.reasoning];
+  const tags = thoughtTags(features);
   return { text: shown, ids: encoded.ids, opensThought: tags !== undefined && opensThought(shown, tags.open, tags.close) };
 }
 
@@ -154,12 +155,13 @@ function templateMessage(message: ChatMessage, generic: boolean, format: ToolFor
 
 const features = new WeakMap<ChatTokenizer, TemplateFeatures>();
 
-/** What the model's chat template can do (tool format, thinking switch), read once per tokenizer. */
+/** What the model's chat template can do (tool format, thinking switch; the analysis of its renders
+ * where no dedicated format knows it: ./template/family-features.ts), read once per tokenizer. */
 export function featuresOf(loaded: ChatTokenizer): TemplateFeatures {
   let found = features.get(loaded);
   if (!found) {
     const template = (loaded.tokenizer as unknown as { chat_template?: unknown }).chat_template;
-    found = templateFeatures(typeof template === 'string' ? template : '');
+    found = familyFeatures(typeof template === 'string' ? template : '');
     features.set(loaded, found);
   }
   return found;

@@ -73,7 +73,7 @@ export class ChatTurn {
     this.thinking = ThinkingPlan.for(model, request, options.opensThought, guide !== undefined);
     const format = family.features.toolFormat;
     // Harmony's parser reads its channels whether or not the request has tools.
-    const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? []) : undefined;
+    const parser = tools || format === 'harmony' ? createToolCallParser(format, tools ?? [], family.features.auto?.calls) : undefined;
     // A thought is looked for when thinking was asked for or planned, the prompt opened it, or the
     // template has no switch (the model decides: Kimi K2 Thinking, the R1 family); not when thinking
     // was switched off. (Gemma 4's opening tag is two tokens: no plan forces it, the model writes it.)

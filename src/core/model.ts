@@ -12,8 +12,9 @@ export type ModelEngine = 'onnx' | 'llama';
 /**
  * How a chat model was given to write tool calls and thoughts, read from its chat template
  * (src/models/template-features.ts): the call format (`hermes`, `harmony`, `mistral`, `glm`, …,
- * `generic` for the server's own), the reasoning style (`think-tags`, `mistral-think`, `harmony`,
- * `none`), and whether the template takes a reasoning level.
+ * `auto:json` / `auto:tagged` for a form the analysis of the template found, `generic` for the
+ * server's own), the reasoning style (`think-tags`, `mistral-think`, `harmony`, `auto-tags`, `none`),
+ * and whether the template takes a reasoning level.
  */
 export interface ChatFormat {
   toolFormat: string;

@@ -12,6 +12,7 @@ import type { ModelInfo } from '../models/registry.js';
 import type { EmbedBatchingOptions } from '../pool/embed-batcher.js';
 import type { ModelPoolOptions } from '../pool/pool.js';
 import { listenToWorkerLogs, type WorkerLogs } from '../pool/worker-logs.js';
+import { servedFormat } from './chat-format.js';
 import { defaultModelAmong, scoreDocuments } from './ranking.js';
 import { statusOf, type ModelEntry } from './residence.js';
 import { Residency, type LifecycleOptions } from './residency.js';
@@ -68,12 +69,12 @@ export class LocalInferenceService implements InferenceService {
   }
 
   listModels(): ModelDescription[] {
-    return this.residency.models().map((e) => describedAs(e.info));
+    return this.residency.models().map((e) => describedAs(servedFormat(e.info)));
   }
 
   findModel(name: string): ModelDescription | undefined {
     const entry = this.residency.named(name);
-    return entry && describedAs(entry.info);
+    return entry && describedAs(servedFormat(entry.info));
   }
 
   async chat(request: ChatRequest, options: ChatCallOptions = {}): Promise<ChatResult> {

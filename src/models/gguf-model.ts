@@ -68,7 +68,7 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
     contextLength,
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
     thinking: template !== undefined && templateFeatures(template).thinkingSwitch,
-    ...(template !== undefined ? { chatFormat: chatFormat(template) } : {}),
+    ...(template !== undefined ? { chatFormat: chatFormat(template), chatTemplate: template } : {}),
     poolSize: manifest.poolSize ?? options.defaultPoolSize,
     pooling: manifest.pooling ?? (pooling === 2 ? 'cls' : 'mean'),
     normalize: manifest.normalize ?? true,

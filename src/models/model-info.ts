@@ -23,6 +23,9 @@ export interface ModelInfo extends ModelDescription {
   matryoshka: boolean;
   /** Put before every string input (embedding models trained with instruction prefixes). */
   prefix: string;
+  /** Chat models: the chat template's source, for the chat layer's reading of it where the models
+   * list needs more than its markers say (src/inference/chat-format.ts). Never reaches HTTP. */
+  chatTemplate?: string;
   /** The manifest's `randomWeights`: the model runs but its outputs mean nothing (a test model); a request that names no model gets it only when nothing else can serve. */
   randomWeights?: boolean;
 }

@@ -164,7 +164,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     maxOutputTokens: Math.min(manifest.maxOutputTokens ?? contextLength, contextLength),
     // The same reading of the template the chat layer makes (src/chat/prompt.ts featuresOf).
     thinking: template !== undefined && templateFeatures(template).thinkingSwitch,
-    ...(template !== undefined ? { chatFormat: chatFormat(template) } : {}),
+    ...(template !== undefined ? { chatFormat: chatFormat(template), chatTemplate: template } : {}),
     poolSize: manifest.poolSize ?? defaultPoolSize,
     pooling: manifest.pooling ?? 'mean',
     normalize: manifest.normalize ?? true,

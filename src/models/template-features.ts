@@ -19,6 +19,8 @@
 export const TOOL_FORMATS = [
   'hermes', 'qwen3-xml', 'llama3-json', 'generic',
   'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2', 'gemma4',
+  // Found by rendering the template (src/chat/template/analyze.ts): the markers are in TemplateFeatures.auto.
+  'auto',
 ] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 
@@ -26,7 +28,7 @@ export type ToolFormat = (typeof TOOL_FORMATS)[number];
  * How a family writes a thought: between two tags at the start of its answer (`<think>…</think>`,
  * Mistral's `[THINK]…[/THINK]`), on harmony's `analysis` channel, or not at all.
  */
-export const REASONING_STYLES = ['think-tags', 'mistral-think', 'gemma-channel', 'harmony', 'none'] as const;
+export const REASONING_STYLES = ['think-tags', 'mistral-think', 'gemma-channel', 'harmony', 'auto-tags', 'none'] as const;
 export type ReasoningStyle = (typeof REASONING_STYLES)[number];
 
 /** The tags of a thought, for the styles that have them. */
@@ -57,6 +59,8 @@ export const FORMAT_MARKERS: Record<ToolFormat, readonly string[]> = {
   'minimax-m2': ['<minimax:tool_call>', '</minimax:tool_call>'],
   lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'],
   gemma4: ['<|tool_call>', '<tool_call|>', '<|"|>'],
+  // The analysed template's own markers: autoMarkers(features.auto).
+  auto: [],
 };
 
 /** Tokens that end the model's turn besides its end-of-sequence ids (harmony: a call, or the final answer). */
@@ -74,10 +78,50 @@ export const FORMAT_CONTINUE_MARKERS: Partial<Record<ToolFormat, readonly string
   harmony: ['<|end|>'],
 };
 
-/** Every marker string of a family: its call format's and its thought's tags. */
-export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'reasoning'>): string[] {
-  const tags = REASONING_TAGS[features.reasoning];
-  return [...FORMAT_MARKERS[features.toolFormat], ...(tags ? [tags.open, tags.close] : [])];
+/** Every marker string of a family: its call format's, its thought's tags, and what the analysis of
+ * its template found (content wrappers, turn markers). Empty strings are no markers. */
+export function familyMarkers(features: Pick<TemplateFeatures, 'toolFormat' | 'reasoning' | 'auto'>): string[] {
+  const tags = thoughtTags(features);
+  const found = [...FORMAT_MARKERS[features.toolFormat], ...(tags ? [tags.open, tags.close] : []), ...(features.auto ? autoMarkers(features.auto) : [])];
+  return [...new Set(found)].filter((marker) => marker !== '');
+}
+
+/** The thought's tags of a family: its style's, or the analysed template's (`auto-tags`). */
+export function thoughtTags(features: Pick<TemplateFeatures, 'reasoning' | 'auto'>): { open: string; close: string; lead?: string } | undefined {
+  return features.reasoning === 'auto-tags' ? features.auto?.thought : REASONING_TAGS[features.reasoning];
+}
+
+/**
+ * What the differential analysis of a template (src/chat/template/analyze.ts) found, as data: the
+ * strings around a thought, around the answer's text, around calls, and the turn's own markers. The
+ * parser (src/chat/tools/auto-calls.ts), the answer builder and the forced-call grammar read it.
+ */
+export interface AutoFormat {
+  /** The thought's markers; `open` empty where the thought starts the answer unmarked (Apriel 1.6),
+   * then `lead`: the text the generation prompt writes at its start (`Here are my reasoning steps:`). */
+  thought?: { open: string; close: string; lead?: string };
+  /** The text's wrapper (Command R7B's `<|START_RESPONSE|>` … `<|END_RESPONSE|>`). */
+  content?: { open: string; close: string };
+  /** How calls are written; absent where the template renders none. */
+  calls?: AutoCalls;
+  /** Marker tokens of the assistant's turn (`<|CHATBOT_TOKEN|>`): never the client's text. */
+  turn: string[];
+}
+
+/**
+ * Calls in a marked section (`open` … `close`; `close` empty: the section runs to the end). `json`:
+ * the section holds a JSON object per call, or an array of them, its name and arguments under the
+ * keys found (and an id the template writes itself, `first` where it precedes the name). `tagged`: per call `nameOpen NAME nameClose`, then per argument `argOpen KEY argMid
+ * VALUE argClose`, then `callClose` (Seed-OSS's `<function=…>`, MiniMax's `<invoke name="…">`,
+ * GLM's `<arg_key>`): values are text, typed by the tool's schema.
+ */
+export type AutoCalls =
+  | { shape: 'json'; open: string; close: string; array: boolean; nameKey: string; argsKey: string; id?: { key: string; value: string; first: boolean } }
+  | { shape: 'tagged'; open: string; close: string; nameOpen: string; nameClose: string; argOpen: string; argMid: string; argClose: string; callClose: string };
+
+export function autoMarkers(auto: AutoFormat): string[] {
+  const calls = auto.calls ? [auto.calls.open, auto.calls.close] : [];
+  return [...calls, ...(auto.content ? [auto.content.open, auto.content.close] : []), ...auto.turn].filter((marker) => marker !== '');
 }
 
 export interface TemplateFeatures {
@@ -93,6 +137,9 @@ export interface TemplateFeatures {
   reasoning: ReasoningStyle;
   /** The template reads `reasoning_effort` (gpt-oss: low / medium / high). */
   effortLevels: boolean;
+  /** What the analysis of the template found, where the format (`auto`) or the thought's tags
+   * (`auto-tags`) come from it. */
+  auto?: AutoFormat;
 }
 
 export function templateFeatures(template: string): TemplateFeatures {

@@ -13,6 +13,8 @@ import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
 import { loadTokenizer, type LoadedTokenizer } from '../../src/tokenize/load-tokenizer.js';
 import { describeModel } from '../../src/models/registry.js';
 import { TOOL_FORMATS, type TemplateFeatures, type ToolFormat } from '../../src/models/template-features.js';
+import { familyFeatures } from '../../src/chat/template/family-features.js';
+import { templateSource } from '../helpers/chat-cases.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 
 const VOCAB = 151936;
@@ -21,7 +23,7 @@ const INPUT = { city: 'Paris', days: 3 };
 const q = '<|"|>';
 
 /** The call `get_weather(city: Paris, days: 3)` as each family writes it (compact JSON, as the grammar does). */
-const CALL_TEXT: Record<ToolFormat, string> = {
+const CALL_TEXT: Record<Exclude<ToolFormat, 'auto'>, string> = {
   hermes: '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris","days":3}}\n</tool_call>',
   generic: '<tool_call>\n{"name": "get_weather", "arguments": {"city":"Paris","days":3}}\n</tool_call>',
   'qwen3-xml': '<tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter><parameter=days>3</parameter></function>\n</tool_call>',
@@ -46,7 +48,7 @@ beforeAll(async () => {
 const forced: ChatRequest = { model: CHAT_MODEL, messages: [{ role: 'user', content: 'x' }], tools: [TOOL], toolChoice: { mode: 'any', parallel: false }, maxTokens: 100, sampling: {} } as ChatRequest;
 
 describe('forced calls in each family\'s syntax', () => {
-  it.each(TOOL_FORMATS.map((f) => [f]))('%s: the grammar takes the family\'s call, and the parser reads it back', async (format) => {
+  it.each(TOOL_FORMATS.filter((f) => f !== 'auto').map((f) => [f]))('%s: the grammar takes the family\'s call, and the parser reads it back', async (format) => {
     const constraint = planConstraint(forced, format)!;
     const matcher = await matcherFor(loaded, VOCAB, constraint.source);
     try {
@@ -54,6 +56,26 @@ describe('forced calls in each family\'s syntax', () => {
       const ids = loaded.tokenizer.encode(text, { add_special_tokens: false });
       ids.forEach((id, i) => expect(matcher.accept(id), `token ${i} of ${JSON.stringify(text)}: ${JSON.stringify(loaded.tokenizer.decode([id]))}`).toBe(true));
       const features: TemplateFeatures = { toolFormat: format, nativeTools: true, thinkingSwitch: false, reasoning: 'none', effortLevels: false };
+      expect(parseModelOutput(features, text, { tools: [TOOL] }).toolCalls).toEqual([{ name: 'get_weather', input: INPUT }]);
+    } finally {
+      matcher.dispose();
+    }
+  });
+
+  // The forms the template analysis finds (src/chat/template/analyze.ts), as those templates render a call.
+  const ANALYSED: Array<[string, string]> = [
+    ['ByteDance-Seed-OSS.jinja', '<seed:tool_call><function=get_weather><parameter=city>Paris</parameter><parameter=days>3</parameter></function></seed:tool_call>'],
+    ['CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city":"Paris","days":3}}]<|END_ACTION|>'],
+    ['unsloth-Apriel-1.5.jinja', '<tool_calls>[{"name": "get_weather", "arguments": {"city":"Paris","days":3}}]</tool_calls>'],
+  ];
+  it.each(ANALYSED)('%s (analysed): the grammar takes the call as the template writes it, and the parser reads it back', async (template, text) => {
+    const features = familyFeatures(templateSource(template));
+    expect(features.toolFormat).toBe('auto');
+    const constraint = planConstraint(forced, features.auto!.calls!)!;
+    const matcher = await matcherFor(loaded, VOCAB, constraint.source);
+    try {
+      const ids = loaded.tokenizer.encode(text, { add_special_tokens: false });
+      ids.forEach((id, i) => expect(matcher.accept(id), `token ${i} of ${JSON.stringify(text)}: ${JSON.stringify(loaded.tokenizer.decode([id]))}`).toBe(true));
       expect(parseModelOutput(features, text, { tools: [TOOL] }).toolCalls).toEqual([{ name: 'get_weather', input: INPUT }]);
     } finally {
       matcher.dispose();

@@ -20,6 +20,10 @@ const FAMILIES = [
   { id: 'deepseek-v3.1', template: 'deepseek-ai-DeepSeek-V3.1.jinja', markers: [] },
   { id: 'glm-4.7', template: 'GLM-4.7-Flash.jinja', markers: [] },
   { id: 'minimax-m2', template: 'MiniMax-M2.jinja', markers: [] },
+  // Served by the analysis of their templates (src/chat/template/analyze.ts).
+  { id: 'command-r7b', template: 'llama-cpp/CohereForAI-c4ai-command-r7b-12-2024-tool_use.jinja', markers: ['<|START_THINKING|>', '<|END_THINKING|>', '<|START_ACTION|>', '<|END_ACTION|>', '<|START_RESPONSE|>', '<|END_RESPONSE|>'] },
+  { id: 'cohere2moe', template: 'llama-cpp/Cohere2MoE.jinja', markers: ['<|START_THINKING|>', '<|END_THINKING|>', '<|START_ACTION|>', '<|END_ACTION|>', '<|START_TEXT|>', '<|END_TEXT|>'] },
+  { id: 'seed-oss', template: 'llama-cpp/ByteDance-Seed-OSS.jinja', markers: ['<seed:think>', '</seed:think>', '<seed:tool_call>', '</seed:tool_call>'] },
 ];
 const TOOLS = [{ name: 'get_weather', description: 'Weather for a city.', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
 /** A conversation with an earlier call (and the thought before it) and its result. */
@@ -77,5 +81,25 @@ describe('family prompts', () => {
     expect(render('glm-4.7', { enabled: true }, ask).opensThought).toBe(true);
     expect(render('glm-4.7', { enabled: false }, ask).opensThought).toBe(false);
     expect(render('minimax-m2', undefined, ask).opensThought).toBe(true);
+  });
+
+  it('analysed families: the template describes the tools (no generic prompt) and writes the earlier call in its own markup', () => {
+    const r7b = render('command-r7b').text;
+    expect(r7b).not.toContain('To call a tool');
+    expect(r7b).toContain('"name": "get_weather"');
+    expect(r7b).toContain('<|START_ACTION|>[\n    {"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}\n]<|END_ACTION|>');
+    const seed = render('seed-oss').text;
+    expect(seed).not.toContain('To call a tool');
+    expect(seed).toContain('<seed:tool_call>\n<function=get_weather>\n<parameter=city>Paris</parameter>\n</function>\n</seed:tool_call>');
+    expect(familyOf(loaded.get('seed-oss')!).features).toMatchObject({ toolFormat: 'auto', reasoning: 'auto-tags' });
+  });
+
+  it('analysed families: Cohere2MoE opens the thought in its generation prompt; the markers survive decoding for the parser', () => {
+    const ask: ChatPrompt['messages'] = [{ role: 'user', content: 'Hi' }];
+    expect(render('cohere2moe', undefined, ask).opensThought).toBe(true);
+    expect(render('command-r7b', undefined, ask).opensThought).toBe(false);
+    const model = loaded.get('command-r7b')!;
+    const text = '<|START_THINKING|>hm<|END_THINKING|><|START_ACTION|>[]<|END_ACTION|>';
+    expect(familyOf(model).decode(model.tokenizer.encode(text, { add_special_tokens: false }))).toBe(text);
   });
 });

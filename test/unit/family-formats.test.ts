@@ -172,6 +172,22 @@ describe('GLM 4.6 / 4.7', () => {
   });
 });
 
+describe('argument keys written as text (GLM, MiniMax M2, DeepSeek V3.2 DSML)', () => {
+  it('an argument named __proto__ is a plain key of the input, not its prototype', () => {
+    const cases: Array<[string, string]> = [
+      ['GLM-4.6.jinja', '<tool_call>get_time\n<arg_key>__proto__</arg_key>\n<arg_value>{"polluted": true}</arg_value>\n</tool_call>'],
+      ['MiniMax-M2.jinja', '<minimax:tool_call>\n<invoke name="get_time">\n<parameter name="__proto__">{"polluted": true}</parameter>\n</invoke>\n</minimax:tool_call>'],
+      ['deepseek-ai-DeepSeek-V3.2.jinja', '<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_time">\n<｜DSML｜parameter name="__proto__" string="false">{"polluted": true}</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'],
+    ];
+    for (const [name, text] of cases) {
+      const [call] = parseModelOutput(templateFeatures(template(name)), text, { tools: TOOLS, thinking: false }).toolCalls;
+      expect(Object.getPrototypeOf(call!.input), name).toBe(Object.prototype);
+      expect(Object.hasOwn(call!.input, '__proto__'), name).toBe(true);
+      expect((call!.input as { polluted?: unknown }).polluted, name).toBeUndefined();
+    }
+  });
+});
+
 describe('DeepSeek R1, V3.1, V3.2 (DSML)', () => {
   it('R1: function<｜tool▁sep｜>NAME and a json fence; the thought opened by the template', () => {
     const f = templateFeatures(template('deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja'));

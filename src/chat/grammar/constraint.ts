@@ -12,6 +12,7 @@
  */
 import { CoreError } from '../../core/errors.js';
 import type { ChatRequest } from '../../core/types.js';
+import type { AutoCalls } from '../../models/template-features.js';
 import type { ToolFormat } from '../tools/types.js';
 import { JsonCompletion } from './json-completion.js';
 import { keywordProblem, schemaProblems } from './schema-problems.js';
@@ -49,7 +50,7 @@ interface TextArgs {
 }
 
 /** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
-const SYNTAX: Record<ToolFormat, CallSyntax> = {
+const SYNTAX: Record<Exclude<ToolFormat, 'auto'>, CallSyntax> = {
   hermes: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
   generic: { begin: (name) => `<tool_call>\n{"name": ${JSON.stringify(name)}, "arguments": `, end: '}\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: true },
   'qwen3-xml': { begin: (name) => `<tool_call>\n<function=${name}>\n`, end: '</function>\n</tool_call>', separator: '\n', trigger: '<tool_call>', json: false },
@@ -95,6 +96,34 @@ const SYNTAX: Record<ToolFormat, CallSyntax> = {
   },
 };
 
+/**
+ * The syntax of a form the template analysis found (src/chat/template/analyze.ts), as the template
+ * renders a call: a JSON call under its keys inside its section, or the tagged form with each
+ * argument's value raw (a string) or JSON (../tools/auto-calls.ts types it back by the schema).
+ */
+function analysedSyntax(calls: AutoCalls): CallSyntax {
+  if (calls.shape === 'json') {
+    const [open, close] = calls.array ? ['[', ']'] : ['', ''];
+    // The id the template writes before the name (Command R's `"tool_call_id": "0"`), as it writes it.
+    const id = calls.id?.first ? `${JSON.stringify(calls.id.key)}: ${JSON.stringify(calls.id.value)}, ` : '';
+    return {
+      begin: (name) => `${calls.open}${open}{${id}${JSON.stringify(calls.nameKey)}: ${JSON.stringify(name)}, ${JSON.stringify(calls.argsKey)}: `,
+      end: `}${close}${calls.close}`, separator: '\n', trigger: calls.open, json: true,
+    };
+  }
+  return {
+    begin: (name) => `${calls.open}${calls.nameOpen}${name}${calls.nameClose}`, end: `${calls.callClose}${calls.close}`, separator: '\n', trigger: calls.open, json: false,
+    text: { key: (k) => `${calls.argOpen}${k}${calls.argMid}`, close: calls.argClose, separator: '', rawStrings: true },
+  };
+}
+
+/** A dedicated format's syntax, or the analysed form's (for the `auto` format). */
+function syntaxOf(form: ToolFormat | AutoCalls): CallSyntax {
+  if (typeof form !== 'string') return analysedSyntax(form);
+  if (form === 'auto') throw new Error('the auto format is constrained by its analysed call form');
+  return SYNTAX[form];
+}
+
 export interface Constraint {
   source: GrammarSource;
   /** Follows the constrained text; says what completes it. */
@@ -104,11 +133,12 @@ export interface Constraint {
 }
 
 /**
- * The constraint a request asks for, or undefined when its output is free. `loose`: schemas that are
+ * The constraint a request asks for, or undefined when its output is free; `format` is the family's,
+ * or the analysed call form of an `auto` family. `loose`: schemas that are
  * not strict (tools, a non-strict output) lose every value check too (for when the compiler refused
  * their relaxed form).
  */
-export function planConstraint(request: ChatRequest, format: ToolFormat, loose = false): Constraint | undefined {
+export function planConstraint(request: ChatRequest, format: ToolFormat | AutoCalls, loose = false): Constraint | undefined {
   const output = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(refuseProblems(request.output.schema, { reason: 'output' }), loose).schema);
   const choice = request.toolChoice;
   const tools = request.tools?.length && choice?.mode !== 'none' ? request.tools : [];
@@ -119,7 +149,7 @@ export function planConstraint(request: ChatRequest, format: ToolFormat, loose =
   const useTools = forced || strictTools;
   if (!output && !useTools) return undefined;
 
-  const syntax = SYNTAX[format];
+  const syntax = syntaxOf(format);
   const relaxed: Constraint['relaxed'] = [];
   const calls = (useTools ? allowed : []).map((tool) => {
     if (tool.strict) return { name: tool.name, schema: tool.inputSchema };

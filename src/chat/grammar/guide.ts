@@ -118,7 +118,8 @@ export class Guide {
  * schema it cannot express, or an engine that cannot constrain, refuses the request.
  */
 export async function guideFor(model: ChatModel, request: ChatRequest, options: { constrains: boolean; log?: LogFn }): Promise<Guide | undefined> {
-  const format = featuresOf(model).toolFormat;
+  const features = featuresOf(model);
+  const format = features.toolFormat === 'auto' && features.auto?.calls ? features.auto.calls : features.toolFormat;
   const constraint = planConstraint(request, format);
   if (!constraint) return undefined;
   const reason = request.output ? 'output' : 'tool';

@@ -23,12 +23,12 @@ function parseJson(text: string): unknown {
 function typedArgs(tools: Tools, name: string, pairs: Array<[string, string]>): Record<string, unknown> {
   const schema = tools.get(name)?.inputSchema;
   const properties = isObject(schema?.properties) ? schema.properties : {};
-  const args: Record<string, unknown> = {};
-  for (const [key, value] of pairs) {
-    const property = properties[key];
-    args[key] = isObject(property) ? typeXmlValue(value, property) : value;
-  }
-  return args;
+  // Own keys only, both ways: an argument the model names `__proto__` or `constructor` is a plain key
+  // (assigned, it set the input's prototype; looked up, it read Object.prototype as its schema).
+  return Object.fromEntries(pairs.map(([key, value]) => {
+    const property = Object.hasOwn(properties, key) ? properties[key] : undefined;
+    return [key, isObject(property) ? typeXmlValue(value, property) : value];
+  }));
 }
 
 /** Splits `body` at each `begin`; the text before the first must be whitespace. */
@@ -145,7 +145,8 @@ export const invokeReader = (tools: Tools, prefix: '' | '｜DSML｜'): SectionRe
       if (end !== -1 && part.slice(end + invokeClose.length).trim() !== '') return { reason: `text after ${invokeClose}` };
       const inner = part.slice(gt + 1, end === -1 ? undefined : end);
       const text: Array<[string, string]> = [];
-      const json: Record<string, unknown> = {};
+      // Values the attribute types (own keys, as typedArgs keeps them).
+      const json: Array<[string, unknown]> = [];
       let i = 0;
       for (;;) {
         while (i < inner.length && isWs(inner[i])) i++;
@@ -162,12 +163,12 @@ export const invokeReader = (tools: Tools, prefix: '' | '｜DSML｜'): SectionRe
         if (/string="false"/.test(attributes)) {
           const parsed = parseJson(value.trim());
           if (parsed === undefined) return { reason: `parameter ${JSON.stringify(key)} is not JSON` };
-          json[key] = parsed;
-        } else if (/string="true"/.test(attributes)) json[key] = value;
+          json.push([key, parsed]);
+        } else if (/string="true"/.test(attributes)) json.push([key, value]);
         else text.push([key, value.replace(/^\n/, '').replace(/\n$/, '')]);
         i = close + paramClose.length;
       }
-      return checkedCall(tools, name, { ...typedArgs(tools, name, text), ...json });
+      return checkedCall(tools, name, { ...typedArgs(tools, name, text), ...Object.fromEntries(json) });
     });
 };
 

@@ -23,6 +23,8 @@
  * Shaped by vLLM's tool parsers (hermes_tool_parser, qwen3coder_tool_parser, llama_tool_parser) and
  * llama.cpp's common/chat.cpp; see the comments at each format for what was taken from where.
  */
+import type { AutoCalls } from '../../models/template-features.js';
+import { autoReader } from './auto-calls.js';
 import { deepseekReader, gemma4Reader, glmReader, invokeReader, kimiK2Reader, lfm2Reader } from './family-calls.js';
 import { HarmonyParser } from './harmony.js';
 import { JsonCallScanner } from './json-call.js';
@@ -35,9 +37,10 @@ import { XmlCallScanner } from './xml-call.js';
 
 export type { ToolCallParser } from './types.js';
 
-export function createToolCallParser(format: ToolFormat, tools: readonly ToolSpec[]): ToolCallParser {
+/** `auto`: the analysed template's call form, for the `auto` format. */
+export function createToolCallParser(format: ToolFormat, tools: readonly ToolSpec[], auto?: AutoCalls): ToolCallParser {
   const known = new Map(tools.map((t) => [t.name, t]));
-  return format === 'harmony' ? new HarmonyParser(known) : new Parser(format, known);
+  return format === 'harmony' ? new HarmonyParser(known) : new Parser(format, known, auto);
 }
 
 /**
@@ -94,8 +97,8 @@ class Parser extends StreamingParser {
   private readonly openers: Opener[];
   /** llama3-json: a bare `{` opens a call at the start of the reply or right after a call. */
   private readonly bareJson: boolean;
-  /** The first character of every opener of the format. */
-  private readonly openerLead: string;
+  /** The first characters of the format's openers. */
+  private readonly openerLeads: string[];
   // Text mode.
   /** Unexamined text: a possible partial opener (never longer than the longest opener). */
   private tail = '';
@@ -112,9 +115,17 @@ class Parser extends StreamingParser {
   constructor(
     private readonly format: ToolFormat,
     private readonly tools: Tools,
+    auto?: AutoCalls,
   ) {
     super();
     switch (format) {
+      case 'auto': {
+        // The analysed form's section (its opener may be any text: Command R+'s `Action:`).
+        if (!auto) throw new Error('the auto format needs the analysed call form');
+        const open = auto.open;
+        this.openers = [{ text: open, start: () => new SectionScanner(open.length, auto.close, autoReader(auto, tools)) }];
+        break;
+      }
       case 'hermes':
       case 'generic':
         this.openers = [{ text: TOOL_CALL_OPEN, start: () => new JsonCallScanner(tools, { openerLength: TOOL_CALL_OPEN.length, closer: TOOL_CALL_CLOSE, bareObject: false }) }];
@@ -147,7 +158,17 @@ class Parser extends StreamingParser {
       }
     }
     this.bareJson = format === 'llama3-json';
-    this.openerLead = format === 'mistral' ? '[' : '<';
+    this.openerLeads = [...new Set(this.openers.map((o) => o.text[0]!))];
+  }
+
+  /** The first position from `from` where an opener may start, or -1. */
+  private nextLead(s: string, from: number): number {
+    let first = -1;
+    for (const lead of this.openerLeads) {
+      const at = s.indexOf(lead, from);
+      if (at !== -1 && (first === -1 || at < first)) first = at;
+    }
+    return first;
   }
 
   private emitText(text: string): void {
@@ -199,10 +220,9 @@ class Parser extends StreamingParser {
         opener = { text: '{', start: () => new JsonCallScanner(this.tools, { openerLength: 1, closer: null, bareObject: true }) };
       }
     }
-    // Every literal opener starts with '<' (Mistral's with '['): look only there.
+    // Look only where an opener's first character is ('<' for most, '[' for Mistral's).
     let partialAt = -1;
-    const lead = this.openerLead;
-    for (let p = s.indexOf(lead, i); p !== -1 && (openAt === -1 || p < openAt); p = s.indexOf(lead, p + 1)) {
+    for (let p = this.nextLead(s, i); p !== -1 && (openAt === -1 || p < openAt); p = this.nextLead(s, p + 1)) {
       let partial = false;
       for (const o of this.openers) {
         const m = matchAt(s, p, o.text);

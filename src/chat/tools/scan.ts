@@ -30,6 +30,25 @@ export function matchAt(s: string, i: number, token: string): 'full' | 'partial'
   return n === token.length ? 'full' : 'partial';
 }
 
+/** The end (exclusive) of the JSON object or array starting at `start`, strings skipped; -1 if none. */
+export function jsonEnd(text: string, start: number): number {
+  let depth = 0;
+  let quoted = false;
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+    } else if (c === '"') quoted = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return i + 1;
+    }
+  }
+  return -1;
+}
+
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

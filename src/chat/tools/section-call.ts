@@ -25,7 +25,9 @@ export class SectionScanner extends CallScanner {
   }
 
   protected step(w: string, final: boolean): StepResult {
-    const at = w.indexOf(this.closer);
+    // No closing marker (an analysed format whose section runs to the end of the answer).
+    if (this.closer === '' && !final) return null;
+    const at = this.closer === '' ? -1 : w.indexOf(this.closer);
     if (at !== -1) {
       this.bodyEnd = this.base + at;
       return { kind: 'end', at: at + this.closer.length };

@@ -140,8 +140,8 @@ const inputItemList = z.object({
 const model = z.object({
   id: z.string(), object: z.literal('model'), type: z.literal('model'), created: z.number().int(), created_at: z.string(), owned_by: z.string(),
   display_name: z.string(), max_input_tokens: z.number().int(), max_tokens: z.number().int().nullable(), capabilities: z.unknown(),
-  tool_format: z.string().optional().meta({ description: "Chat models: the tool-call format read from the template (hermes, qwen3-xml, llama3-json, harmony, mistral, kimi-k2, glm, deepseek-r1, deepseek-v3.1, deepseek-dsml, minimax-m2, lfm2; generic: the server's own)" }),
-  reasoning_format: z.string().optional().meta({ description: 'Chat models: how the model writes thoughts (think-tags, mistral-think, harmony, none)' }),
+  tool_format: z.string().optional().meta({ description: "Chat models: the tool-call format read from the template (hermes, qwen3-xml, llama3-json, harmony, mistral, kimi-k2, glm, deepseek-r1, deepseek-v3.1, deepseek-dsml, minimax-m2, lfm2, gemma4; auto:json, auto:tagged: the form the analysis of the template's renders found; generic: the server's own)" }),
+  reasoning_format: z.string().optional().meta({ description: 'Chat models: how the model writes thoughts (think-tags, mistral-think, gemma-channel, harmony; auto-tags: markers the analysis of the template found; none)' }),
 }).loose().meta({ description: 'A model as both OpenAI and Anthropic clients read it, with its load state.' });
 const modelList = z.object({ object: z.literal('list'), data: z.array(model) }).loose();
 
