@@ -10,7 +10,7 @@ import { loadModel, type LoadedModel } from '../engines/onnx/load.js';
 import { loadGgufTokenizer, loadTokenizer, type LoadedTokenizer } from '../tokenize/load-tokenizer.js';
 import { runChatTask } from './chat-task.js';
 import { withTestHooks } from './test-hooks.js';
-import { onnxEngine } from '../engines/onnx/runner.js';
+import { flushPromptCache, onnxEngine } from '../engines/onnx/runner.js';
 import { embedBatch } from '../engines/embed-batch.js';
 import { onnxEmbedder } from '../engines/onnx/embed.js';
 import { llamaEmbedder } from '../engines/llama/embed.js';
@@ -40,13 +40,13 @@ loading.catch(() => {});
 
 // Asked by its pool before it closes (src/pool/model-pool.ts releaseModels): a llama.cpp model is
 // disposed here, on its own thread, so its native memory is freed now and no native call is left
-// to land in a thread that has gone.
+// to land in a thread that has gone; an ONNX chat model's prompt cache finishes its disk writes.
 const release = new BroadcastChannel(init.releaseChannel);
 release.unref();
 release.onmessage = (event) => {
   if ((event as { data: ReleaseMessage }).data.type !== 'release') return;
   void loading
-    .then((loaded) => ('llama' in loaded ? disposeLlamaModel(loaded) : undefined))
+    .then((loaded) => ('llama' in loaded ? disposeLlamaModel(loaded) : 'model' in loaded ? flushPromptCache(loaded) : undefined))
     .catch((error: unknown) => log('warn', 'model not freed before the worker closed', error))
     .finally(() => release.postMessage({ type: 'released', threadId } satisfies ReleaseMessage));
 };
@@ -57,7 +57,7 @@ async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   return loaded;
 }
 
-const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model));
+const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model, log));
 const embedderOf = (model: LoadedModel | LlamaLoaded) => ('llama' in model ? llamaEmbedder(model) : onnxEmbedder(model));
 
 /** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */
