@@ -144,6 +144,17 @@ export class PromptDiskStore {
     return true;
   }
 
+  /** A path for an engine's own scratch file in this key's folder (removed by the caller; a stale one by a later eviction). */
+  scratchFile(): string {
+    fs.mkdirSync(this.folder, { recursive: true });
+    return path.join(this.folder, `.scratch.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  }
+
+  /** A file that passed our checks but that the engine refused: logged and removed as a bad one. */
+  reject(entry: DiskEntry, error: unknown): void {
+    this.discard(entry.file, error);
+  }
+
   /** Removes the least recently used files of the whole directory until at most `room` bytes remain. */
   private evict(room: number): void {
     const files: Array<{ file: string; bytes: number; used: number }> = [];
