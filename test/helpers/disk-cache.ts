@@ -1,6 +1,6 @@
 /**
- * What the disk prompt-cache model tests share (test/model/prompt-cache-disk*.test.ts): real services
- * on the bundled ONNX chat model with the cache's folder set, one greedy conversation, and the files.
+ * What the disk prompt-cache model tests share (test/model/*prompt-cache-disk*.test.ts): real services
+ * on a chat model with the cache's folder set, one greedy conversation, and the files.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,19 +22,19 @@ export const secondTurn = (reply: string): Turn[] => [...FIRST, { role: 'assista
 export const warnings: string[] = [];
 const logger: Logger = { error: () => {}, info: () => {}, debug: () => {}, warn: (_fields, msg) => void warnings.push(msg) };
 
-/** A service on the chat model; with `cacheDir`, its prompt cache on disk there. */
-export function serve(options: { cacheDir?: string; modelsDir?: string } = {}): Promise<RealService> {
+/** A service on the chat model (the bundled ONNX one unless named); with `cacheDir`, its prompt cache on disk there. */
+export function serve(options: { cacheDir?: string; modelsDir?: string; model?: string } = {}): Promise<RealService> {
   return startRealService({
     modelsDir: options.modelsDir ?? MODELS_DIR,
-    only: [ONNX_CHAT_MODEL],
+    only: [options.model ?? ONNX_CHAT_MODEL],
     logger,
     engine: options.cacheDir ? { promptCacheDir: options.cacheDir, promptCacheMinTokens: MIN_TOKENS } : {},
   });
 }
 
 /** One greedy turn: its text and the prompt tokens read from a cache. */
-export async function chat(service: RealService, messages: Turn[]): Promise<{ text: string; reads: number }> {
-  const request: ChatRequest = { model: ONNX_CHAT_MODEL, system: SYSTEM, messages, maxTokens: MAX_TOKENS, sampling: { temperature: 0 }, stopStrings: [] };
+export async function chat(service: RealService, messages: Turn[], model = ONNX_CHAT_MODEL): Promise<{ text: string; reads: number }> {
+  const request: ChatRequest = { model, system: SYSTEM, messages, maxTokens: MAX_TOKENS, sampling: { temperature: 0 }, stopStrings: [] };
   const result = await service.chat(request);
   return { text: result.text, reads: result.cachedInputTokens ?? 0 };
 }

@@ -20,8 +20,8 @@ import type { LlamaContextSequence } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { cacheKeyOf } from '../../cache/cache-key.js';
-import type { PromptDiskStore } from '../../cache/disk-store.js';
-import type { CacheKey } from '../../cache/state-file.js';
+import type { DiskEntry, PromptDiskStore } from '../../cache/disk-store.js';
+import type { CacheKey, StateFile } from '../../cache/state-file.js';
 
 /**
  * The key of a GGUF model's state files: the model's signature, node-llama-cpp's version, and what
@@ -50,31 +50,55 @@ export async function saveSequenceState(sequence: LlamaContextSequence, store: P
   }
 }
 
+/** A checked file that shares `length` tokens with a prompt: what `restoreSequenceState` loads. */
+export interface FoundState {
+  entry: DiskEntry;
+  file: StateFile;
+  length: number;
+}
+
 /**
- * Loads into `sequence` the stored state that shares the longest prefix with `promptIds` (at most
- * promptIds.length - 1 tokens: the last one is evaluated for its logits), after checking the file
- * whole, and erases what the sequence then holds past that prefix. Returns the tokens reused (0: no
- * file, a bad one, logged and removed by the store, or one llama.cpp refused; the sequence is then
- * cleared). `atLeast`: load only a file that beats what the sequence could reuse already.
+ * The stored state that shares the longest prefix with `promptIds` (at most promptIds.length - 1
+ * tokens: the last one is evaluated for its logits) and more than `atLeast` tokens, read and checked
+ * whole (synchronously); undefined when there is none or it is bad (logged and removed by the store).
  */
-export async function loadSequenceState(sequence: LlamaContextSequence, store: PromptDiskStore, promptIds: readonly number[], atLeast = 0): Promise<number> {
+export function findSequenceState(store: PromptDiskStore, promptIds: readonly number[], atLeast = 0): FoundState | undefined {
   const best = store.longest(promptIds, promptIds.length - 1);
-  if (!best || best.length <= atLeast) return 0;
+  if (!best || best.length <= atLeast) return undefined;
   const file = store.read(best.entry);
-  if (!file || (file.meta as { llamaStateBytes?: number } | undefined)?.llamaStateBytes !== file.payload.byteLength) return 0;
+  if (!file) return undefined;
+  if ((file.meta as { llamaStateBytes?: number } | undefined)?.llamaStateBytes !== file.payload.byteLength) {
+    store.reject(best.entry, new Error('its llama.cpp state is not the size its header says'));
+    return undefined;
+  }
+  return { entry: best.entry, file, length: best.length };
+}
+
+/**
+ * Loads a found state into `sequence` and erases what the sequence then holds past its prefix.
+ * Returns the tokens reused: `found.length`, or 0 when llama.cpp refused it (the file is then
+ * removed, and the sequence cleared).
+ */
+export async function restoreSequenceState(sequence: LlamaContextSequence, store: PromptDiskStore, found: FoundState): Promise<number> {
   const scratch = store.scratchFile();
   try {
-    await fs.promises.writeFile(scratch, file.payload);
+    await fs.promises.writeFile(scratch, found.file.payload);
     await sequence.loadStateFromFile(scratch, { acceptRisk: true });
   } catch (error) {
     // Refused by llama.cpp (a context too small for it...): the sequence holds nothing usable.
     await sequence.clearHistory();
-    store.reject(best.entry, error);
+    store.reject(found.entry, error);
     return 0;
   } finally {
     fs.rmSync(scratch, { force: true });
   }
   const held = sequence.contextTokens.length;
-  if (held > best.length) await sequence.eraseContextTokenRanges([{ start: best.length, end: held }]);
-  return best.length;
+  if (held > found.length) await sequence.eraseContextTokenRanges([{ start: found.length, end: held }]);
+  return found.length;
+}
+
+/** findSequenceState then restoreSequenceState: the tokens of `promptIds` now in `sequence` from disk (0: none). */
+export async function loadSequenceState(sequence: LlamaContextSequence, store: PromptDiskStore, promptIds: readonly number[], atLeast = 0): Promise<number> {
+  const found = findSequenceState(store, promptIds, atLeast);
+  return found ? restoreSequenceState(sequence, store, found) : 0;
 }
