@@ -9,8 +9,7 @@
  * The scratch files lie in the cache's own folder (the same file system as the cache, not a small
  * /tmp), named *.tmp, and are removed at once; one left by a crash is removed by a later eviction.
  *
- * Not wired into the engine's slots yet (src/engines/llama/slots.ts belongs to the context-layout
- * work of issue 40): docs/not-done-yet.md says how it is to be hooked in.
+ * The engine's slots use it through ./slot-disk.ts.
  *
  * Contract: worker thread; the sequence is not decoding while it is saved or loaded (node-llama-cpp
  * takes the sequence's and the context's locks for the call, so an evaluation waits).
