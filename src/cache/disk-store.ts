@@ -5,6 +5,7 @@
  *
  * - Writes are atomic: a temp file in the same folder, renamed into place; a reader sees a whole
  *   file or none. Not fsynced: a file cut short by a power loss fails its checksum and is dropped.
+ * - A file that extends another of its key (the next turn of a conversation) replaces it.
  * - Recency is the file's modification time (a hit touches it), so several workers and processes
  *   sharing the directory keep one order without talking to each other.
  * - A file that is not ours, of another key, truncated or damaged is logged, removed and never handed
@@ -17,10 +18,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { LogFn } from '../core/log.js';
 import { keyFolder, prefixFileName } from './cache-key.js';
-import { decodeStateFile, encodeStateFile, readHeader, sameKey, StateFileError, type CacheKey, type StateFile, type StateHeader } from './state-file.js';
+import { decodeStateFile, DIGEST, readHeader, sameKey, stateFileBody, StateFileError, type CacheKey, type StateFile, type StateHeader } from './state-file.js';
 
 export type DiskLog = LogFn;
 
@@ -33,8 +34,8 @@ export interface DiskStoreOptions {
   minTokens: number;
   key: CacheKey;
   log: DiskLog;
-  /** Writes the chunks to `file` (tests put a full disk here); default: fs. */
-  writeFile?: (file: string, chunks: readonly Uint8Array[]) => Promise<void>;
+  /** Writes a file's body and then its checksum to `file` (tests put a full disk here); default: fs. */
+  writeFile?: (file: string, body: readonly Uint8Array[]) => Promise<void>;
 }
 
 export interface DiskEntry {
@@ -48,13 +49,29 @@ const STALE_TEMP_MS = 10 * 60_000;
 const FILE_SUFFIX = '.lspc';
 const isFull = (error: unknown) => ['ENOSPC', 'EDQUOT'].includes((error as NodeJS.ErrnoException)?.code ?? '');
 
-async function writeChunks(file: string, chunks: readonly Uint8Array[]): Promise<void> {
+/**
+ * Hashing a slice of this size takes ~8 ms at 1 GB/s: the decoding thread (which writes the ONNX
+ * engine's files) gets its turn between slices instead of waiting for a whole file's hash.
+ */
+const SLICE_BYTES = 8 * 1024 * 1024;
+
+/** Writes a file's body then its SHA-256 (./state-file.ts), hashing each slice as it goes out. */
+async function writeChunks(file: string, body: readonly Uint8Array[]): Promise<void> {
   const handle = await fs.promises.open(file, 'wx');
+  const hash = createHash('sha256');
+  const write = async (bytes: Uint8Array) => {
+    let at = 0;
+    while (at < bytes.byteLength) at += (await handle.write(bytes, at, bytes.byteLength - at)).bytesWritten;
+  };
   try {
-    for (const chunk of chunks) {
-      let at = 0;
-      while (at < chunk.byteLength) at += (await handle.write(chunk, at, chunk.byteLength - at)).bytesWritten;
+    for (const chunk of body) {
+      for (let at = 0; at < chunk.byteLength; at += SLICE_BYTES) {
+        const slice = chunk.subarray(at, at + SLICE_BYTES);
+        hash.update(slice);
+        await write(slice);
+      }
     }
+    await write(hash.digest());
   } finally {
     await handle.close();
   }
@@ -66,7 +83,7 @@ export class PromptDiskStore {
   /** The folder's mtime when the index was read (another value: read it again). */
   private indexedAt = -1;
   private writing = true;
-  private readonly writeFile: (file: string, chunks: readonly Uint8Array[]) => Promise<void>;
+  private readonly writeFile: (file: string, body: readonly Uint8Array[]) => Promise<void>;
 
   constructor(private readonly options: DiskStoreOptions) {
     this.folder = path.join(options.dir, keyFolder(options.key));
@@ -119,15 +136,15 @@ export class PromptDiskStore {
       this.touch(held.file);
       return true;
     }
-    const chunks = encodeStateFile({ header: { ...file.header, key: this.options.key }, tokens: file.tokens, payload: file.payload });
-    const bytes = chunks.reduce((n, c) => n + c.byteLength, 0);
+    const body = stateFileBody({ header: { ...file.header, key: this.options.key }, tokens: file.tokens, payload: file.payload });
+    const bytes = body.reduce((n, c) => n + c.byteLength, DIGEST);
     if (bytes > this.options.budgetBytes) return false;
     const target = path.join(this.folder, prefixFileName(file.tokens));
     const temp = path.join(this.folder, `.${path.basename(target)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
     try {
       fs.mkdirSync(this.folder, { recursive: true });
       this.evict(this.options.budgetBytes - bytes);
-      await this.writeFile(temp, chunks);
+      await this.writeFile(temp, body);
       fs.renameSync(temp, target);
     } catch (error) {
       fs.rmSync(temp, { force: true });
@@ -141,7 +158,23 @@ export class PromptDiskStore {
     }
     this.index = this.index.filter((e) => e.file !== target);
     this.index.push({ file: target, tokens: Uint32Array.from(file.tokens), exact: file.header.exact });
+    this.dropCovered(file.tokens, file.header.exact);
     return true;
+  }
+
+  /**
+   * Removes this key's files that the one just written covers (its tokens start with theirs, as far
+   * as their exact part): a conversation keeps one file, its latest turn, not one per turn.
+   */
+  private dropCovered(tokens: readonly number[], exact: number): void {
+    for (const entry of this.index) {
+      const n = entry.tokens.length;
+      if (n >= tokens.length || entry.exact > exact) continue;
+      let i = 0;
+      while (i < n && entry.tokens[i] === tokens[i]) i++;
+      if (i === n) fs.rmSync(entry.file, { force: true });
+    }
+    this.index = this.index.filter((e) => fs.existsSync(e.file));
   }
 
   /** A path for an engine's own scratch file in this key's folder (removed by the caller; a stale one by a later eviction). */

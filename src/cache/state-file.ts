@@ -27,7 +27,8 @@ export const MAGIC = Buffer.from('LISPCACH', 'latin1');
 /** Changes when the layout above does: a file of another version is foreign (ignored and removed). */
 export const FORMAT_VERSION = 1;
 const FIXED = 16;
-const DIGEST = 32;
+/** Bytes of the closing checksum. */
+export const DIGEST = 32;
 
 /** What a file must match to be used: the same model, engine, engine version and variant. */
 export interface CacheKey {
@@ -59,8 +60,8 @@ export class StateFileError extends Error {}
 
 const align8 = (n: number) => (n + 7) & ~7;
 
-/** The bytes of a file, as a list of chunks to write one after another (the payload is not copied). */
-export function encodeStateFile(file: { header: StateHeader; tokens: readonly number[]; payload: readonly Uint8Array[] }): Uint8Array[] {
+/** What a file holds before its checksum: header, token ids, payload, as chunks (the payload is not copied). */
+export function stateFileBody(file: { header: StateHeader; tokens: readonly number[]; payload: readonly Uint8Array[] }): Uint8Array[] {
   const payloadBytes = file.payload.reduce((n, p) => n + p.byteLength, 0);
   const json = JSON.stringify({ ...file.header, tokens: file.tokens.length, payloadBytes });
   // Padded with spaces (still JSON) so the token ids, and the payload after them, are 8-aligned.
@@ -73,10 +74,15 @@ export function encodeStateFile(file: { header: StateHeader; tokens: readonly nu
   const ids = Uint32Array.from(file.tokens);
   const idBytes = new Uint8Array(ids.buffer, 0, ids.byteLength);
   const pad = new Uint8Array(align8(idBytes.byteLength) - idBytes.byteLength);
+  return [head, idBytes, pad, ...file.payload];
+}
+
+/** The whole file: its body then the SHA-256 of it (a writer of large files hashes as it writes instead: ../cache/disk-store.ts). */
+export function encodeStateFile(file: { header: StateHeader; tokens: readonly number[]; payload: readonly Uint8Array[] }): Uint8Array[] {
+  const body = stateFileBody(file);
   const hash = createHash('sha256');
-  const chunks = [head, idBytes, pad, ...file.payload];
-  for (const chunk of chunks) hash.update(chunk);
-  return [...chunks, hash.digest()];
+  for (const chunk of body) hash.update(chunk);
+  return [...body, hash.digest()];
 }
 
 /** The header alone (no checksum check): what an index of a cache directory reads of each file. */

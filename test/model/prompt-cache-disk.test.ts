@@ -53,8 +53,8 @@ describe('prompt cache on disk (real workers, ONNX)', () => {
     } finally {
       await restarted.close();
     }
-    // The second turn's sequence, closed into the folder, is the next restart's longest prefix.
-    expect(cacheFiles(dir).length).toBeGreaterThanOrEqual(2);
+    // The second turn's sequence is written too (beside the first's, or in its place when it extends it).
+    expect(cacheFiles(dir).length).toBeGreaterThanOrEqual(1);
     expect(warnings).toEqual([]);
   });
 });

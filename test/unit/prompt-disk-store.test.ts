@@ -77,6 +77,25 @@ describe('prompt disk store', () => {
     expect(warnings).toEqual([]);
   });
 
+  it('hashes a large payload slice by slice as it writes, into the same file the whole-file encoder makes', async () => {
+    const s = store({ budgetBytes: 64 << 20 });
+    const big = [new Uint8Array(9 * 1024 * 1024 + 3).map((_, i) => i % 251), new Uint8Array(5).fill(9)];
+    expect(await s.write({ header: { exact: 6 }, tokens: tokens(6), payload: big })).toBe(true);
+    const onDisk = fs.readFileSync(path.join(s.folder, prefixFileName(tokens(6))));
+    expect(Buffer.from(decodeStateFile(onDisk, KEY).payload).equals(concat(big))).toBe(true);
+    // Byte for byte what the whole-file encoder makes of the same header.
+    expect(onDisk.equals(concat(encodeStateFile({ header: { exact: 6, key: KEY }, tokens: tokens(6), payload: big })))).toBe(true);
+  });
+
+  it('a file that extends another of its key (the next turn) replaces it; others stay', async () => {
+    const s = store();
+    await s.write({ header: { exact: 6 }, tokens: tokens(6), payload: payloadOf(16, 1) });
+    await s.write({ header: { exact: 6 }, tokens: tokens(6, 50), payload: payloadOf(16, 2) });
+    await s.write({ header: { exact: 10 }, tokens: tokens(10), payload: payloadOf(16, 3) });
+    expect(files(s)).toEqual([prefixFileName(tokens(10)), prefixFileName(tokens(6, 50))].sort());
+    expect(store().longest(tokens(7), 6)?.entry.tokens.length).toBe(10);
+  });
+
   it('keeps nothing shorter than minTokens, and rewrites nothing it already holds', async () => {
     const s = store({ minTokens: 8 });
     expect(await s.write({ header: { exact: 4 }, tokens: tokens(4), payload: payloadOf(8, 1) })).toBe(false);
