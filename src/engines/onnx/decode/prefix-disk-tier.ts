@@ -16,8 +16,9 @@
  * dtype and length of each, and a file whose arrays do not fit this model's shape is ignored.
  *
  * Contract: as KvStore's (worker thread, synchronous lookup and store); a read from disk blocks the
- * decoder for the time it takes (measured in the commit that added it), which is what a prefill of
- * the same tokens would cost many times over.
+ * decoder for the time it takes, which a prefill of the same tokens would cost many times over
+ * (measured on a shared AMD EPYC under load: 240 MiB, a 10k-token Qwen2.5-0.5B fp32 prefix, read and
+ * checked in 4.3 s, of which the SHA-256 alone takes ~0.2 s on an idle core).
  */
 import type { PromptDiskStore } from '../../../cache/disk-store.js';
 import type { StateFile } from '../../../cache/state-file.js';
