@@ -12,6 +12,7 @@ import { parseDuration } from './core/duration.js';
 import { bool, engineSettingsSchema } from './core/engine-settings.js';
 import { defaultHubCacheDir } from './models/hf-cache.js';
 import { imageSettingsSchema } from './http/shared/image-settings.js';
+import { defaultPromptCacheDir } from './cache/cache-key.js';
 import type { ModelSourcesOptions } from './models/sources.js';
 
 const csv = z.preprocess(
@@ -151,7 +152,7 @@ function valueHint(field: Field, schema: z.ZodType): string {
 
 /** What a flag whose value is a string means by it. */
 const VALUE_HINTS: Partial<Record<Field, string>> = {
-  host: 'HOST', modelsDir: 'DIR', hfHubCache: 'DIR', apiKeys: 'KEY', modelAliases: 'NAME=MODEL', preload: 'ID|*',
+  host: 'HOST', modelsDir: 'DIR', hfHubCache: 'DIR', promptCacheDir: 'DIR', apiKeys: 'KEY', modelAliases: 'NAME=MODEL', preload: 'ID|*',
   keepAlive: '5m|30s|0|-1', modelKeepAlive: 'ID=DURATION',
 };
 
@@ -243,7 +244,8 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
     throw new ConfigError(`invalid configuration: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   }
   const hfHubCache = parsed.data.hfHubCache ?? defaultHubCacheDir(environment, os.homedir());
-  return Object.freeze({ ...parsed.data, hfHubCache, help: values.help === true });
+  const promptCacheDir = parsed.data.promptCacheDir ?? defaultPromptCacheDir(environment, os.homedir());
+  return Object.freeze({ ...parsed.data, hfHubCache, promptCacheDir, help: values.help === true });
 }
 
 /** Where models are found (models/ and, unless turned off, the Hugging Face cache): what main.ts scans, at start and on a rescan. */

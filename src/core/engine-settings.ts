@@ -75,6 +75,25 @@ export const engineSettingsSchema = z.object({
   promptCacheBytes: z.coerce.number().int().min(0).default(1024 * 1024 * 1024)
     .describe('Bytes of KV each chat worker keeps for later prompts that start the same way (the prefix cache); 0: off. GGUF models reuse their sequences\' own KV instead (any value but 0: on)'),
   /**
+   * The prompt cache on disk (src/cache/disk-store.ts): prefixes of at least promptCacheMinTokens
+   * tokens are written here, keyed by the model's signature, the engine and its version, and read
+   * back on the next prompt that starts with one after an idle unload or a restart. Not beside the
+   * model (read-only, or the Hugging Face cache). Unset in the schema: the configuration fills in the
+   * user's cache folder (src/config.ts); the tests leave it unset, and nothing is written.
+   */
+  promptCacheDir: z.string().min(1).optional()
+    .describe('Folder of the prompt cache on disk (default: $XDG_CACHE_HOME/local-inference-server/prompt-cache, else ~/.cache/...)'),
+  /**
+   * Over the whole folder, every model and engine together; the least recently used files go first.
+   * A token's state takes what promptCacheBytes' comment says (KV per token), so 8 GiB holds a few
+   * agent sessions of 20k tokens on a small model.
+   */
+  promptCacheDiskBytes: z.coerce.number().int().min(0).default(8 * 1024 * 1024 * 1024)
+    .describe('Bytes the prompt cache may take on disk (least recently used files go first); 0: nothing is written or read'),
+  /** Shorter prompts prefill in about a second on a CPU: writing them costs more than it saves. */
+  promptCacheMinTokens: z.coerce.number().int().min(1).default(1024)
+    .describe('Tokens a prefix needs to be written to the prompt cache on disk'),
+  /**
    * node-llama-cpp loads the prebuilt llama.cpp binary for the backend named (its npm packages:
    * CPU, CUDA, Vulkan, Metal); auto: the best one that loads on this machine. One named but absent
    * stops the start with the reason.

@@ -210,11 +210,14 @@ export class ModelPool implements InferencePool {
 
   /**
    * Asks every worker to free what its model holds outside the V8 heap (a llama.cpp model and its
-   * contexts: src/worker/entry.ts) and waits until each has, or RELEASE_WAIT_MS: freed on its own
-   * thread now, not left to the thread's teardown.
+   * contexts: src/worker/entry.ts), or to finish writing its prompt cache to disk (an ONNX chat
+   * model with the disk cache on), and waits until each has, or RELEASE_WAIT_MS: done on its own
+   * thread now, not left to the thread's teardown (a write cut short leaves only a temp file).
    */
   private async releaseModels(): Promise<void> {
-    if (this.model.engine !== 'llama' || this.role !== 'model') return;
+    const { promptCacheDir, promptCacheDiskBytes } = this.options.engine;
+    const diskCache = this.model.task === 'chat' && promptCacheDir !== undefined && promptCacheDiskBytes > 0;
+    if (this.role !== 'model' || (this.model.engine !== 'llama' && !diskCache)) return;
     const channel = new BroadcastChannel(this.releaseChannel);
     const released = new Set<number>();
     let timer: NodeJS.Timeout | undefined;

@@ -10,7 +10,7 @@ import { loadModel, type LoadedModel } from '../engines/onnx/load.js';
 import { loadGgufTokenizer, loadTokenizer, type LoadedTokenizer } from '../tokenize/load-tokenizer.js';
 import { runChatTask } from './chat-task.js';
 import { withTestHooks } from './test-hooks.js';
-import { onnxEngine } from '../engines/onnx/runner.js';
+import { flushPromptCache, onnxEngine } from '../engines/onnx/runner.js';
 import { embedBatch } from '../engines/embed-batch.js';
 import { onnxEmbedder } from '../engines/onnx/embed.js';
 import { llamaEmbedder } from '../engines/llama/embed.js';
@@ -21,6 +21,7 @@ import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
 import { rerankPairs } from '../engines/onnx/rerank.js';
 import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
 import { llamaEngine } from '../engines/llama/runner.js';
+import { attachSlotDiskCache, saveSlotDiskCache } from '../engines/llama/slot-disk.js';
 import { llamaRerank } from '../engines/llama/rank.js';
 import type { SequenceEngine } from '../engines/sequence.js';
 
@@ -33,6 +34,7 @@ const load = init.role === 'tokenizer'
   : (gguf ? loadLlamaModel(init.model, init.engine, log) : loadModel(init.model, init.engine, log));
 const loading: Promise<LoadedTokenizer | LoadedModel | LlamaLoaded> = load.then((loaded) => {
   collectGarbage();
+  if ('llama' in loaded && init.role === 'model') attachSlotDiskCache(loaded as LlamaLoaded, log);
   return loaded;
 });
 // Keep an early load failure from being reported as unhandled before the first task awaits it.
@@ -40,13 +42,14 @@ loading.catch(() => {});
 
 // Asked by its pool before it closes (src/pool/model-pool.ts releaseModels): a llama.cpp model is
 // disposed here, on its own thread, so its native memory is freed now and no native call is left
-// to land in a thread that has gone.
+// to land in a thread that has gone (its sequences worth keeping written to the prompt cache on disk
+// first); an ONNX chat model's prompt cache finishes its disk writes.
 const release = new BroadcastChannel(init.releaseChannel);
 release.unref();
 release.onmessage = (event) => {
   if ((event as { data: ReleaseMessage }).data.type !== 'release') return;
   void loading
-    .then((loaded) => ('llama' in loaded ? disposeLlamaModel(loaded) : undefined))
+    .then((loaded) => ('llama' in loaded ? saveSlotDiskCache(loaded).finally(() => disposeLlamaModel(loaded)) : 'model' in loaded ? flushPromptCache(loaded) : undefined))
     .catch((error: unknown) => log('warn', 'model not freed before the worker closed', error))
     .finally(() => release.postMessage({ type: 'released', threadId } satisfies ReleaseMessage));
 };
@@ -57,7 +60,7 @@ async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   return loaded;
 }
 
-const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model));
+const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model, log));
 const embedderOf = (model: LoadedModel | LlamaLoaded) => ('llama' in model ? llamaEmbedder(model) : onnxEmbedder(model));
 
 /** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */

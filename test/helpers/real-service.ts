@@ -7,6 +7,7 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
 import { TEST_ENGINE, testEngine } from './engine.js';
+import type { EngineSettings } from '../../src/core/engine-settings.js';
 import { SERVED_MODELS_DIR } from './paths.js';
 
 /** Starts real worker pools on the bundled models (the GGUF test model's folder under TEST_CHAT_ENGINE=llama; or on `modelsDir`). */
@@ -32,6 +33,8 @@ export async function startRealService(
     modelsDir?: string; /** Also serve the models of this Hugging Face cache folder. */ hfCacheDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
     script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions; ggufProcess?: boolean;
+    /** Engine settings a test sets beyond the ones named above (the prompt cache's disk folder...). */
+    engine?: Partial<EngineSettings>;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? SERVED_MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
@@ -43,7 +46,7 @@ export async function startRealService(
   const service = await LocalInferenceService.start({
     models: chosen,
     aliases: options.aliases,
-    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes, ...(options.ggufProcess !== undefined ? { ggufProcess: options.ggufProcess } : {}) }),
+    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes, ...(options.ggufProcess !== undefined ? { ggufProcess: options.ggufProcess } : {}), ...options.engine }),
     maxQueue: options.maxQueue ?? 256,
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },

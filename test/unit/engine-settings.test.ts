@@ -4,8 +4,12 @@ import { engineSettingsOf, engineSettingsSchema, ENGINE_DEFAULTS } from '../../s
 import { TEST_ENGINE, TEST_ENGINE_OVERRIDES } from '../helpers/engine.js';
 
 describe('engine settings', () => {
-  it('the server ships the schema defaults: what main passes down with no flags is ENGINE_DEFAULTS', () => {
-    expect(engineSettingsOf(loadConfig([], {}))).toEqual(ENGINE_DEFAULTS);
+  it('the server ships the schema defaults: what main passes down with no flags is ENGINE_DEFAULTS, and the prompt cache folder under the user cache', () => {
+    const { promptCacheDir, ...rest } = engineSettingsOf(loadConfig([], { XDG_CACHE_HOME: '/tmp/cache-home' }));
+    expect(rest).toEqual(ENGINE_DEFAULTS);
+    // The one default the configuration resolves (from the environment, as hfHubCache): the tests leave it unset and write nothing.
+    expect(ENGINE_DEFAULTS.promptCacheDir).toBeUndefined();
+    expect(promptCacheDir).toBe('/tmp/cache-home/local-inference-server/prompt-cache');
   });
 
   it('the tests run the shipped settings, except the overrides they name', () => {

@@ -18,6 +18,7 @@ import type { PromptCacheStats } from '../../core/hooks.js';
 import type { SequencePrefix } from '../sequence.js';
 import type { LlamaLoaded } from './load.js';
 import { acceptMaskBias } from './mask-bias.js';
+import { slotDiskCache } from './slot-disk.js';
 
 export interface Slot {
   sequence: LlamaContextSequence;
@@ -75,6 +76,8 @@ export class LlamaSlots {
       const length = Math.min(commonPrefix(slot.sequence.contextTokens, promptIds), promptIds.length - 1);
       if (length > 0 && (!best || length > best.length)) best = { length, slot };
     }
+    // Prompt cache on disk (issue 40; ./slot-disk.ts): a file sharing a longer prefix than any free sequence.
+    best = slotDiskCache(this.loaded)?.lookup(promptIds, best?.length ?? 0, this.slots) ?? best;
     if (best) {
       this.stats.hits++;
       this.stats.tokensReused += best.length;
@@ -90,7 +93,8 @@ export class LlamaSlots {
     const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
     const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
     slot.busy = true;
-    const reuse = slot === wanted ? prefix!.length : 0;
+    // Prompt cache on disk (issue 40; ./slot-disk.ts): a placement from a file loads it into the sequence first.
+    const reuse = slot === wanted ? await (slotDiskCache(this.loaded)?.claim(slot.sequence, prefix!) ?? prefix!.length) : 0;
     const { sequence } = slot;
     try {
       if (sequence.nextTokenIndex > reuse) {

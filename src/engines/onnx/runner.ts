@@ -1,6 +1,7 @@
 /**
  * The ONNX engine as the chat layer sees it (../sequence.ts SequenceEngine): one batch decoder per
- * loaded model, with its prefix cache when the budget allows one, or transformers.js generate for
+ * loaded model, with its prefix cache when the budget allows one (behind its disk tier when the
+ * settings give one: ./decode/prefix-disk-tier.ts), or transformers.js generate for
  * the exports the decoder cannot drive (one sequence at a time, no grammar, no cache). Reads its
  * settings from the model's engine settings (prefillChunkTokens, promptCacheBytes).
  *
@@ -9,21 +10,50 @@
 import type { SequenceEngine, SequencePrefix, SequenceSpec } from '../sequence.js';
 import { BatchDecoder, type DecoderSpec } from './decode/scheduler.js';
 import { PrefixCache } from './decode/prefix-cache.js';
-import type { KvPrefix } from './decode/kv-store.js';
+import { PrefixDiskTier } from './decode/prefix-disk-tier.js';
+import type { KvPrefix, KvStore } from './decode/kv-store.js';
+import { PromptDiskStore } from '../../cache/disk-store.js';
+import { cacheKeyOf } from '../../cache/cache-key.js';
+import type { LogFn } from '../../core/log.js';
+import type { CacheShape } from './tensors.js';
 import { samplingPlan } from '../sampler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
 
 const engines = new WeakMap<LoadedModel, SequenceEngine>();
+/** The disk tier of each engine that has one, for `flushPromptCache`. */
+const diskTiers = new WeakMap<LoadedModel, PrefixDiskTier>();
 
-export function onnxEngine(loaded: LoadedModel): SequenceEngine {
+/** `log`: where the disk tier's warnings go (read at the first call, which makes the engine). */
+export function onnxEngine(loaded: LoadedModel, log: LogFn = () => {}): SequenceEngine {
   let engine = engines.get(loaded);
-  if (!engine) engines.set(loaded, (engine = makeEngine(loaded)));
+  if (!engine) engines.set(loaded, (engine = makeEngine(loaded, log)));
   return engine;
 }
 
-function makeEngine(loaded: LoadedModel): SequenceEngine {
+/** Waits for the prompt cache's queued disk writes (before the worker closes: src/worker/entry.ts). */
+export async function flushPromptCache(loaded: LoadedModel): Promise<void> {
+  await diskTiers.get(loaded)?.flush();
+}
+
+/** The prefix cache, behind its disk tier when the settings give it a folder and a budget. */
+function promptCache(loaded: LoadedModel, shape: CacheShape, log: LogFn): { memory: PrefixCache; store: KvStore } | undefined {
+  const { promptCacheBytes, prefillChunkTokens, promptCacheDir, promptCacheDiskBytes, promptCacheMinTokens } = loaded.engine;
+  if (promptCacheBytes <= 0) return undefined;
+  // A dynamically quantized graph: reuse only whole, aligned prefill chunks (exact warm = cold).
+  const memory = new PrefixCache(shape, promptCacheBytes, loaded.dynamicQuantization ? prefillChunkTokens : 1);
+  if (!promptCacheDir || promptCacheDiskBytes <= 0) return { memory, store: memory };
+  // What shapes the KV's bytes beyond the model's files: the layout, and the settings that rewrite the graph.
+  const { fusedAttention, kvCacheDtype } = loaded.engine;
+  const variant = { ...shape, fusedAttention, kvCacheDtype, align: loaded.dynamicQuantization ? prefillChunkTokens : 1 };
+  const disk = new PromptDiskStore({ dir: promptCacheDir, budgetBytes: promptCacheDiskBytes, minTokens: promptCacheMinTokens, key: cacheKeyOf({ engine: 'onnx', info: loaded.info, variant }), log });
+  const tier = new PrefixDiskTier(memory, disk, shape);
+  diskTiers.set(loaded, tier);
+  return { memory, store: tier };
+}
+
+function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
   const shape = supportsBatchDecoding(loaded) ? cacheShape(loaded) : undefined;
   if (!shape) {
     return {
@@ -32,11 +62,11 @@ function makeEngine(loaded: LoadedModel): SequenceEngine {
       run: async (spec) => (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1),
     };
   }
-  const { promptCacheBytes, prefillChunkTokens } = loaded.engine;
-  // A dynamically quantized graph: reuse only whole, aligned prefill chunks (exact warm = cold).
+  const { prefillChunkTokens } = loaded.engine;
   const passDependent = loaded.dynamicQuantization;
-  const cache = promptCacheBytes > 0 ? new PrefixCache(shape, promptCacheBytes, passDependent ? prefillChunkTokens : 1) : undefined;
-  const decoder = new BatchDecoder(loaded, { prefillChunkTokens, passDependent, ...(cache ? { kvStore: cache } : {}) });
+  const caches = promptCache(loaded, shape, log);
+  const cache = caches?.memory;
+  const decoder = new BatchDecoder(loaded, { prefillChunkTokens, passDependent, ...(caches ? { kvStore: caches.store } : {}) });
   return {
     constrains: true,
     lookup: (ids) => (cache ? (decoder.lookup(ids) ?? null) : null),

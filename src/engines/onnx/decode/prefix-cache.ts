@@ -107,6 +107,33 @@ export class PrefixCache implements KvStore {
     this.evict();
   }
 
+  /** How many tokens `lookup` would hand out for `tokens` now (nothing counted, nothing touched). */
+  reusable(tokens: readonly number[]): number {
+    const best = this.longest(tokens, tokens.length - 1, true);
+    return best ? best.length - (best.length % this.align) : 0;
+  }
+
+  /**
+   * Takes in a whole entry from elsewhere (the disk: ./prefix-disk-tier.ts), as the most recently
+   * used; the arrays are the cache's from then on. False when it does not fit the budget at all.
+   */
+  adopt(tokens: readonly number[], kv: KvArray[], exact: number): boolean {
+    const bytes = kv.reduce((sum, a) => sum + a.byteLength, 0);
+    if (tokens.length === 0 || bytes > this.budgetBytes) return false;
+    const held = this.longest(tokens, tokens.length);
+    if (held && held.length === held.entry.tokens.length) this.drop(held.entry);
+    this.entries.add({ tokens: [...tokens], exact: Math.min(exact, tokens.length), kv, bytes });
+    this.held += bytes;
+    this.evict();
+    return true;
+  }
+
+  /** The entry holding exactly `tokens` (what `store` just kept), if held: its tokens, exact part and KV, never to be written. */
+  holding(tokens: readonly number[]): { tokens: readonly number[]; exact: number; kv: readonly KvArray[] } | undefined {
+    const best = this.longest(tokens, tokens.length);
+    return best && best.length === tokens.length && best.entry.tokens.length === tokens.length ? best.entry : undefined;
+  }
+
   /** The entry sharing the longest prefix with `tokens` (at most `limit` tokens; `usable`: within its exact part). */
   private longest(tokens: readonly number[], limit: number, usable = false): { entry: Entry; length: number } | undefined {
     let best: { entry: Entry; length: number } | undefined;

@@ -1,0 +1,113 @@
+/**
+ * The llama.cpp engine's prompt cache on disk: what its slots (./slots.ts) ask at two points, kept
+ * apart from the slot placement so the context layout can change around it.
+ *
+ * - `lookup` (synchronous, in the slots' lookup): when a file shares a longer prefix with the prompt
+ *   than any free sequence does, the file is read and checked now (./state-file.ts
+ *   findSequenceState) and the prompt is placed on the least recently used free sequence with that
+ *   prefix's length, so the count reported before the prefill is the count the file gives.
+ * - `claim` (in the slots' take, before the claimed sequence's KV is erased): such a placement loads
+ *   the file's state into the sequence (./state-file.ts restoreSequenceState) and returns the tokens
+ *   reused (0 if llama.cpp refused it).
+ * - `saveAll` (when the pool releases the model: src/worker/entry.ts): every sequence holding at
+ *   least promptCacheMinTokens is written. Not at the end of each request: saveStateToFile holds the
+ *   context's lock, so every other sequence would wait for the write.
+ *
+ * Models whose sequences need checkpoints (sliding-window and recurrent ones: node-llama-cpp's
+ * `needsCheckpoints`) are not saved: their kept KV is not a full prefix to hand on.
+ *
+ * Contract: worker thread; one per loaded GGUF chat model, attached by the worker after the load.
+ */
+import type { LlamaContextSequence } from 'node-llama-cpp';
+import type { LogFn } from '../../core/log.js';
+import { PromptDiskStore } from '../../cache/disk-store.js';
+import type { SequencePrefix } from '../sequence.js';
+import type { LlamaLoaded } from './load.js';
+import { findSequenceState, llamaCacheKey, restoreSequenceState, saveSequenceState, type FoundState } from './state-file.js';
+
+/** What the slots hand the disk cache: a slot's sequence and whether a request holds it. */
+interface SlotLike {
+  sequence: LlamaContextSequence;
+  busy: boolean;
+  lastUsed: number;
+}
+
+/** A placement from disk: the slot to load the file into, and the file. */
+export interface DiskSlotPrefix<S extends SlotLike> extends SequencePrefix {
+  slot: S;
+  fromDisk: FoundState;
+}
+
+const caches = new WeakMap<LlamaLoaded, SlotDiskCache>();
+
+export class SlotDiskCache {
+  private slots: readonly SlotLike[] = [];
+  private stores = new Map<number, PromptDiskStore>();
+
+  constructor(
+    private readonly loaded: LlamaLoaded,
+    private readonly log: LogFn,
+  ) {}
+
+  /** A file sharing a longer prefix than `inMemory` tokens, placed on the least recently used free slot; undefined otherwise. */
+  lookup<S extends SlotLike>(promptIds: readonly number[], inMemory: number, slots: readonly S[]): DiskSlotPrefix<S> | undefined {
+    this.slots = slots;
+    const slot = slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+    if (!slot || slot.sequence.needsCheckpoints) return undefined;
+    const found = findSequenceState(this.storeFor(slot.sequence), promptIds, inMemory);
+    return found ? { slot, length: found.length, fromDisk: found } : undefined;
+  }
+
+  /**
+   * The tokens `prefix` reuses on its claimed sequence: loaded from its file first when it came from
+   * disk. Never throws: a load that fails reuses nothing (the slots then erase the whole sequence).
+   */
+  async claim(sequence: LlamaContextSequence, prefix: SequencePrefix): Promise<number> {
+    const fromDisk = (prefix as Partial<DiskSlotPrefix<SlotLike>>).fromDisk;
+    if (!fromDisk) return prefix.length;
+    try {
+      return await restoreSequenceState(sequence, this.storeFor(sequence), fromDisk);
+    } catch (error) {
+      this.log('warn', 'prompt cache: a state read from disk was not loaded', error);
+      return 0;
+    }
+  }
+
+  /** Writes every sequence worth keeping (the model is being released: no request holds one). */
+  async saveAll(): Promise<void> {
+    for (const { sequence } of this.slots) {
+      if (sequence.needsCheckpoints || sequence.contextTokens.length === 0) continue;
+      try {
+        await saveSequenceState(sequence, this.storeFor(sequence));
+      } catch (error) {
+        this.log('warn', 'prompt cache: a sequence was not saved to disk', error);
+      }
+    }
+  }
+
+  /** One store per sequence size (the key names it: a state loads only into a sequence as large). */
+  private storeFor(sequence: LlamaContextSequence): PromptDiskStore {
+    let store = this.stores.get(sequence.contextSize);
+    if (!store) {
+      const { promptCacheDir, promptCacheDiskBytes, promptCacheMinTokens } = this.loaded.engine;
+      const key = llamaCacheKey(this.loaded.info, this.loaded.engine, sequence.contextSize);
+      store = new PromptDiskStore({ dir: promptCacheDir!, budgetBytes: promptCacheDiskBytes, minTokens: promptCacheMinTokens, key, log: this.log });
+      this.stores.set(sequence.contextSize, store);
+    }
+    return store;
+  }
+}
+
+/** Gives a loaded GGUF chat model its disk cache when the settings ask for one (the worker, after the load). */
+export function attachSlotDiskCache(loaded: LlamaLoaded, log: LogFn): void {
+  const { promptCacheDir, promptCacheDiskBytes, promptCacheBytes } = loaded.engine;
+  if (loaded.context && promptCacheDir && promptCacheDiskBytes > 0 && promptCacheBytes > 0) caches.set(loaded, new SlotDiskCache(loaded, log));
+}
+
+/** The model's disk cache, if it has one (./slots.ts asks at lookup and take). */
+export const slotDiskCache = (loaded: LlamaLoaded): SlotDiskCache | undefined => caches.get(loaded);
+
+/** Writes the model's sequences worth keeping before it is released (src/worker/entry.ts). */
+export async function saveSlotDiskCache(loaded: LlamaLoaded): Promise<void> {
+  await caches.get(loaded)?.saveAll();
+}
