@@ -79,16 +79,13 @@ describe('the bundled vision model (tiny-qwen3-vl-random)', () => {
     const model = await Qwen3VLForConditionalGeneration.from_pretrained(VISION_MODEL, { dtype: 'fp32', local_files_only: true });
     try {
       const inputs = await processor(prompt(), await png(300, 200));
-      const run = async () => (await model.generate({ ...inputs, max_new_tokens: 4, do_sample: false } as never)) as Tensor;
-      const out = ids(await run());
+      const out = ids((await model.generate({ ...inputs, max_new_tokens: 4, do_sample: false } as never)) as Tensor);
       const promptLength = (inputs.input_ids as Tensor).dims[1]!;
       expect(out.slice(0, promptLength)).toEqual(ids(inputs.input_ids as Tensor));
       const generated = out.slice(promptLength);
       expect(generated.length).toBeGreaterThan(0);
       expect(generated.length).toBeLessThanOrEqual(4);
-      // Greedy decoding is a function of the prompt and the image: the same call gives the same tokens.
-      expect(ids(await run())).toEqual(out);
-      // And the image reaches the decoder: another image (same token count, other pixels) changes the logits.
+      // The image reaches the decoder: another image (the same token count, other pixels and grid) changes the logits.
       const other = await processor(prompt(), await png(200, 300));
       expect((other.input_ids as Tensor).dims[1]).toBe(promptLength);
       const logits = async (x: Record<string, unknown>) => Array.from(((await model(x)) as { logits: Tensor }).logits.data as Float32Array).slice(-8);
