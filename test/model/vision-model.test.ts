@@ -75,6 +75,26 @@ describe('the bundled vision model (tiny-qwen3-vl-random)', () => {
     expect(tokens.length).toBe(textOnly.length - 1 + 160);
   });
 
+  it('renders several images across a conversation in order (a tool result\'s included); the image processor counts each alone', async () => {
+    const messages = [
+      { role: 'user', content: [{ type: 'text', text: 'Compare' }, { type: 'image' }] },
+      { role: 'assistant', content: 'Taking a screenshot.' },
+      { role: 'tool', content: [{ type: 'image' }] },
+    ];
+    const text = processor.apply_chat_template(messages as never, { add_generation_prompt: true }) as unknown as string;
+    expect(text.split('<|vision_start|><|image_pad|><|vision_end|>')).toHaveLength(3);
+    expect(text).toContain('<tool_response>\n<|vision_start|><|image_pad|><|vision_end|>\n</tool_response>');
+    // transformers.js 4.3.1's Qwen2VLImageProcessor takes one image per call: a list is stacked along
+    // the temporal axis (two 300x200 images come back as ONE 1x14x20 grid, 70 tokens), and images of
+    // different sizes do not stack at all. So each image goes through it alone; the grids, by hand
+    // as above, are 14x20 (70 tokens) and 20x32 (160).
+    const imageProcessor = processor.image_processor!;
+    const grids = await Promise.all([png(300, 200), png(500, 333)].map(async (image) => ((await imageProcessor(await image)).image_grid_thw as Tensor).tolist()));
+    expect(grids).toEqual([[[1n, 14n, 20n]], [[1n, 20n, 32n]]]);
+    const stacked = await imageProcessor([await png(300, 200), await png(300, 200)]);
+    expect((stacked.image_grid_thw as Tensor).tolist()).toEqual([[1n, 14n, 20n]]);
+  });
+
   it('loads the split export (embed_tokens, vision_encoder, decoder_model_merged) and generates greedily with the image', async () => {
     const model = await Qwen3VLForConditionalGeneration.from_pretrained(VISION_MODEL, { dtype: 'fp32', local_files_only: true });
     try {
