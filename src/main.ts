@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   const sources = modelSources(config);
   const scan = scanModelSources(sources);
   for (const skipped of scan.skipped) say(`[models] skipped ${skipped.folder}: ${skipped.reason}`);
+  for (const held of scan.notServedYet ?? []) say(`[models] not serving ${held.folder} yet: ${held.reason}`);
   if (scan.models.length === 0 && config.modelsRescanMs === 0) {
     say(`[models] no usable model folders in ${modelsDir}`);
     process.exit(1);

@@ -139,7 +139,7 @@ export async function run(argv: string[], env: Record<string, string | undefined
       return 0;
     }
     case 'list': {
-      const { models, skipped } = scanModelSources({ modelsDir, hfCacheDir, defaultPoolSize: 1 });
+      const { models, skipped, notServedYet = [] } = scanModelSources({ modelsDir, hfCacheDir, defaultPoolSize: 1 });
       // WEIGHTS is the server's own measure (GET /v1/models file_bytes, which `models ps` shows).
       const rows = models.map((m) => [
         m.id, m.task, m.gguf ? (m.gguf.quant ?? 'gguf') : m.dtype, String(m.contextLength), formatBytes(modelFileBytes(m)),
@@ -147,7 +147,8 @@ export async function run(argv: string[], env: Record<string, string | undefined
       ]);
       process.stdout.write(table(['ID', 'TASK', 'DTYPE', 'CONTEXT', 'WEIGHTS', 'FOLDER'], rows));
       for (const s of skipped) process.stdout.write(`skipped ${s.folder}: ${s.reason}\n`);
-      if (models.length === 0 && skipped.length === 0) log(`no models in ${modelsDir} or ${hfCacheDir}`);
+      for (const s of notServedYet) process.stdout.write(`not served yet ${s.folder}: ${s.reason}\n`);
+      if (models.length === 0 && skipped.length === 0 && notServedYet.length === 0) log(`no models in ${modelsDir} or ${hfCacheDir}`);
       return 0;
     }
     case 'rm': {

@@ -17,6 +17,8 @@ export const BUNDLED_MODEL_VERSIONS = {
   // 1: BERT-shaped cross-encoder, hidden 32, 2 layers, 128 positions (scripts/builders/bundled/test-reranker.ts).
   // 2: its manifest says randomWeights (a rank request that names no model gets it last).
   'tiny-bert-reranker-random': 2,
+  // 1: Qwen3-VL-shaped split export (embed_tokens, vision_encoder, decoder_model_merged), hidden 32, 2 layers (scripts/builders/bundled/vision-model.ts).
+  'tiny-qwen3-vl-random': 1,
 } as const satisfies Record<string, number>;
 
 export type BundledModelId = keyof typeof BUNDLED_MODEL_VERSIONS;

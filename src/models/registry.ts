@@ -24,7 +24,19 @@ export interface SkippedFolder {
 export interface ScanResult {
   models: ModelInfo[];
   skipped: SkippedFolder[];
+  /**
+   * Folders of a kind the server recognises and does not serve yet (a split vision-language export:
+   * issue 42's engine step), with what they are; present only when there is one. Unlike a skipped
+   * folder nothing in them is wrong, so they are reported apart.
+   */
+  notServedYet?: SkippedFolder[];
 }
+
+/** Thrown by describeModel for a folder of a recognised kind the engines do not serve yet. */
+export class NotServedYet extends Error {}
+
+/** The graphs of a split vision-language ONNX export (onnx-community's Qwen-VL, Gemma 3, SmolVLM, ... layout). */
+const VISION_EXPORT_GRAPHS = ['embed_tokens', 'vision_encoder', 'decoder_model_merged'];
 
 export interface ScanOptions {
   modelsDir: string;
@@ -99,7 +111,8 @@ export function admit(result: ScanResult, seen: Map<string, string>, folder: str
     for (const name of [info.id, ...info.aliases]) seen.set(name, folder);
     result.models.push(info);
   } catch (error) {
-    result.skipped.push({ folder, reason: (error as Error).message });
+    if (error instanceof NotServedYet) (result.notServedYet ??= []).push({ folder, reason: error.message });
+    else result.skipped.push({ folder, reason: (error as Error).message });
   }
 }
 
@@ -143,6 +156,11 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
   }
 
+  const visionGraphs = VISION_EXPORT_GRAPHS.filter((name) => onnxGraphExists(dir, name));
+  if (visionGraphs.length === VISION_EXPORT_GRAPHS.length && !DTYPES.some((d) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`)))) {
+    const kind = typeof config.model_type === 'string' ? `${config.model_type} ` : '';
+    throw new NotServedYet(`a split ${kind}vision-language export (onnx/${VISION_EXPORT_GRAPHS.join(', onnx/')}); the ONNX engine does not serve vision-language models yet`);
+  }
   const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config));
   const onnxFile = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
   const contextLength = manifest.contextLength ?? contextFromConfig(config, tokenizerConfig);
@@ -211,6 +229,11 @@ function chooseDtype(dir: string, wanted: Dtype | undefined): Dtype {
   const found = DTYPES.find(exists);
   if (!found) throw new Error('no onnx/model*.onnx file');
   return found;
+}
+
+/** onnx/<name>.onnx in any dtype (embed_tokens.onnx, embed_tokens_q4.onnx, ...). */
+function onnxGraphExists(dir: string, name: string): boolean {
+  return DTYPES.some((d) => fs.existsSync(path.join(dir, 'onnx', `${name}${DTYPE_SUFFIX[d]}.onnx`)));
 }
 
 function contextFromConfig(config: Record<string, any>, tokenizerConfig: Record<string, any>): number {

@@ -23,6 +23,7 @@ export function scanModelSources(options: ModelSourcesOptions): ScanResult {
   const result: ScanResult = {
     models: [...local.models],
     skipped: local.skipped.map((s) => ({ ...s, folder: path.join(path.resolve(options.modelsDir), s.folder) })),
+    ...(local.notServedYet ? { notServedYet: local.notServedYet.map((s) => ({ ...s, folder: path.join(path.resolve(options.modelsDir), s.folder) })) } : {}),
   };
   if (options.hfCacheDir === null) return result;
   const owner = new Map<string, string>();
@@ -37,5 +38,6 @@ export function scanModelSources(options: ModelSourcesOptions): ScanResult {
     result.models.push(model);
   }
   result.skipped.push(...cached.skipped);
+  if (cached.notServedYet) (result.notServedYet ??= []).push(...cached.notServedYet);
   return result;
 }

@@ -64,7 +64,7 @@ describe('src/main.ts', () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     // models/ is up to date (global setup builds it): the bundled-model check says nothing. The GGUF
     // test folder (TEST_CHAT_ENGINE=llama) holds the bundled embedder and reranker but, by design, not
-    // the bundled ONNX chat model: there the check names it, and nothing else.
+    // the bundled ONNX chat and vision models: there the check names them, and nothing else.
     expect(stderr().match(/bundled model \S+/g) ?? []).toEqual(ENGINE.missingBundled.map((id) => `bundled model ${id}`));
     const res = await fetch(`${url}/v1/models`);
     expect(res.status).toBe(200);

@@ -7,6 +7,8 @@ export const MODELS_DIR = path.join(ROOT, 'models');
 export const EMBED_MODEL = 'glove-sif-100d';
 /** The bundled cross-encoder (random weights, a real WordPiece tokenizer): task rerank. */
 export const RERANK_MODEL = 'tiny-bert-reranker-random';
+/** The bundled vision-language model (a split Qwen3-VL-shaped ONNX export; not served yet). */
+export const VISION_MODEL = 'tiny-qwen3-vl-random';
 /** The bundled chat model (ONNX). */
 export const ONNX_CHAT_MODEL = 'tiny-qwen3-random';
 /**
@@ -47,7 +49,7 @@ interface EngineRow {
 const ENGINES: Record<ChatEngine, EngineRow> = {
   onnx: { chatModel: ONNX_CHAT_MODEL, modelsDir: MODELS_DIR, listedDtype: 'fp32', oneFile: false, missingBundled: [], prefillHoldsOthers: false },
   // The GGUF test folder holds the bundled embedder and reranker but, by design, not the bundled ONNX chat model.
-  llama: { chatModel: GGUF_CHAT_MODEL, modelsDir: GGUF_MODELS_DIR, listedDtype: 'F32', oneFile: true, missingBundled: [ONNX_CHAT_MODEL], prefillHoldsOthers: true },
+  llama: { chatModel: GGUF_CHAT_MODEL, modelsDir: GGUF_MODELS_DIR, listedDtype: 'F32', oneFile: true, missingBundled: [ONNX_CHAT_MODEL, VISION_MODEL], prefillHoldsOthers: true },
 };
 
 /**

@@ -35,6 +35,7 @@ describe('checkBundledModels', () => {
   it('says which model is missing and that `npm run build:models` builds it', () => {
     upToDate('glove-sif-100d');
     upToDate('tiny-bert-reranker-random');
+    upToDate('tiny-qwen3-vl-random');
     expect(checkBundledModels(modelsDir, { packageRoot: root, cwd: root })).toEqual([
       `[models] bundled model tiny-qwen3-random is missing from ${modelsDir}: run \`npm run build:models\` to build it`,
     ]);
@@ -43,6 +44,7 @@ describe('checkBundledModels', () => {
   it('says which model is stale, with the version it was built by and the one this checkout builds', () => {
     upToDate('tiny-qwen3-random');
     upToDate('tiny-bert-reranker-random');
+    upToDate('tiny-qwen3-vl-random');
     built('glove-sif-100d', { bundled: { version: BUNDLED_MODEL_VERSIONS['glove-sif-100d'] - 1 } });
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(1);
@@ -57,6 +59,7 @@ describe('checkBundledModels', () => {
     fs.mkdirSync(path.join(modelsDir, 'tiny-qwen3-random'));
     fs.writeFileSync(path.join(modelsDir, 'tiny-qwen3-random', 'manifest.json'), '{ not json');
     upToDate('tiny-bert-reranker-random');
+    upToDate('tiny-qwen3-vl-random');
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(2);
     for (const line of lines) expect(line).toMatch(/is stale \(its manifest\.json has no bundled builder version\): run `npm run build:models`/);

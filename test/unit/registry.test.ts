@@ -33,6 +33,11 @@ beforeAll(() => {
   folder('missing-dtype', { ...tokenizer, 'config.json': { architectures: ['BertModel'] }, 'manifest.json': { dtype: 'fp16' }, 'onnx/model.onnx': '' });
   folder('bad-manifest', { ...tokenizer, 'config.json': {}, 'manifest.json': { poolSize: -1 }, 'onnx/model.onnx': '' });
   folder('zz-dup', { ...tokenizer, 'config.json': {}, 'manifest.json': { id: 'minilm' }, 'onnx/model.onnx': '' });
+  // onnx-community's layout of a vision-language model: three graphs per dtype, no model*.onnx.
+  const vlConfig = { architectures: ['Qwen2_5_VLForConditionalGeneration'], model_type: 'qwen2_5_vl', text_config: { max_position_embeddings: 128000 } };
+  folder('qwen-vl-like', { ...tokenizer, 'config.json': vlConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens_q4.onnx': '', 'onnx/vision_encoder_q4.onnx': '', 'onnx/decoder_model_merged_q4.onnx': '' });
+  // Two of the three graphs: not a vision export, a broken folder.
+  folder('vl-partial', { ...tokenizer, 'config.json': vlConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
   folder('.building-partial', { ...tokenizer, 'config.json': {}, 'onnx/model.onnx': '' });
   fs.mkdirSync(path.join(dir, '.elsewhere'));
   folder('.elsewhere/linked-target', { ...tokenizer, 'config.json': { architectures: ['BertModel'] }, 'onnx/model.onnx': '' });
@@ -60,7 +65,15 @@ describe('scanModels', () => {
       'missing-dtype': expect.stringMatching(/dtype fp16 selected but onnx\/model_fp16.onnx is missing/),
       'bad-manifest': expect.stringMatching(/manifest.json is invalid: poolSize/),
       'zz-dup': expect.stringMatching(/"minilm" is already used/),
+      'vl-partial': 'no onnx/model*.onnx file',
     });
+  });
+
+  it('holds a split vision-language export back as not served yet, apart from the skipped folders', () => {
+    const { notServedYet } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
+    expect(notServedYet).toEqual([
+      { folder: 'qwen-vl-like', reason: 'a split qwen2_5_vl vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine does not serve vision-language models yet' },
+    ]);
   });
 
   it("a manifest's randomWeights marks the model (the bundled test cross-encoder's does: a model-less rank body gets it last)", () => {
@@ -68,6 +81,7 @@ describe('scanModels', () => {
     expect(models.find((m) => m.id === 'linked')!.randomWeights).toBeUndefined();
     const bundled = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models;
     expect(bundled.find((m) => m.id === RERANK_MODEL)!.randomWeights).toBe(true);
+    // (The bundled vision model says randomWeights too, but is not served yet.)
     expect(bundled.filter((m) => m.randomWeights).map((m) => m.id)).toEqual([RERANK_MODEL]);
   });
 

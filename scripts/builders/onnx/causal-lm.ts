@@ -38,7 +38,36 @@ export interface CausalLmBuildOptions {
    * MatMulInteger), the layout of the `model_quantized.onnx` files of Hugging Face exports.
    */
   quantize?: 'q8';
+  /**
+   * The decoder of a split vision-language export (`decoder_model_merged.onnx`): fed
+   * `inputs_embeds` [B,S,H] (text embeddings with the image features merged in) instead of
+   * input_ids, and Qwen-VL multimodal rotary positions, `position_ids` [3,B,S] (temporal, height,
+   * width rows), each rotary frequency taking its angle from one row.
+   */
+  vision?: VisionDecoderOptions;
   onProgress?: (message: string) => void;
+}
+
+export interface VisionDecoderOptions {
+  /** Frequencies per row (temporal, height, width); they sum to headDim / 2. */
+  mropeSection: [number, number, number];
+  /** Qwen3-VL's layout (frequency j takes row j % 3 while that row's section lasts); Qwen2-VL's is contiguous blocks. */
+  interleaved: boolean;
+  /**
+   * The output head as the sum of a [H, block] matrix tiled across the vocabulary and a [H, V/block]
+   * one repeated within each block: every token's column differs, and a 151,936-row vocabulary
+   * costs kilobytes instead of megabytes. The embedding graph (vision-lm.ts) is factored alike.
+   */
+  vocabBlock: number;
+}
+
+/** Which position row (0 temporal, 1 height, 2 width) each of the headDim / 2 rotary frequencies reads. */
+export function mropeRows(v: Pick<VisionDecoderOptions, 'mropeSection' | 'interleaved'>): number[] {
+  const [t, h, w] = v.mropeSection;
+  const half = t + h + w;
+  if (!v.interleaved) return Array.from({ length: half }, (_, j) => (j < t ? 0 : j < t + h ? 1 : 2));
+  // transformers' apply_interleaved_mrope: height at 1, 4, 7, ... up to 3*h, width at 2, 5, 8, ... up to 3*w.
+  return Array.from({ length: half }, (_, j) => (j % 3 === 1 && j < 3 * h ? 1 : j % 3 === 2 && j < 3 * w ? 2 : 0));
 }
 
 export function buildCausalLm(options: CausalLmBuildOptions): Uint8Array {
@@ -59,32 +88,53 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   if (D % 2 !== 0) throw new Error('headDim must be even for rotary embeddings');
   if (s.numHeads % s.numKvHeads !== 0) throw new Error('numHeads must be a multiple of numKvHeads');
 
-  const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
+  const vision = options.vision;
+  const inputIds = vision ? g.input('inputs_embeds', 'float32', ['batch_size', 'sequence_length', s.hiddenSize]) : g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
-  const positionIds = g.input('position_ids', 'int64', ['batch_size', 'sequence_length']);
+  const positionIds = g.input('position_ids', 'int64', vision ? [3, 'batch_size', 'sequence_length'] : ['batch_size', 'sequence_length']);
   const pastNames = Array.from({ length: s.numLayers }, (_, i) => ({
     key: g.input(`past_key_values.${i}.key`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
     value: g.input(`past_key_values.${i}.value`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
   }));
 
   progress('embeddings');
-  const embed = g.weight('model.embed_tokens.weight', [s.vocabSize, s.hiddenSize], rng.normals(s.vocabSize * s.hiddenSize, 1));
-  let x = g.op1('Gather', [embed, inputIds], { axis: 0 });
+  let x = vision ? inputIds : g.op1('Gather', [g.weight('model.embed_tokens.weight', [s.vocabSize, s.hiddenSize], rng.normals(s.vocabSize * s.hiddenSize, 1)), inputIds], { axis: 0 });
 
   // Rotary tables, gathered by position id: [B,S,D] -> [B,1,S,D] to broadcast over heads.
   const half = D / 2;
-  const cosTable = new Float32Array(s.maxPositions * D);
-  const sinTable = new Float32Array(s.maxPositions * D);
-  for (let p = 0; p < s.maxPositions; p++) {
-    for (let j = 0; j < half; j++) {
-      const angle = p / Math.pow(s.ropeTheta, (2 * j) / D);
-      cosTable[p * D + j] = cosTable[p * D + j + half] = Math.cos(angle);
-      sinTable[p * D + j] = sinTable[p * D + j + half] = Math.sin(angle);
-    }
-  }
   const axis1 = g.int64s([1]);
-  const cos = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.cos', [s.maxPositions, D], cosTable), positionIds], { axis: 0 }), axis1]);
-  const sin = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.sin', [s.maxPositions, D], sinTable), positionIds], { axis: 0 }), axis1]);
+  let cos: string;
+  let sin: string;
+  if (vision) {
+    // M-RoPE: angles computed from all three rows ([3,B,S,D]; no tables, so a long context costs
+    // nothing in the file), each frequency keeping the row it reads (a one-hot mask over the rows,
+    // both rotary halves alike), the rows then summed away.
+    const rows = mropeRows(vision);
+    if (rows.length !== half) throw new Error(`mropeSection sums to ${rows.length}, headDim / 2 is ${half}`);
+    const invFreq = new Float32Array(D);
+    const rowMask = new Float32Array(3 * D);
+    rows.forEach((row, j) => {
+      invFreq[j] = invFreq[j + half] = 1 / Math.pow(s.ropeTheta, (2 * j) / D);
+      rowMask[row * D + j] = rowMask[row * D + j + half] = 1;
+    });
+    const angles = g.op1('Mul', [g.op1('Unsqueeze', [g.op1('Cast', [positionIds], { to: 1 }), g.int64s([-1])]), g.weight('rope.inv_freq', [D], invFreq)]);
+    const mask = g.weight('rope.mrope_rows', [3, 1, 1, D], rowMask);
+    const pick = (trig: string) => g.op1('Unsqueeze', [g.op1('ReduceSum', [g.op1('Mul', [g.op1(trig, [angles]), mask]), g.int64s([0])], { keepdims: 0 }), axis1]);
+    cos = pick('Cos');
+    sin = pick('Sin');
+  } else {
+    const cosTable = new Float32Array(s.maxPositions * D);
+    const sinTable = new Float32Array(s.maxPositions * D);
+    for (let p = 0; p < s.maxPositions; p++) {
+      for (let j = 0; j < half; j++) {
+        const angle = p / Math.pow(s.ropeTheta, (2 * j) / D);
+        cosTable[p * D + j] = cosTable[p * D + j + half] = Math.cos(angle);
+        sinTable[p * D + j] = sinTable[p * D + j + half] = Math.sin(angle);
+      }
+    }
+    cos = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.cos', [s.maxPositions, D], cosTable), positionIds], { axis: 0 }), axis1]);
+    sin = g.op1('Unsqueeze', [g.op1('Gather', [g.weight('rope.sin', [s.maxPositions, D], sinTable), positionIds], { axis: 0 }), axis1]);
+  }
 
   // Additive attention mask [B,1,S,T]: causal (key position <= query position) and not padding.
   const pastLen = g.op1('Shape', [pastNames[0]!.key], { start: 2, end: 3 });
@@ -168,7 +218,10 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   progress('lm head');
   const final = rmsNorm(x, 'model.norm.weight');
   const logitStd = options.logitStd ?? 8;
-  let logits = matmul(final, 'lm_head.weight', s.hiddenSize, s.vocabSize, rng.normals(s.hiddenSize * s.vocabSize, logitStd / Math.sqrt(s.hiddenSize)));
+  const headStd = logitStd / Math.sqrt(s.hiddenSize);
+  let logits = vision
+    ? g.op1('MatMul', [final, factoredVocabMatrix(g, rng, 'lm_head.weight', s.hiddenSize, s.vocabSize, vision.vocabBlock, headStd, 'columns')])
+    : matmul(final, 'lm_head.weight', s.hiddenSize, s.vocabSize, rng.normals(s.hiddenSize * s.vocabSize, headStd));
   if (options.suppressedTokenIds?.length) {
     const bias = new Float32Array(s.vocabSize);
     for (const id of options.suppressedTokenIds) bias[id] = -1e4;
@@ -178,4 +231,23 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   g.output('logits', 'float32', ['batch_size', 'sequence_length', s.vocabSize]);
   progress('serialising');
   return g;
+}
+
+/**
+ * A [V,H] ('rows', an embedding table) or [H,V] ('columns', an output head) matrix as the sum of a
+ * block-periodic part and a part constant within each block (see VisionDecoderOptions.vocabBlock):
+ * token t's vector is A[t % block] + B[floor(t / block)], distinct for every t. ONNX Runtime folds
+ * the Tile/Expand into one constant at load; the file holds only A and B. Each part has std/sqrt(2),
+ * so the sum has the std asked for.
+ */
+export function factoredVocabMatrix(g: GraphBuilder, rng: SeededRandom, name: string, hidden: number, vocab: number, block: number, std: number, layout: 'rows' | 'columns'): string {
+  if (vocab % block !== 0) throw new Error(`vocabBlock ${block} does not divide the vocabulary size ${vocab}`);
+  const blocks = vocab / block;
+  const part = std / Math.SQRT2;
+  const periodic = g.weight(`${name}.periodic`, [block, hidden], rng.normals(block * hidden, part));
+  const perBlock = g.weight(`${name}.per_block`, [blocks, 1, hidden], rng.normals(blocks * hidden, part));
+  const tiled = g.op1('Tile', [periodic, g.int64s([blocks, 1])]); // row t: periodic[t % block]
+  const repeated = g.op1('Reshape', [g.op1('Expand', [perBlock, g.int64s([blocks, block, hidden])]), g.int64s([vocab, hidden])]); // row t: perBlock[floor(t / block)]
+  const rows = g.op1('Add', [tiled, repeated]);
+  return layout === 'rows' ? rows : g.op1('Transpose', [rows], { perm: [1, 0] });
 }
