@@ -94,8 +94,10 @@ export interface SequenceEngine {
   /**
    * The longest cached prefix of this prompt, looked up now so that its length can be reported
    * before the prefill (which may wait behind others); null: none (or no prefix cache).
+   * `maxTokens` (the spec's, given to `run`): an engine whose sequences differ in size finds the
+   * prefix only where prompt and output fit.
    */
-  lookup(promptIds: readonly number[]): SequencePrefix | null;
+  lookup(promptIds: readonly number[], maxTokens?: number): SequencePrefix | null;
   /** Runs one sequence to its end; resolves with the largest batch it was decoded in. */
   run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number>;
   /** The prefix cache's counts, when the engine has one. */

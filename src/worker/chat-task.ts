@@ -32,7 +32,7 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
     // The client left while the task waited in the queue: no lookup, no prefill.
-    const prefix = cancelled() ? null : engine.lookup(turn.promptIds);
+    const prefix = cancelled() ? null : engine.lookup(turn.promptIds, turn.maxTokens);
     const cachedInputTokens = prefix?.length ?? 0;
     send({ type: 'start', inputTokens: turn.inputTokens, cachedInputTokens });
     let firstTokenMs: number | null = null;

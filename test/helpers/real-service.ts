@@ -1,3 +1,4 @@
+import type { EngineSettings } from '../../src/core/engine-settings.js';
 import type { Fault } from '../../src/core/hooks.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { LocalInferenceService, type LifecycleOptions } from '../../src/inference/service.js';
@@ -32,6 +33,7 @@ export async function startRealService(
     modelsDir?: string; /** Also serve the models of this Hugging Face cache folder. */ hfCacheDir?: string; poolSize?: Record<string, number>; only?: string[]; aliases?: Record<string, string>; batching?: Partial<typeof TEST_BATCHING>;
     requestTimeoutMs?: number; faults?: boolean; maxQueue?: number; generationBatchSize?: number; observers?: InferenceObserver[]; logger?: Logger;
     script?: InferenceHooks['script']; promptCacheBytes?: number; lifecycle?: LifecycleOptions; ggufProcess?: boolean;
+    /** Another engine setting a test is about. */ engine?: Partial<EngineSettings>;
   } = {},
 ): Promise<RealService> {
   const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? SERVED_MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
@@ -43,7 +45,7 @@ export async function startRealService(
   const service = await LocalInferenceService.start({
     models: chosen,
     aliases: options.aliases,
-    engine: testEngine({ generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes, ...(options.ggufProcess !== undefined ? { ggufProcess: options.ggufProcess } : {}) }),
+    engine: testEngine({ ...options.engine, generationBatchSize: options.generationBatchSize ?? TEST_ENGINE.generationBatchSize, promptCacheBytes: options.promptCacheBytes ?? TEST_ENGINE.promptCacheBytes, ...(options.ggufProcess !== undefined ? { ggufProcess: options.ggufProcess } : {}) }),
     maxQueue: options.maxQueue ?? 256,
     requestTimeoutMs: options.requestTimeoutMs ?? 0,
     hooks: { observers: [counters, ...(options.observers ?? [])], fault: options.faults ? faultByMarker : undefined, script: options.script },

@@ -1,7 +1,7 @@
 /**
  * The llama.cpp engine as the chat layer sees it (../sequence.ts SequenceEngine), llama-server's
- * slots on node-llama-cpp: one context with `generationBatchSize` sequences, whose pending tokens
- * node-llama-cpp decodes in one batch each step (continuous batching: a sequence joins or leaves
+ * slots on node-llama-cpp: `generationBatchSize` sequences in one context or two (./layout.ts), whose
+ * pending tokens node-llama-cpp decodes in one batch a context each step (continuous batching: a sequence joins or leaves
  * between steps). Which sequence a request runs on and what of its KV is kept is ./slots.ts's;
  * this file feeds the sequence it is handed.
  *
@@ -42,12 +42,12 @@ class LlamaSequences implements SequenceEngine {
     this.slots = new LlamaSlots(loaded);
   }
 
-  lookup(promptIds: readonly number[]): SequencePrefix | null {
-    return this.slots.lookup(promptIds);
+  lookup(promptIds: readonly number[], maxTokens?: number): SequencePrefix | null {
+    return this.slots.lookup(promptIds, maxTokens);
   }
 
   async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
-    const { slot, reuse } = await this.slots.take(prefix);
+    const { slot, reuse } = await this.slots.take(spec.promptIds, spec.maxTokens, prefix);
     this.running++;
     let peak = this.running;
     try {

@@ -1,13 +1,25 @@
 /**
- * Where a request runs on the llama.cpp engine: the sequences of the model's context (llama-server's
- * slots) and what each one's KV holds. ./runner.ts feeds the sequence it is handed; this file
- * decides which one, what of its KV is kept, and what counts as a cache read.
+ * Where a request runs on the llama.cpp engine: the sequences of the model's contexts (llama-server's
+ * slots; one context per room of the layout, ./layout.ts) and what each one's KV holds.
+ * ./runner.ts feeds the sequence it is handed; this file decides which one, what of its KV is kept,
+ * and what counts as a cache read.
  *
+ * - Rooms: a request needs its prompt plus max_tokens (the chat turn has clamped max_tokens to the
+ *   context served) and runs on a sequence at least that long: the short room's when it fits there,
+ *   else the long room's. Requests wait in arrival order for a sequence that fits (one that needs
+ *   the long room while every long sequence is busy waits; later ones that fit a free short
+ *   sequence go ahead of it), never failed for want of room.
  * - Prefix reuse (unless the prompt cache is off): a sequence keeps its KV when its request ends.
- *   `lookup` finds the free sequence whose tokens share the longest prefix with the prompt; `take`
- *   claims that very sequence and erases what follows the prefix, so the count reported before the
- *   prefill is the count reused. A request that finds none (or finds its sequence taken meanwhile)
- *   gets the least recently used free sequence, its KV erased, once one is free.
+ *   `lookup` finds the free sequence that fits and shares the longest prefix with the prompt;
+ *   `take` claims that very sequence and erases what follows the prefix, so the count reported
+ *   before the prefill is the count reused. A request that finds none gets the least recently used
+ *   free sequence that fits, its KV erased, once one is free.
+ * - Exact counts: a sequence whose KV cannot be cut at any position (a recurrent or hybrid model:
+ *   node-llama-cpp's `needsCheckpoints`) would have node-llama-cpp re-evaluate the kept prefix
+ *   inside `eraseContextTokenRanges` (from a checkpoint, or from the start); such a sequence is
+ *   reused only when nothing of it is erased (the prompt extends all it holds), so what is reported
+ *   read was not evaluated again. Sliding-window models get llama.cpp's full-size cache (./load.ts),
+ *   which cuts like any other.
  * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
  *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
  *
@@ -21,6 +33,8 @@ import { acceptMaskBias } from './mask-bias.js';
 
 export interface Slot {
   sequence: LlamaContextSequence;
+  /** Tokens the sequence holds at most (its room's). */
+  size: number;
   busy: boolean;
   lastUsed: number;
 }
@@ -48,49 +62,70 @@ const noShift = {
   },
 };
 
+/** A request waiting for a sequence of at least `need` tokens. */
+interface Waiter {
+  need: number;
+  grant: (slot: Slot) => void;
+}
+
 export class LlamaSlots {
+  /** Shortest room first: a request takes the shortest sequence it fits. */
   private readonly slots: Slot[];
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Waiter[] = [];
   private clock = 0;
   private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
 
   constructor(private readonly loaded: LlamaLoaded) {
-    const context = loaded.context;
-    if (!context) throw new Error(`${loaded.info.id} has no generation context`);
-    this.slots = Array.from({ length: context.totalSequences }, () => {
+    const contexts = loaded.contexts;
+    if (!contexts?.length) throw new Error(`${loaded.info.id} has no generation context`);
+    this.slots = contexts.flatMap((context) => Array.from({ length: context.totalSequences }, () => {
       const sequence = context.getSequence({ contextShift: noShift });
       acceptMaskBias(sequence);
-      return { sequence, busy: false, lastUsed: 0 };
-    });
+      return { sequence, size: context.contextSize, busy: false, lastUsed: 0 };
+    })).sort((a, b) => a.size - b.size);
   }
 
-  lookup(promptIds: readonly number[]): SlotPrefix | null {
+  /** `maxTokens`: the most the request generates (its sequence must hold the prompt and them); absent: the prompt alone. */
+  lookup(promptIds: readonly number[], maxTokens = 0): SlotPrefix | null {
     // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
     // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
     if (this.loaded.engine.promptCacheBytes === 0) return null;
+    const need = promptIds.length + maxTokens;
     let best: SlotPrefix | null = null;
     for (const slot of this.slots) {
-      if (slot.busy) continue;
-      // At least the prompt's last token is evaluated: its logits choose the first output token.
-      const length = Math.min(commonPrefix(slot.sequence.contextTokens, promptIds), promptIds.length - 1);
+      // A sequence a waiting request fits is that request's.
+      if (slot.busy || slot.size < need || this.waiting.some((w) => w.need <= slot.size)) continue;
+      const length = reusable(slot.sequence, promptIds);
       if (length > 0 && (!best || length > best.length)) best = { length, slot };
     }
-    if (best) {
-      this.stats.hits++;
-      this.stats.tokensReused += best.length;
-    } else this.stats.misses++;
+    if (!best) return this.miss();
+    this.stats.hits++;
+    this.stats.tokensReused += best.length;
     return best;
   }
 
   /**
    * Claims the sequence `prefix` names when it is still free (synchronously after lookup), else the
-   * least recently used free one, and erases its KV after what is reused.
+   * least recently used free one that holds the prompt and `maxTokens` once there is one, and erases
+   * its KV after what is reused. A request that waited for its sequence reuses what it holds of the
+   * prompt too, though its reported count (sent before it waited) stays 0: the waiting request's
+   * usage says fewer cache reads than it had, never more.
    */
-  async take(prefix?: SequencePrefix | null): Promise<Placement> {
+  async take(promptIds: readonly number[], maxTokens: number, prefix?: SequencePrefix | null): Promise<Placement> {
+    const need = promptIds.length + maxTokens;
+    // Never waits for what no sequence can hold (the chat turn keeps prompt plus max_tokens within the longest).
+    if (need > this.slots.at(-1)!.size) throw new Error(`a request of ${need} tokens, prompt and output, is longer than the longest sequence (${this.slots.at(-1)!.size})`);
     const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
-    const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
-    slot.busy = true;
-    const reuse = slot === wanted ? prefix!.length : 0;
+    let slot: Slot;
+    let reuse = 0;
+    if (wanted && !wanted.busy && wanted.size >= need) {
+      wanted.busy = true;
+      slot = wanted;
+      reuse = prefix!.length;
+    } else {
+      slot = await this.freeSlot(need);
+      if (this.loaded.engine.promptCacheBytes !== 0) reuse = reusable(slot.sequence, promptIds);
+    }
     const { sequence } = slot;
     try {
       if (sequence.nextTokenIndex > reuse) {
@@ -104,11 +139,11 @@ export class LlamaSlots {
     return { slot, reuse };
   }
 
-  /** The request on `slot` ended: its KV stays for a later prompt with the same prefix. */
+  /** The request on `slot` ended: its KV stays for a later prompt with the same prefix; a waiter it fits gets it. */
   release(slot: Slot): void {
     slot.busy = false;
     slot.lastUsed = ++this.clock;
-    this.waiting.shift()?.();
+    this.dispatch();
   }
 
   promptCacheStats(): PromptCacheStats {
@@ -116,18 +151,59 @@ export class LlamaSlots {
     return { ...this.stats, bytes: held * this.loaded.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
   }
 
+  private miss(): null {
+    this.stats.misses++;
+    return null;
+  }
+
+  /** The shortest free sequence of at least `need` tokens, the least recently used among its room's. */
+  private fitting(need: number): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.slots) {
+      if (s.busy || s.size < need) continue;
+      if (!best || s.size < best.size || (s.size === best.size && s.lastUsed < best.lastUsed)) best = s;
+    }
+    return best;
+  }
+
   /**
-   * The least recently used free sequence, once there is one, claimed before it is handed back: two
-   * runs started in one tick must not both take it (the await between here and the caller would let them).
+   * A free sequence that fits, claimed before it is handed back (two runs started in one tick must
+   * not both take it): at once when one is free and no earlier waiter fits it, else in turn.
    */
-  private async freeSlot(): Promise<Slot> {
-    for (;;) {
-      const free = this.slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (free) {
-        free.busy = true;
-        return free;
+  private freeSlot(need: number): Promise<Slot> {
+    const free = this.fitting(need);
+    if (free && !this.waiting.some((w) => w.need <= free.size)) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    return new Promise<Slot>((grant) => {
+      this.waiting.push({ need, grant });
+      this.dispatch();
+    });
+  }
+
+  /** Hands free sequences to the waiters in arrival order, each the shortest that fits it. */
+  private dispatch(): void {
+    for (let i = 0; i < this.waiting.length; ) {
+      const waiter = this.waiting[i]!;
+      const free = this.fitting(waiter.need);
+      if (!free) {
+        i++;
+        continue;
       }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      free.busy = true;
+      this.waiting.splice(i, 1);
+      waiter.grant(free);
     }
   }
+}
+
+/**
+ * Tokens of the prompt the sequence's KV serves as it is: the common prefix, short of the prompt's
+ * last token (its logits choose the first output token, so it is evaluated); on a sequence whose KV
+ * cannot be cut (see the file's comment), all it holds or nothing.
+ */
+function reusable(sequence: LlamaContextSequence, promptIds: readonly number[]): number {
+  const length = Math.min(commonPrefix(sequence.contextTokens, promptIds), promptIds.length - 1);
+  return sequence.needsCheckpoints && length < sequence.nextTokenIndex ? 0 : length;
 }
