@@ -40,6 +40,7 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
         // A fault is this task's own work, in a forward pass as far as the watchdog can tell: a
         // worker it kills must not run it again, and a hang is a stuck pass.
         markBusy(control, true);
+        prefix?.release?.();
         if (fault === 'crash') process.exit(70);
         if (fault === 'hang') block(10 * 60_000);
         throw new Error('injected fault');

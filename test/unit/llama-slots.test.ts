@@ -24,9 +24,9 @@ class FakeSequence {
   }
 }
 
-function slotsOf(rooms: Array<[sequences: number, size: number]>, options: { checkpoints?: boolean } = {}) {
+function slotsOf(rooms: Array<[sequences: number, size: number]>, options: { checkpoints?: boolean; promptCacheBytes?: number } = {}) {
   const contexts = rooms.map(([totalSequences, contextSize]) => ({ totalSequences, contextSize, getSequence: () => new FakeSequence(options.checkpoints) }));
-  const loaded = { info: { id: 'fake' }, contexts, engine: { promptCacheBytes: 1 }, kvBytesPerToken: 1 } as unknown as LlamaLoaded;
+  const loaded = { info: { id: 'fake' }, contexts, engine: { promptCacheBytes: options.promptCacheBytes ?? 1 }, kvBytesPerToken: 1 } as unknown as LlamaLoaded;
   return new LlamaSlots(loaded);
 }
 
@@ -43,59 +43,77 @@ const settled = async (p: Promise<unknown>) => {
 describe('the llama.cpp engine\'s placement of requests', () => {
   it('puts a request in the shortest room its prompt plus max_tokens fits', async () => {
     const slots = slotsOf([[1, 32_768], [2, 4096]]);
-    expect(sizeOf(await slots.take(tokens(100), 1000))).toBe(4096);
-    expect(sizeOf(await slots.take(tokens(100), 32_000))).toBe(32_768);
+    expect(sizeOf(await slots.place(tokens(100), 1000))).toBe(4096);
+    expect(sizeOf(await slots.place(tokens(100), 32_000))).toBe(32_768);
   });
 
   it('holds a request that needs the busy long room, lets a short one through meanwhile, and hands the long sequence over in arrival order', async () => {
     const slots = slotsOf([[1, 32_768], [2, 4096]]);
-    const first = await slots.take(tokens(9000), 20_000);
-    const second = slots.take(tokens(9000, 1), 20_000);
-    const third = slots.take(tokens(9000, 2), 20_000);
+    const first = await slots.place(tokens(9000), 20_000);
+    const second = slots.place(tokens(9000, 1), 20_000);
+    const third = slots.place(tokens(9000, 2), 20_000);
     expect(await settled(second)).toBe(false);
-    const short = slots.take(tokens(10), 100);
+    const short = slots.place(tokens(10), 100);
     expect(await settled(short)).toBe(true);
     expect(sizeOf(await short)).toBe(4096);
-    slots.release(first.slot);
+    first.release();
+    first.release(); // once: a second release gives back nothing more
     expect(await settled(second)).toBe(true);
     expect(await settled(third)).toBe(false);
-    slots.release((await second).slot);
+    (await second).release();
     expect(sizeOf(await third)).toBe(32_768);
   });
 
-  it('finds a prefix only in a sequence the request fits, and reuses exactly what it reported', async () => {
+  it('reuses a prefix only in a sequence the request fits, and reports exactly what it keeps, after a wait too', async () => {
     const slots = slotsOf([[1, 32_768], [1, 4096]]);
     const prompt = tokens(3000);
-    const short = await slots.take(prompt, 10);
+    const short = await slots.place(prompt, 10);
+    expect(short).toMatchObject({ length: 0 });
     expect(short.slot.size).toBe(4096);
     (short.slot.sequence.contextTokens as number[]).push(...prompt, 77); // what the sequence evaluated
-    slots.release(short.slot);
+    short.release();
     const again = [...prompt, 5, 6];
-    // Fits the short room: its prefix, short of the prompt's last token, is found and kept.
-    const found = slots.lookup(again, 100);
-    expect(found?.length).toBe(3000);
-    const placed = await slots.take(again, 100, found);
-    expect(placed).toMatchObject({ reuse: 3000, slot: short.slot });
+    // Fits the short room: its prefix, short of the prompt's last token, is kept and counted.
+    const placed = await slots.place(again, 100);
+    expect(placed).toMatchObject({ length: 3000, slot: short.slot });
     expect(placed.slot.sequence.contextTokens).toEqual(prompt);
-    slots.release(placed.slot);
-    // With max_tokens the short room cannot hold: no prefix (the long sequence holds none), and the long room.
-    expect(slots.lookup(again, 29_000)).toBeNull();
-    expect(sizeOf(await slots.take(again, 29_000, null))).toBe(32_768);
+    placed.release();
+    // With max_tokens the short room cannot hold: the long room, whose sequence holds none of it.
+    const long = await slots.place(again, 29_000);
+    expect(long).toMatchObject({ length: 0 });
+    expect(sizeOf(long)).toBe(32_768);
+    (long.slot.sequence.contextTokens as number[]).push(...again);
+    // A request that waits for the long sequence is told, once it has it, the prefix it keeps.
+    const waiting = slots.place([...again, 9], 29_000);
+    expect(await settled(waiting)).toBe(false);
+    long.release();
+    expect(await waiting).toMatchObject({ length: again.length, slot: long.slot });
     // What no sequence holds is refused, not left waiting (the chat turn never asks it).
-    await expect(slots.take(again, 30_000, null)).rejects.toThrow(/longer than the longest sequence/);
+    await expect(slots.place(again, 30_000)).rejects.toThrow(/longer than the longest sequence/);
   });
 
   it('reuses a sequence that cannot be cut (recurrent, hybrid) only where the prompt extends all it holds', async () => {
     const slots = slotsOf([[1, 4096]], { checkpoints: true });
-    const first = await slots.take(tokens(50), 10);
+    const first = await slots.place(tokens(50), 10);
     (first.slot.sequence.contextTokens as number[]).push(...tokens(60)); // the prompt and output it evaluated
-    slots.release(first.slot);
-    // A prompt that shares 55 tokens and then differs: cutting would re-evaluate, so nothing is reported.
-    expect(slots.lookup([...tokens(55), 999, 1000], 10)).toBeNull();
+    first.release();
+    // A prompt that shares 55 tokens and then differs: cutting would re-evaluate, so nothing is kept or reported.
+    const differs = await slots.place([...tokens(55), 999, 1000], 10);
+    expect(differs).toMatchObject({ length: 0 });
+    expect(differs.slot.sequence.nextTokenIndex).toBe(0);
+    (differs.slot.sequence.contextTokens as number[]).push(...tokens(60));
+    differs.release();
     // One that extends all 60: all of it is kept, nothing erased.
-    const extended = [...tokens(60), 5, 6];
-    const found = slots.lookup(extended, 10);
-    expect(found?.length).toBe(60);
-    expect(await slots.take(extended, 10, found)).toMatchObject({ reuse: 60 });
+    const extended = await slots.place([...tokens(60), 5, 6], 10);
+    expect(extended).toMatchObject({ length: 60 });
+    expect(extended.slot.sequence.nextTokenIndex).toBe(60);
+  });
+
+  it('reuses nothing with the prompt cache off', async () => {
+    const slots = slotsOf([[1, 4096]], { promptCacheBytes: 0 });
+    const first = await slots.place(tokens(50), 10);
+    (first.slot.sequence.contextTokens as number[]).push(...tokens(50));
+    first.release();
+    expect(await slots.place(tokens(60), 10)).toMatchObject({ length: 0 });
   });
 });

@@ -10,10 +10,10 @@
  *   the long room while every long sequence is busy waits; later ones that fit a free short
  *   sequence go ahead of it), never failed for want of room.
  * - Prefix reuse (unless the prompt cache is off): a sequence keeps its KV when its request ends.
- *   `lookup` finds the free sequence that fits and shares the longest prefix with the prompt;
- *   `take` claims that very sequence and erases what follows the prefix, so the count reported
- *   before the prefill is the count reused. A request that finds none gets the least recently used
- *   free sequence that fits, its KV erased, once one is free.
+ *   `place` claims the free sequence that fits and shares the longest prefix with the prompt, else
+ *   (once one is free) the least recently used that fits, and erases its KV after what it reuses of
+ *   the prompt; the count it returns, reported before the prefill (the chat task's `start`, sent
+ *   once the request has its sequence), is the count reused.
  * - Exact counts: a sequence whose KV cannot be cut at any position (a recurrent or hybrid model:
  *   node-llama-cpp's `needsCheckpoints`) would have node-llama-cpp re-evaluate the kept prefix
  *   inside `eraseContextTokenRanges` (from a checkpoint, or from the start); such a sequence is
@@ -39,14 +39,14 @@ export interface Slot {
   lastUsed: number;
 }
 
-export interface SlotPrefix extends SequencePrefix {
+/**
+ * A claimed sequence whose first `length` tokens of KV are the prompt's: the count reported as
+ * cache reads. `release` gives it back, once (the runner when the request ends; the chat task when
+ * the request is cancelled before it runs).
+ */
+export interface Placement extends SequencePrefix {
   slot: Slot;
-}
-
-/** A claimed sequence whose first `reuse` tokens of KV are the prompt's. */
-export interface Placement {
-  slot: Slot;
-  reuse: number;
+  release(): void;
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
@@ -85,62 +85,61 @@ export class LlamaSlots {
     })).sort((a, b) => a.size - b.size);
   }
 
-  /** `maxTokens`: the most the request generates (its sequence must hold the prompt and them); absent: the prompt alone. */
-  lookup(promptIds: readonly number[], maxTokens = 0): SlotPrefix | null {
+  /**
+   * Claims a sequence for a prompt and `maxTokens` (the most the request generates: the sequence
+   * holds both), waiting for one when none that fits is free, and erases its KV after the prefix it
+   * reuses. Resolves once the sequence is this request's; the caller must `release` it.
+   */
+  async place(promptIds: readonly number[], maxTokens: number): Promise<Placement> {
+    const need = promptIds.length + maxTokens;
+    const longest = this.slots.at(-1)!.size;
+    // Never waits for what no sequence can hold (the chat turn keeps prompt plus max_tokens within the longest).
+    if (need > longest) throw new Error(`a request of ${need} tokens, prompt and output, is longer than the longest sequence (${longest})`);
     // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
     // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
-    if (this.loaded.engine.promptCacheBytes === 0) return null;
-    const need = promptIds.length + maxTokens;
-    let best: SlotPrefix | null = null;
+    const reuses = this.loaded.engine.promptCacheBytes !== 0;
+    let slot = reuses ? this.bestPrefix(promptIds, need) : undefined;
+    if (slot) slot.busy = true;
+    else slot = await this.freeSlot(need);
+    const length = reuses ? reusable(slot.sequence, promptIds) : 0;
+    const claimed = slot;
+    let released = false;
+    const release = () => {
+      if (!released) this.release(claimed);
+      released = true;
+    };
+    const { sequence } = slot;
+    try {
+      if (sequence.nextTokenIndex > length) {
+        if (length === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
+        await sequence.eraseContextTokenRanges([{ start: length, end: sequence.nextTokenIndex }]);
+      }
+    } catch (error) {
+      release();
+      throw error;
+    }
+    if (length > 0) {
+      this.stats.hits++;
+      this.stats.tokensReused += length;
+    } else if (reuses) this.stats.misses++;
+    return { slot, length, release };
+  }
+
+  /** The free sequence that fits and holds the longest prefix of the prompt, if any holds one. */
+  private bestPrefix(promptIds: readonly number[], need: number): Slot | undefined {
+    let best: Slot | undefined;
+    let bestLength = 0;
     for (const slot of this.slots) {
       // A sequence a waiting request fits is that request's.
       if (slot.busy || slot.size < need || this.waiting.some((w) => w.need <= slot.size)) continue;
       const length = reusable(slot.sequence, promptIds);
-      if (length > 0 && (!best || length > best.length)) best = { length, slot };
+      if (length > bestLength) [best, bestLength] = [slot, length];
     }
-    if (!best) return this.miss();
-    this.stats.hits++;
-    this.stats.tokensReused += best.length;
     return best;
   }
 
-  /**
-   * Claims the sequence `prefix` names when it is still free (synchronously after lookup), else the
-   * least recently used free one that holds the prompt and `maxTokens` once there is one, and erases
-   * its KV after what is reused. A request that waited for its sequence reuses what it holds of the
-   * prompt too, though its reported count (sent before it waited) stays 0: the waiting request's
-   * usage says fewer cache reads than it had, never more.
-   */
-  async take(promptIds: readonly number[], maxTokens: number, prefix?: SequencePrefix | null): Promise<Placement> {
-    const need = promptIds.length + maxTokens;
-    // Never waits for what no sequence can hold (the chat turn keeps prompt plus max_tokens within the longest).
-    if (need > this.slots.at(-1)!.size) throw new Error(`a request of ${need} tokens, prompt and output, is longer than the longest sequence (${this.slots.at(-1)!.size})`);
-    const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
-    let slot: Slot;
-    let reuse = 0;
-    if (wanted && !wanted.busy && wanted.size >= need) {
-      wanted.busy = true;
-      slot = wanted;
-      reuse = prefix!.length;
-    } else {
-      slot = await this.freeSlot(need);
-      if (this.loaded.engine.promptCacheBytes !== 0) reuse = reusable(slot.sequence, promptIds);
-    }
-    const { sequence } = slot;
-    try {
-      if (sequence.nextTokenIndex > reuse) {
-        if (reuse === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
-        await sequence.eraseContextTokenRanges([{ start: reuse, end: sequence.nextTokenIndex }]);
-      }
-    } catch (error) {
-      this.release(slot);
-      throw error;
-    }
-    return { slot, reuse };
-  }
-
   /** The request on `slot` ended: its KV stays for a later prompt with the same prefix; a waiter it fits gets it. */
-  release(slot: Slot): void {
+  private release(slot: Slot): void {
     slot.busy = false;
     slot.lastUsed = ++this.clock;
     this.dispatch();
@@ -149,11 +148,6 @@ export class LlamaSlots {
   promptCacheStats(): PromptCacheStats {
     const held = this.slots.reduce((n, s) => n + s.sequence.nextTokenIndex, 0);
     return { ...this.stats, bytes: held * this.loaded.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
-  }
-
-  private miss(): null {
-    this.stats.misses++;
-    return null;
   }
 
   /** The shortest free sequence of at least `need` tokens, the least recently used among its room's. */
