@@ -7,8 +7,7 @@
  * the long one costs a second context's compute buffer, mostly a prefill chunk's logits over the
  * 151,936-token vocabulary: 297 MiB, worth 1.2M tokens of this model's KV, so its layout never has
  * one; test/model/llama-rooms.test.ts runs two rooms on real contexts, test/unit/llama-slots.test.ts
- * the placement.) Output is scripted (the test
- * hook), so the random-weight model stops at once.
+ * the placement.) Output is scripted (the test hook), so the random-weight model stops at once.
  */
 import fs from 'node:fs';
 import os from 'node:os';
