@@ -249,11 +249,12 @@ export function loadConfig(argv: string[], environment: Record<string, string | 
 }
 
 /** Where models are found (models/ and, unless turned off, the Hugging Face cache): what main.ts scans, at start and on a rescan. */
-export function modelSources(config: Pick<Config, 'modelsDir' | 'hfCache' | 'hfHubCache' | 'workersPerModel'>): ModelSourcesOptions {
+export function modelSources(config: Pick<Config, 'modelsDir' | 'hfCache' | 'hfHubCache' | 'workersPerModel' | 'kvBudgetBytes' | 'kvCacheDtype'>): ModelSourcesOptions {
   return {
     modelsDir: path.resolve(config.modelsDir),
     hfCacheDir: config.hfCache && config.hfHubCache ? path.resolve(config.hfHubCache) : null,
     defaultPoolSize: config.workersPerModel,
+    kv: { kvBudgetBytes: config.kvBudgetBytes, kvCacheDtype: config.kvCacheDtype },
   };
 }
 

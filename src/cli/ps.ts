@@ -5,6 +5,8 @@
  * disk, or of a GGUF file and its split parts (what a load reads), the figure `models list` shows
  * under the same header. A GGUF model's quantization shows in its id where its folder holds several
  * (`name:Q4_K_M`); the listing does not say which engine runs a model, so neither does this table.
+ * CONTEXT is the context served (a prompt plus its output at most); KV the bytes of KV cache a loaded
+ * GGUF chat model's sequences take (its KV budget, src/engines/llama/layout.ts), `-` elsewhere.
  */
 import { formatBytes } from '../models/hub/checksums.js';
 import { table } from './table.js';
@@ -15,6 +17,8 @@ interface ListedModel {
   state?: string;
   pinned?: boolean;
   file_bytes?: number | null;
+  context_length?: number;
+  kv_bytes?: number | null;
   loaded_at?: string | null;
   last_used_at?: string | null;
   expires_at?: string | null;
@@ -38,8 +42,9 @@ export async function ps(url: string, apiKey: string | undefined, all: boolean):
   const rows = data
     .filter((m) => all || m.state === 'loaded' || m.state === 'loading')
     .map((m) => [
-      m.id, m.task ?? '', m.state ?? '', m.file_bytes ? formatBytes(m.file_bytes) : '-', ago(m.loaded_at, now), ago(m.last_used_at, now),
+      m.id, m.task ?? '', m.state ?? '', m.file_bytes ? formatBytes(m.file_bytes) : '-',
+      m.context_length ? String(m.context_length) : '-', m.kv_bytes ? formatBytes(m.kv_bytes) : '-', ago(m.loaded_at, now), ago(m.last_used_at, now),
       m.pinned ? 'pinned' : m.expires_at ? `in ${Math.max(0, Math.round((Date.parse(m.expires_at) - now) / 1000))} s` : m.state === 'loaded' ? 'busy or never' : '-',
     ]);
-  return table(['ID', 'TASK', 'STATE', 'WEIGHTS', 'LOADED FOR', 'IDLE FOR', 'UNLOADS'], rows);
+  return table(['ID', 'TASK', 'STATE', 'WEIGHTS', 'CONTEXT', 'KV', 'LOADED FOR', 'IDLE FOR', 'UNLOADS'], rows);
 }

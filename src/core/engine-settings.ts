@@ -94,6 +94,21 @@ export const engineSettingsSchema = z.object({
   promptCacheMinTokens: z.coerce.number().int().min(1).default(1024)
     .describe('Tokens a prefix needs to be written to the prompt cache on disk'),
   /**
+   * GGUF chat models: llama.cpp allocates every sequence's KV when the model loads (node-llama-cpp
+   * 3.21.1: all sequences of a context have one size, no unified cache), so this sets the context
+   * served and the layout of the sequences (src/engines/llama/layout.ts): generationBatchSize
+   * sequences of the whole trained context when they fit; else as many of it as fit (at least one)
+   * beside shorter sequences of what is left; a model whose one sequence does not fit is served the
+   * context that does. Counted at the kvCacheDtype (q8_0 holds twice the tokens of the float16
+   * default), every layer in full (a sliding-window model gets llama.cpp's full-size cache, whose
+   * prefix reuse is exact). auto: a quarter of the machine's memory, which leaves the weights, the
+   * OS and other models the rest (24 GiB: 6 GiB, a 32k context of an 8B model at float16). Per
+   * worker; a model's manifest.json `kvBudgetBytes` wins. With a GPU, the KV lives in its memory:
+   * set it to what the GPU has left beside the weights.
+   */
+  kvBudgetBytes: z.union([z.literal('auto'), z.coerce.number().int().min(0)]).default('auto')
+    .describe('GGUF chat models: bytes of KV cache the sequences of a worker may take (sets the context served and how many sequences get all of it); auto: a quarter of the machine\'s memory'),
+  /**
    * node-llama-cpp loads the prebuilt llama.cpp binary for the backend named (its npm packages:
    * CPU, CUDA, Vulkan, Metal); auto: the best one that loads on this machine. One named but absent
    * stops the start with the reason.

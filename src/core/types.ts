@@ -240,6 +240,9 @@ export interface ModelStatus {
   fileBytes?: number;
   /** Loaded: where it runs (`cpu`; a GGUF model on a GPU: the backend and its layers there). */
   device?: string;
+  /** Loaded GGUF chat models: the bytes of KV cache its sequences take (all workers), and the sequences of one worker (`1 x 32768 + 7 x 4096` tokens). */
+  kvBytes?: number;
+  sequences?: string;
   /** Requests holding it now. */
   inflight?: number;
   pinned?: boolean;

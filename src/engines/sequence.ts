@@ -86,16 +86,20 @@ export interface SequenceSpec {
 export interface SequencePrefix {
   /** Prompt tokens it covers. */
   readonly length: number;
+  /** Present when the lookup claimed a sequence: gives it back, for a request that will not `run` after all. */
+  release?(): void;
 }
 
 export interface SequenceEngine {
   /** It applies asynchronous logits masks (constrained decoding: grammars). */
   readonly constrains: boolean;
   /**
-   * The longest cached prefix of this prompt, looked up now so that its length can be reported
-   * before the prefill (which may wait behind others); null: none (or no prefix cache).
+   * The longest cached prefix of this prompt, looked up before the prefill so that its length can
+   * be reported first; null: none (or no prefix cache). `maxTokens` is the spec's, given to `run`.
+   * An engine may resolve it only once the request has its place (llama.cpp: a claimed sequence
+   * that holds prompt and output, whose kept prefix is then exact); such a prefix has `release`.
    */
-  lookup(promptIds: readonly number[]): SequencePrefix | null;
+  lookup(promptIds: readonly number[], maxTokens?: number): SequencePrefix | null | Promise<SequencePrefix | null>;
   /** Runs one sequence to its end; resolves with the largest batch it was decoded in. */
   run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number>;
   /** The prefix cache's counts, when the engine has one. */

@@ -24,6 +24,8 @@ export class ModelPools {
   readonly ranker?: RerankBatcher;
   /** Where its workers run it (the first worker's load says). */
   device?: string;
+  /** A GGUF chat model: the KV bytes of all its workers' sequences, and their layout in one worker. */
+  kv?: { bytes: number; layout: string };
   /** Unix ms: when its workers had all loaded it. */
   at = 0;
 
@@ -42,10 +44,12 @@ export class ModelPools {
     const started = Date.now();
     const pools = new ModelPools(openPool(info, settings.options, settings.context), settings);
     try {
-      const { notes, device } = await pools.pool.start();
+      const { notes, device, kv } = await pools.pool.start();
       pools.device = device;
+      if (kv) pools.kv = kv;
       const { id, task, dtype, poolSize: workers } = info;
-      settings.context.logger.info({ model: id, task, engine: info.engine, device, format: info.gguf ? (info.gguf.quant ?? 'gguf') : dtype, workers, ms: Date.now() - started, notes }, `model ${id} loaded`);
+      const served = kv ? { contextLength: info.contextLength, kvBytes: kv.bytes, sequences: kv.layout } : {};
+      settings.context.logger.info({ model: id, task, engine: info.engine, device, format: info.gguf ? (info.gguf.quant ?? 'gguf') : dtype, workers, ...served, ms: Date.now() - started, notes }, `model ${id} loaded`);
     } catch (error) {
       await pools.close();
       throw error;

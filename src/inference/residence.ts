@@ -99,7 +99,7 @@ export function statusOf(entry: ModelEntry): ModelStatus {
     workerRestarts: pools?.pool.workerRestarts ?? 0,
     fileBytes: entry.fileBytes,
     inflight: entry.inflight,
-    ...(pools ? { loadedAt: pools.at, lastUsed: entry.lastUsed, ...(pools.device ? { device: pools.device } : {}) } : {}),
+    ...(pools ? { loadedAt: pools.at, lastUsed: entry.lastUsed, ...(pools.device ? { device: pools.device } : {}), ...(pools.kv ? { kvBytes: pools.kv.bytes, sequences: pools.kv.layout } : {}) } : {}),
     ...(pools && entry.inflight === 0 && !entry.pinned && entry.keepAliveMs >= 0 ? { expiresAt: entry.lastUsed + entry.keepAliveMs } : {}),
     pinned: entry.pinned,
     ...(failure ? { loadError: { message: failure.error.message, retryAt: failure.retryAt } } : {}),

@@ -7,7 +7,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelTask } from '../core/model.js';
+import { ENGINE_DEFAULTS } from '../core/engine-settings.js';
 import { GGUF_PRE_TOKENIZERS, ggufNumber, ggufString, quantOf, readGgufMetadata, type GgufModelFiles } from './gguf.js';
+import { servedContext, trainedContext, type GgufKvSettings } from './gguf-kv.js';
 import type { ModelManifest } from './manifest.js';
 import type { ModelInfo } from './model-info.js';
 import { chatFormat, templateFeatures } from './template-features.js';
@@ -18,19 +20,18 @@ const ENCODERS = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2'
 /** llama.cpp's LLAMA_POOLING_TYPE_RANK: a cross-encoder's score. */
 const POOLING_RANK = 4;
 
-/** The context when the GGUF names none. */
-const DEFAULT_CONTEXT = 4096;
 /**
- * At most this many tokens of context per sequence unless manifest.json's contextLength says more:
- * llama.cpp allocates every sequence's KV when the model loads (8 sequences of Qwen3-0.6B's trained
- * 40,960 tokens would take 35 GiB; of 8,192, 7 GiB). /v1/models reports the figure served.
+ * An encoder's input unless manifest.json's contextLength says more: it goes through in one pass, a
+ * batch as long as its context (src/engines/llama/load.ts).
  */
-export const GGUF_CONTEXT_CAP = 8192;
+const ENCODER_CONTEXT_CAP = 8192;
 
 export interface GgufDescribeOptions {
   id: string;
   manifest: ModelManifest;
   defaultPoolSize: number;
+  /** The KV budget and cache type the context is sized by (./gguf-kv.ts); absent: the defaults. */
+  kv?: GgufKvSettings;
 }
 
 /** Throws with a readable reason when the files cannot be served. */
@@ -53,15 +54,17 @@ export function describeGguf(files: GgufModelFiles, options: GgufDescribeOptions
   if (!fs.existsSync(path.join(dir, 'tokenizer.json')) && !rebuilt) {
     throw new Error(`${path.basename(file)}: its tokenizer (${tokenizerModel ?? 'none'}, pre-tokenizer ${pre}) is not one the server rebuilds from GGUF metadata (SentencePiece BPE or unigram, bert's WordPiece, Gemma 4's BPE, or gpt2 with one of llama.cpp's pre-tokenizers); put the model's tokenizer.json beside it`);
   }
-  const trained = ggufNumber(metadata, `${arch}.context_length`);
-  const contextLength = manifest.contextLength ?? Math.min(trained && trained > 0 ? trained : DEFAULT_CONTEXT, GGUF_CONTEXT_CAP);
+  // A chat model: its trained context (or the manifest's), as far as one sequence's KV fits the
+  // budget (the worker lays its sequences out in the same budget); an encoder's input is one pass.
+  const served = task === 'chat' ? servedContext({ metadata, settings: options.kv ?? ENGINE_DEFAULTS, manifest }) : undefined;
+  const contextLength = served?.contextLength ?? manifest.contextLength ?? Math.min(trainedContext(metadata), ENCODER_CONTEXT_CAP);
   const quant = quantOf(files.stem);
   return {
     id: options.id,
     task,
     engine: 'llama',
     dir,
-    gguf: { parts: files.parts, ...(quant ? { quant } : {}) },
+    gguf: { parts: files.parts, ...(quant ? { quant } : {}), ...(served ? { kv: { budgetBytes: served.budgetBytes, bytesPerToken: served.bytesPerToken } } : {}) },
     dtype: 'fp32',
     onnxFile: '',
     externalDataChunks: 0,

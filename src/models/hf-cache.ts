@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { admit, describeGgufIn, describeModel, ggufModelsIn, isDirectory, type ScanResult } from './registry.js';
+import { admit, describeGgufIn, describeModel, ggufModelsIn, isDirectory, kvOf, type ScanResult } from './registry.js';
+import type { GgufKvSettings } from './gguf-kv.js';
 import type { GgufModelFiles } from './gguf.js';
 
 /** A Hugging Face repository id as the cache names it: `name` or `org/name`. */
@@ -25,6 +26,8 @@ export interface HubCacheScanOptions {
   /** The hub cache folder (HF_HUB_CACHE; default ~/.cache/huggingface/hub). */
   cacheDir: string;
   defaultPoolSize: number;
+  /** GGUF chat models: the KV budget and cache type their context is sized by (./gguf-kv.ts). */
+  kv?: GgufKvSettings;
   /** The ref under refs/ that names the snapshot to serve. */
   revision?: string;
 }
@@ -91,7 +94,7 @@ export function scanHuggingFaceCache(options: HubCacheScanOptions): ScanResult {
     const repoDir = path.join(options.cacheDir, folder);
     const snapshots = listDirectories(path.join(repoDir, 'snapshots')).map((commit) => path.join(repoDir, 'snapshots', commit));
     if (snapshots.some((dir) => isDirectory(path.join(dir, 'onnx')))) {
-      admit(result, seen, repoDir, () => describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo }));
+      admit(result, seen, repoDir, () => describeModel(snapshotFolder(repoDir, options.revision), options.defaultPoolSize, { id: repo, ...kvOf(options) }));
     } else if (snapshots.some((dir) => ggufFilesOf(dir).length > 0)) {
       let snapshot: string;
       try {
@@ -101,7 +104,7 @@ export function scanHuggingFaceCache(options: HubCacheScanOptions): ScanResult {
         continue;
       }
       const models = ggufFilesOf(snapshot);
-      for (const files of models) admit(result, seen, files.parts[0]!, () => describeGgufIn(path.dirname(files.parts[0]!), files, models.length, options.defaultPoolSize, { id: repo }));
+      for (const files of models) admit(result, seen, files.parts[0]!, () => describeGgufIn(path.dirname(files.parts[0]!), files, models.length, options.defaultPoolSize, { id: repo, ...kvOf(options) }));
     }
   }
   return result;

@@ -30,6 +30,8 @@ export const manifestSchema = z
     contextLength: z.number().int().positive().optional(),
     /** Most output tokens one request may ask for (Anthropic's per-model max_tokens limit); default: the context length. */
     maxOutputTokens: z.number().int().positive().optional(),
+    /** GGUF chat models: this model's KV budget in bytes (the kvBudgetBytes setting, for this model). */
+    kvBudgetBytes: z.number().int().min(0).optional(),
     /** Worker threads for this model; each holds its own copy of the weights. */
     poolSize: z.number().int().positive().max(64).optional(),
     /** Embedding models: how token vectors become one vector. */

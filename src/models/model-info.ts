@@ -10,8 +10,11 @@ export interface ModelInfo extends ModelDescription {
   dir: string;
   /** ONNX models: the transformers.js dtype of the graph served. */
   dtype: Dtype;
-  /** GGUF models: the file and its split parts (./gguf.ts), and the quantization its name gives. */
-  gguf?: { parts: string[]; quant?: string };
+  /**
+   * GGUF models: the file and its split parts (./gguf.ts), and the quantization its name gives;
+   * chat models: the KV budget their sequences are laid out in and a token's KV bytes (./gguf-kv.ts).
+   */
+  gguf?: { parts: string[]; quant?: string; kv?: { budgetBytes: number; bytesPerToken: number } };
   /** Relative path of the ONNX file the dtype selects. */
   onnxFile: string;
   /** Number of external data chunks (model.onnx_data, _data_1, ...), 0 when the weights are inline. */

@@ -9,6 +9,7 @@ import type { ModelTask } from '../core/model.js';
 import type { ModelInfo } from './model-info.js';
 import { chatFormat, templateFeatures } from './template-features.js';
 import { groupGgufFiles, quantOf, type GgufModelFiles } from './gguf.js';
+import type { GgufKvSettings } from './gguf-kv.js';
 import { describeGguf } from './gguf-model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
 
@@ -41,6 +42,8 @@ const VISION_EXPORT_GRAPHS = ['embed_tokens', 'vision_encoder', 'decoder_model_m
 export interface ScanOptions {
   modelsDir: string;
   defaultPoolSize: number;
+  /** GGUF chat models: the KV budget and cache type their context is sized by (./gguf-kv.ts); absent: the defaults. */
+  kv?: GgufKvSettings;
 }
 
 const DEFAULT_CONTEXT = 2048;
@@ -63,17 +66,20 @@ export function scanModels(options: ScanOptions): ScanResult {
     const dir = path.join(options.modelsDir, entry.name);
     const gguf = ggufModelsIn(dir);
     if (gguf.length === 0) admit(result, seen, entry.name, () => describeModel(dir, options.defaultPoolSize));
-    for (const files of gguf) admit(result, seen, path.join(entry.name, path.basename(files.parts[0]!)), () => describeGgufIn(dir, files, gguf.length, options.defaultPoolSize));
+    for (const files of gguf) admit(result, seen, path.join(entry.name, path.basename(files.parts[0]!)), () => describeGgufIn(dir, files, gguf.length, options.defaultPoolSize, kvOf(options)));
   }
   const loose = groupGgufFiles(path.resolve(options.modelsDir), entries.filter((e) => !folders.includes(e)).map((e) => e.name));
   for (const files of loose) {
     admit(result, seen, path.basename(files.parts[0]!), () => {
       if (!MODEL_ID_PATTERN.test(files.stem)) throw new Error(`file name "${files.stem}" is not a usable model id; put it in a folder with a manifest.json that sets "id"`);
-      return describeGguf(files, { id: files.stem, manifest: {}, defaultPoolSize: options.defaultPoolSize });
+      return describeGguf(files, { id: files.stem, manifest: {}, defaultPoolSize: options.defaultPoolSize, ...kvOf(options) });
     });
   }
   return result;
 }
+
+/** The `kv` option as it is passed on: absent when absent (exactOptionalPropertyTypes). */
+export const kvOf = (options: { kv?: GgufKvSettings }) => (options.kv ? { kv: options.kv } : {});
 
 /** The GGUF models of a folder that is not an ONNX export (no config.json, no onnx/): none for an ONNX folder. */
 export function ggufModelsIn(dir: string): GgufModelFiles[] {
@@ -86,7 +92,7 @@ export function ggufModelsIn(dir: string): GgufModelFiles[] {
  * the only one, else `<name>:<quantization>` (Ollama's and llama-server's spelling), the file's stem
  * when its name gives no quantization.
  */
-export function describeGgufIn(dir: string, files: GgufModelFiles, count: number, defaultPoolSize: number, options: { id?: string } = {}): ModelInfo {
+export function describeGgufIn(dir: string, files: GgufModelFiles, count: number, defaultPoolSize: number, options: { id?: string; kv?: GgufKvSettings } = {}): ModelInfo {
   const manifest = readManifest(dir);
   const base = options.id ?? manifest.id ?? path.basename(dir);
   const id = count === 1 ? base : `${base}:${quantOf(files.stem) ?? files.stem}`;
@@ -94,7 +100,7 @@ export function describeGgufIn(dir: string, files: GgufModelFiles, count: number
   const quant = quantOf(files.stem);
   // The only model of its folder answers to `<name>:<quantization>` too.
   const aliases = count === 1 ? [...(manifest.aliases ?? []), ...(quant ? [`${base}:${quant}`] : [])] : [];
-  return describeGguf(files, { id, manifest: { ...manifest, aliases }, defaultPoolSize });
+  return describeGguf(files, { id, manifest: { ...manifest, aliases }, defaultPoolSize, ...kvOf(options) });
 }
 
 /**

@@ -4,13 +4,16 @@
  */
 import path from 'node:path';
 import { scanHuggingFaceCache } from './hf-cache.js';
-import { scanModels, type ScanResult } from './registry.js';
+import type { GgufKvSettings } from './gguf-kv.js';
+import { kvOf, scanModels, type ScanResult } from './registry.js';
 
 export interface ModelSourcesOptions {
   modelsDir: string;
   /** The Hugging Face hub cache folder; null: do not read it. */
   hfCacheDir: string | null;
   defaultPoolSize: number;
+  /** GGUF chat models: the KV budget and cache type their context is sized by (./gguf-kv.ts). */
+  kv?: GgufKvSettings;
 }
 
 /**
@@ -19,7 +22,7 @@ export interface ModelSourcesOptions {
  * Every skipped `folder` is an absolute path, so a log line can say which place it is in.
  */
 export function scanModelSources(options: ModelSourcesOptions): ScanResult {
-  const local = scanModels({ modelsDir: options.modelsDir, defaultPoolSize: options.defaultPoolSize });
+  const local = scanModels({ modelsDir: options.modelsDir, defaultPoolSize: options.defaultPoolSize, ...kvOf(options) });
   const result: ScanResult = {
     models: [...local.models],
     skipped: local.skipped.map((s) => ({ ...s, folder: path.join(path.resolve(options.modelsDir), s.folder) })),
@@ -28,7 +31,7 @@ export function scanModelSources(options: ModelSourcesOptions): ScanResult {
   if (options.hfCacheDir === null) return result;
   const owner = new Map<string, string>();
   for (const model of local.models) for (const name of [model.id, ...model.aliases]) owner.set(name, model.dir);
-  const cached = scanHuggingFaceCache({ cacheDir: options.hfCacheDir, defaultPoolSize: options.defaultPoolSize });
+  const cached = scanHuggingFaceCache({ cacheDir: options.hfCacheDir, defaultPoolSize: options.defaultPoolSize, ...kvOf(options) });
   for (const model of cached.models) {
     const clash = [model.id, ...model.aliases].find((name) => owner.has(name));
     if (clash !== undefined) {

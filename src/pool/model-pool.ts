@@ -18,7 +18,7 @@ import type { ChatPrompt, ChatRequest, ChatResult } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
 import { AFFINITY, affinityBalancer, affinityKey, type AffinityOptions } from './affinity.js';
 import type { EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
-import { TaskControl, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
+import { TaskControl, type LoadReport, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome } from '../worker/protocol.js';
 import { runGeneration, WorkerLost, type Attempt } from './generation.js';
 import type { GenerateOptions, InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
 import { scriptBeside } from './script.js';
@@ -109,10 +109,13 @@ export class ModelPool implements InferencePool {
   }
 
   /** Resolves when every worker has loaded the model, with what the first worker noted about the load and where it runs. */
-  async start(): Promise<{ notes: string[]; device: string }> {
+  async start(): Promise<LoadReport> {
     const replies = await Promise.all(Array.from({ length: this.threads }, () => this.run({ type: 'load' })));
     this.ready = true;
-    return { notes: replies[0]?.notes ?? [], device: replies[0]?.device ?? 'cpu' };
+    const first = replies[0];
+    // Each worker holds its own sequences: the model's KV is theirs together.
+    const kv = first?.kv ? { kv: { ...first.kv, bytes: replies.reduce((n, r) => n + (r.kv?.bytes ?? 0), 0) } } : {};
+    return { notes: first?.notes ?? [], device: first?.device ?? 'cpu', ...kv };
   }
 
   /**

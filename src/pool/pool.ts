@@ -7,7 +7,7 @@ import type { EngineSettings } from '../core/engine-settings.js';
 import type { GenerationEvent, InferenceHooks } from '../core/hooks.js';
 import type { Logger } from '../core/log.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { ReplyOf, TaskOf, WorkerInit } from '../worker/protocol.js';
+import type { LoadReport, ReplyOf, TaskOf, WorkerInit } from '../worker/protocol.js';
 
 export interface ModelPoolOptions {
   /** How workers load and run the model (src/core/engine-settings.ts), passed to them whole. */
@@ -45,7 +45,7 @@ export interface InferencePool {
   /** Requests waiting for a worker. */
   readonly queueSize: number;
   /** Resolves when every worker has loaded the model, with what the first noted and where it runs. */
-  start(): Promise<{ notes: string[]; device: string }>;
+  start(): Promise<LoadReport>;
   generate(request: ChatRequest, options: GenerateOptions): Promise<ChatResult>;
   countTokens(prompt: ChatPrompt): Promise<number>;
   tokenize(task: Omit<TaskOf<'tokenize'>, 'type'>): Promise<ReplyOf<'tokenize'>>;

@@ -16,7 +16,7 @@ import { CoreError } from '../core/errors.js';
 import { notify } from '../core/hooks.js';
 import type { ChatPrompt, ChatRequest, ChatResult, EmbedBatchItem, EmbedItemResult, RerankRequest } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { ReplyOf, TaskOf } from '../worker/protocol.js';
+import type { LoadReport, ReplyOf, TaskOf } from '../worker/protocol.js';
 import { runGeneration, WorkerLost, type Attempt } from './generation.js';
 import type { GenerateOptions, InferencePool, ModelPoolOptions, PoolContext } from './pool.js';
 import type { CallOf, CallReply, FromChild, GenerateExtras, ObservedOf, Passed, PoolMethod, PoolState, ResultOf, ToChild } from './process-protocol.js';
@@ -85,7 +85,7 @@ export class ProcessPool implements InferencePool {
     return this.model.poolSize;
   }
 
-  start(): Promise<{ notes: string[]; device: string }> {
+  start(): Promise<LoadReport> {
     return this.call({ method: 'start', args: [] });
   }
 

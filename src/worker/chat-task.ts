@@ -3,7 +3,9 @@
  * is built first (a prompt that leaves no room, or a schema the grammar cannot express, is refused
  * before anything is sent); then the engine's cached prefix is looked up, so that `start` (sent
  * before the prefill, which may wait behind others) already carries the figure the result will: the
- * engine is handed this very prefix. The task control block (./protocol.ts TaskControl) is read for
+ * engine is handed this very prefix. On llama.cpp the lookup resolves once the request has its
+ * sequence (it may wait for one that fits: src/engines/llama/slots.ts), so the figure is what that
+ * sequence keeps; until then no `start` is sent (the stream opens with pings meanwhile). The task control block (./protocol.ts TaskControl) is read for
  * cancellation at every step and written for the pool's watchdog.
  */
 import type { MessagePort } from 'node:worker_threads';
@@ -32,15 +34,22 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
     // The client left while the task waited in the queue: no lookup, no prefill.
-    const prefix = cancelled() ? null : engine.lookup(turn.promptIds);
+    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens);
     const cachedInputTokens = prefix?.length ?? 0;
-    send({ type: 'start', inputTokens: turn.inputTokens, cachedInputTokens });
     let firstTokenMs: number | null = null;
     let peakBatch = 0;
-    if (!cancelled()) {
-      const sequence = turn.sequence();
-      const onToken = (id: number) => ((firstTokenMs ??= performance.now() - started), sequence.onToken(id));
-      peakBatch = await engine.run({ ...sequence, onToken, cancelled, busy: (on) => markBusy(control, on) }, prefix);
+    let ran = false;
+    try {
+      send({ type: 'start', inputTokens: turn.inputTokens, cachedInputTokens });
+      if (!cancelled()) {
+        const sequence = turn.sequence();
+        const onToken = (id: number) => ((firstTokenMs ??= performance.now() - started), sequence.onToken(id));
+        ran = true;
+        peakBatch = await engine.run({ ...sequence, onToken, cancelled, busy: (on) => markBusy(control, on) }, prefix);
+      }
+    } finally {
+      // A sequence the lookup claimed and no run took (cancelled meanwhile) goes back.
+      if (!ran) prefix?.release?.();
     }
     const promptCache = engine.promptCacheStats?.();
     return {

@@ -20,6 +20,7 @@ import { renderPrompt } from '../chat/prompt.js';
 import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
 import { rerankPairs } from '../engines/onnx/rerank.js';
 import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
+import { layoutText } from '../engines/llama/layout.js';
 import { llamaEngine } from '../engines/llama/runner.js';
 import { attachSlotDiskCache, saveSlotDiskCache } from '../engines/llama/slot-disk.js';
 import { llamaRerank } from '../engines/llama/rank.js';
@@ -77,7 +78,8 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
       log('error', 'model failed to load', error);
       throw error instanceof CoreError ? error : new CoreError('model_unavailable', (error as Error)?.message ?? String(error), { model: init.model.id });
     }
-    return { notes: 'notes' in loaded ? loaded.notes : [], device: 'device' in loaded ? loaded.device : 'cpu' };
+    const kv = 'layout' in loaded && loaded.layout ? { kv: { bytes: loaded.layout.kvBytes, layout: layoutText(loaded.layout) } } : {};
+    return { notes: 'notes' in loaded ? loaded.notes : [], device: 'device' in loaded ? loaded.device : 'cpu', ...kv };
   },
   async count(task) {
     return { inputTokens: renderPrompt(await loading, task.prompt).ids.length };

@@ -52,10 +52,18 @@ export function markBusy(control: Int32Array, on: boolean): void {
   Atomics.store(control, TaskControl.BUSY, on ? 1 : 0);
 }
 
+/** What a worker says of the model it loaded. */
+export interface LoadReport {
+  notes: string[];
+  /** Where the model runs (`cpu`, `cuda (28 layers)`...). */
+  device: string;
+  /** A GGUF chat model: the KV its sequences take (bytes) and their layout (`1 x 32768 + 7 x 4096`). */
+  kv?: { bytes: number; layout: string };
+}
+
 /** Every task type with what it carries and what its reply carries. */
 export interface TaskMap {
-  /** device: where the model runs (`cpu`, `cuda (28 layers)`...). */
-  load: { task: {}; reply: { notes: string[]; device: string } };
+  load: { task: {}; reply: LoadReport };
   generate: {
     task: {
       request: ChatRequest;

@@ -26,7 +26,7 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
   const forced = script === undefined ? undefined : [...model.tokenizer.encode(script, { add_special_tokens: false }), model.eosTokenIds[0]!];
   return {
     constrains: engine.constrains,
-    lookup: (ids) => engine.lookup(ids),
+    lookup: (ids, maxTokens) => engine.lookup(ids, maxTokens),
     ...(engine.promptCacheStats ? { promptCacheStats: () => engine.promptCacheStats!() } : {}),
     run(spec, prefix) {
       if (fault === 'abort') {
@@ -40,6 +40,7 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
         // A fault is this task's own work, in a forward pass as far as the watchdog can tell: a
         // worker it kills must not run it again, and a hang is a stuck pass.
         markBusy(control, true);
+        prefix?.release?.();
         if (fault === 'crash') process.exit(70);
         if (fault === 'hang') block(10 * 60_000);
         throw new Error('injected fault');

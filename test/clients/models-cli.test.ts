@@ -50,8 +50,8 @@ describe('models list and models ps', () => {
     expect(listed.stdout).toMatch(/^ID\s+TASK\s+DTYPE\s+CONTEXT\s+WEIGHTS\s+FOLDER\n/);
     const shown = await cli(['ps', '--url', server.url, '--all']);
     expect(shown.status, shown.stderr).toBe(0);
-    expect(shown.stdout).toMatch(/^ID\s+TASK\s+STATE\s+WEIGHTS\s+LOADED FOR\s+IDLE FOR\s+UNLOADS\n/);
-    const { data } = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string; file_bytes: number }[] };
+    expect(shown.stdout).toMatch(/^ID\s+TASK\s+STATE\s+WEIGHTS\s+CONTEXT\s+KV\s+LOADED FOR\s+IDLE FOR\s+UNLOADS\n/);
+    const { data } = (await (await fetch(`${server.url}/v1/models`)).json()) as { data: { id: string; file_bytes: number; context_length: number }[] };
 
     const list = readTable(listed.stdout);
     const ps = readTable(shown.stdout);
@@ -59,6 +59,8 @@ describe('models list and models ps', () => {
       const weights = formatBytes(data.find((m) => m.id === id)!.file_bytes);
       expect(list.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
       expect(ps.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
+      // The context served; no KV while unloaded (a loaded GGUF chat model's is in test/model/gguf-context.test.ts).
+      expect(ps.find((r) => r.ID === id)).toMatchObject({ CONTEXT: String(data.find((m) => m.id === id)!.context_length), KV: '-' });
       // The folder holds more than the weights (tokenizer, config), and says so in its own column; a
       // GGUF file holds its tokenizer itself, and its manifest is a few bytes.
       if (ENGINE.oneFile && id === CHAT_MODEL) expect(list.find((r) => r.ID === id)?.FOLDER).toBe(weights);

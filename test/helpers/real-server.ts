@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp, closeApp } from '../../src/app.js';
+import type { EngineSettings } from '../../src/core/engine-settings.js';
 import type { InferenceHooks } from '../../src/core/hooks.js';
 import { startRealService, type RealService } from './real-service.js';
 import type { LifecycleOptions } from '../../src/inference/service.js';
@@ -17,6 +18,7 @@ export async function startRealServer(
   options: {
     apiKeys?: string[]; aliases?: Record<string, string>; faults?: boolean; modelsDir?: string; hfCacheDir?: string; script?: InferenceHooks['script']; requestTimeoutMs?: number;
     maxQueue?: number; generationBatchSize?: number; only?: string[]; lifecycle?: LifecycleOptions; pingIntervalMs?: number; promptCacheBytes?: number; ggufProcess?: boolean;
+    engine?: Partial<EngineSettings>;
   } = {},
 ): Promise<RealServer> {
   const metrics = createMetrics();

@@ -1,3 +1,4 @@
+import type { EngineSettings } from '../../src/core/engine-settings.js';
 import type { Fault } from '../../src/core/hooks.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { LocalInferenceService, type LifecycleOptions } from '../../src/inference/service.js';
@@ -7,7 +8,6 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
 import { TEST_ENGINE, testEngine } from './engine.js';
-import type { EngineSettings } from '../../src/core/engine-settings.js';
 import { SERVED_MODELS_DIR } from './paths.js';
 
 /** Starts real worker pools on the bundled models (the GGUF test model's folder under TEST_CHAT_ENGINE=llama; or on `modelsDir`). */

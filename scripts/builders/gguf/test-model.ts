@@ -20,7 +20,7 @@ export const TEST_GGUF_EMBED_MODEL = 'tiny-qwen3-embed-gguf';
 export const TEST_GGUF_RERANK_MODEL = 'tiny-bert-rerank-gguf';
 const SOURCE = 'tiny-qwen3-random';
 /** Bump when this builder's output changes (the folders carry it beside the source's version, and are rebuilt when either differs). */
-const BUILD = 3;
+const BUILD = 4;
 
 function builtBy(dir: string): number | undefined {
   try {
@@ -48,9 +48,11 @@ export function ensureTestGguf(options: { bundledDir: string; modelsDir: string;
     fs.rmSync(tmp, { recursive: true, force: true });
     fs.mkdirSync(tmp, { recursive: true });
     buildChatGguf({ modelDir: source, out: path.join(tmp, file), pre: 'qwen2', embedding });
-    // The whole trained window, as the ONNX model serves it (a GGUF is capped at 8192 per sequence
-    // unless its manifest says more; this model's KV is 256 bytes a token, so 8 x 32k is 64 MiB).
-    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ contextLength: 32_768, bundled: { version }, ggufBuild: BUILD }, null, 2) + '\n');
+    // The chat model states no context: it is served the GGUF's trained 32,768 tokens, as a
+    // downloaded GGUF is (its KV is 256 bytes a token: 8 x 32k is 64 MiB, within any default KV
+    // budget). The embedding model's input is one pass, its context capped unless the manifest says more.
+    const context = embedding ? { contextLength: 32_768 } : {};
+    fs.writeFileSync(path.join(tmp, 'manifest.json'), JSON.stringify({ ...context, bundled: { version }, ggufBuild: BUILD }, null, 2) + '\n');
     fs.rmSync(dir, { recursive: true, force: true });
     fs.renameSync(tmp, dir);
     options.log?.(`[models] built ${id} (GGUF of ${SOURCE}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);

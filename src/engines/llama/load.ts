@@ -5,17 +5,20 @@
  * tokenizer.json beside it (src/tokenize/gguf-tokenizer.ts), so the chat layer renders and counts
  * with the same code as for an ONNX model; llama.cpp runs the weights.
  *
- * One llama.cpp runtime per worker, for the backend the `gpu` setting names; one context per chat
- * model with `generationBatchSize` sequences (llama-server's slots), each with the model's context
- * length, decoded together in one batch (./runner.ts).
+ * One llama.cpp runtime per worker, for the backend the `gpu` setting names; a chat model's
+ * `generationBatchSize` sequences (llama-server's slots) in one context, or two of different
+ * sequence sizes (a long room and a short room), as its KV budget allows (./layout.ts), decoded in
+ * a continuous batch (./runner.ts).
  */
 import type { Llama, LlamaContext, LlamaEmbeddingContext, LlamaModel, LlamaRankingContext } from 'node-llama-cpp';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { LogFn } from '../../core/log.js';
 import { ggufNumber, readGgufMetadata, type GgufMetadata } from '../../models/gguf.js';
+import { kvBytesPerToken } from '../../models/gguf-kv.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { loadGgufTokenizer, type LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 import type { GenerationDefaults } from '../sequence.js';
+import { layoutText, planLayout, type Layout } from './layout.js';
 
 /** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
 export interface LlamaLoaded extends LoadedTokenizer {
@@ -26,8 +29,10 @@ export interface LlamaLoaded extends LoadedTokenizer {
   vocabSize: number;
   llama: Llama;
   model: LlamaModel;
-  /** Chat models: the context whose sequences ./runner.ts decodes. */
-  context?: LlamaContext;
+  /** Chat models: the contexts whose sequences ./runner.ts decodes, one per room of the layout, longest first. */
+  contexts?: LlamaContext[];
+  /** Chat models: the rooms and the KV bytes they take (./layout.ts). */
+  layout?: Layout;
   /** Embedding models. */
   embedding?: LlamaEmbeddingContext;
   /** Rerank models (pooling type rank: a cross-encoder's score). */
@@ -84,23 +89,15 @@ function generationDefaults(metadata: GgufMetadata): GenerationDefaults {
 }
 
 const KV_TYPES = { q8_0: 'Q8_0', q4_0: 'Q4_0', float16: 'F16' } as const;
-/** Bytes per value of each KV type (Q8_0: 34 bytes a block of 32, Q4_0: 18). */
-const KV_BYTES = { auto: 2, float16: 2, q8_0: 34 / 32, q4_0: 18 / 32 } as const;
 
-/** Bytes of KV a token takes: layers x (keys + values) per KV head, from the architecture's metadata. */
-function kvBytesPerToken(metadata: GgufMetadata, engine: EngineSettings): number {
-  const arch = String(metadata.get('general.architecture'));
-  const n = (key: string) => ggufNumber(metadata, `${arch}.${key}`);
-  const heads = n('attention.head_count') ?? 1;
-  const kvHeads = n('attention.head_count_kv') ?? heads;
-  const headDim = (n('embedding_length') ?? 0) / heads;
-  const perLayer = kvHeads * ((n('attention.key_length') ?? headDim) + (n('attention.value_length') ?? headDim));
-  return Math.round((n('block_count') ?? 0) * perLayer * KV_BYTES[engine.kvCacheDtype]);
+function vocabSize(metadata: GgufMetadata): number {
+  const tokens = metadata.get('tokenizer.ggml.tokens');
+  return Array.isArray(tokens) ? tokens.length : 0;
 }
 
 export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, log: LogFn = () => {}): Promise<LlamaLoaded> {
   const file = info.gguf?.parts[0];
-  if (!file) throw new Error(`${info.id} is not a GGUF model`);
+  if (!file || !info.gguf) throw new Error(`${info.id} is not a GGUF model`);
   const metadata = readGgufMetadata(file);
   const [{ tokenizer }, llama] = await Promise.all([loadGgufTokenizer(info, metadata), llamaRuntime(engine, log)]);
   const onGpu = llama.gpu !== false;
@@ -112,20 +109,35 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   // 7,353-token prefill of the test model 5.0 s instead of 0.8 s, each decoding step 250 ms).
   const threads = { threads: engine.intraOpThreads > 0 ? engine.intraOpThreads : llama.cpuMathCores };
   const flashAttention = engine.flashAttention === 'auto' ? 'auto' as const : engine.flashAttention === 'on';
-  let context: LlamaContext | undefined;
+  let contexts: LlamaContext[] | undefined;
+  let layout: Layout | undefined;
   let embedding: LlamaEmbeddingContext | undefined;
   let ranking: LlamaRankingContext | undefined;
   if (info.task === 'chat') {
     const kv = engine.kvCacheDtype === 'auto' ? {} : { experimentalKvCacheKeyType: KV_TYPES[engine.kvCacheDtype], experimentalKvCacheValueType: KV_TYPES[engine.kvCacheDtype] };
-    context = await model.createContext({
-      contextSize: info.contextLength,
+    layout = planLayout({
+      contextLength: info.contextLength,
       sequences: engine.generationBatchSize,
-      batchSize: engine.prefillChunkTokens,
-      flashAttention,
-      ...threads,
-      ...kv,
+      bytesPerToken: info.gguf.kv?.bytesPerToken ?? kvBytesPerToken(metadata, engine.kvCacheDtype),
+      budgetBytes: info.gguf.kv?.budgetBytes ?? Number.MAX_SAFE_INTEGER,
+      // A prefill chunk's logits, float32 (./layout.ts).
+      contextOverheadBytes: vocabSize(metadata) * engine.prefillChunkTokens * 4,
     });
-    notes.push(`llama.cpp on ${device}: ${engine.generationBatchSize} sequences of ${info.contextLength} tokens, flash attention ${context.flashAttention ? 'on' : 'off'}`);
+    contexts = [];
+    for (const room of layout.rooms) {
+      contexts.push(await model.createContext({
+        contextSize: room.contextSize,
+        sequences: room.sequences,
+        batchSize: engine.prefillChunkTokens,
+        flashAttention,
+        // A sliding-window model keeps every position's KV (the budget counts them all): a kept
+        // prefix is then reused as it is, never re-evaluated from a checkpoint (./slots.ts).
+        swaFullCache: true,
+        ...threads,
+        ...kv,
+      }));
+    }
+    notes.push(`llama.cpp on ${device}: sequences ${layoutText(layout)} tokens (${(layout.kvBytes / 2 ** 20).toFixed(0)} MiB of KV), flash attention ${contexts[0]!.flashAttention ? 'on' : 'off'}`);
   } else {
     // An encoder's input goes through in one pass: a batch as long as its context.
     const encoder = { contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads };
@@ -137,27 +149,26 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   // Every token llama.cpp itself ends a generation on (it also finds them by their text: <|im_end|>, <|endoftext|>...).
   const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   types.forEach((type, id) => type === 3 && model.isEogToken(id as never) && eos.push(id));
-  const tokens = metadata.get('tokenizer.ggml.tokens');
   return {
     info,
     tokenizer,
     llama,
     model,
-    ...(context ? { context } : {}),
+    ...(contexts && layout ? { contexts, layout } : {}),
     ...(embedding ? { embedding } : {}),
     ...(ranking ? { ranking } : {}),
     device,
-    kvBytesPerToken: kvBytesPerToken(metadata, engine),
+    kvBytesPerToken: info.gguf.kv?.bytesPerToken ?? kvBytesPerToken(metadata, engine.kvCacheDtype),
     notes,
     engine,
     eosTokenIds: [...new Set(eos)],
     generationDefaults: generationDefaults(metadata),
-    vocabSize: Array.isArray(tokens) ? tokens.length : 0,
+    vocabSize: vocabSize(metadata),
   };
 }
 
 export async function disposeLlamaModel(loaded: LlamaLoaded): Promise<void> {
-  await loaded.context?.dispose();
+  for (const context of loaded.contexts ?? []) await context.dispose();
   await loaded.embedding?.dispose();
   await loaded.ranking?.dispose();
   await loaded.model.dispose();

@@ -1,7 +1,7 @@
 /**
  * The llama.cpp engine as the chat layer sees it (../sequence.ts SequenceEngine), llama-server's
- * slots on node-llama-cpp: one context with `generationBatchSize` sequences, whose pending tokens
- * node-llama-cpp decodes in one batch each step (continuous batching: a sequence joins or leaves
+ * slots on node-llama-cpp: `generationBatchSize` sequences in one context or two (./layout.ts), whose
+ * pending tokens node-llama-cpp decodes in one batch a context each step (continuous batching: a sequence joins or leaves
  * between steps). Which sequence a request runs on and what of its KV is kept is ./slots.ts's;
  * this file feeds the sequence it is handed.
  *
@@ -23,7 +23,7 @@ import { type SamplingSettings, type SequenceEngine, type SequencePrefix, type S
 import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
 import { maskBias } from './mask-bias.js';
-import { LlamaSlots } from './slots.js';
+import { LlamaSlots, type Placement } from './slots.js';
 
 const engines = new WeakMap<LlamaLoaded, SequenceEngine>();
 
@@ -42,12 +42,14 @@ class LlamaSequences implements SequenceEngine {
     this.slots = new LlamaSlots(loaded);
   }
 
-  lookup(promptIds: readonly number[]): SequencePrefix | null {
-    return this.slots.lookup(promptIds);
+  /** The request's sequence, claimed (waiting for one that fits), with the prefix of the prompt it keeps (./slots.ts). */
+  lookup(promptIds: readonly number[], maxTokens = 0): Promise<SequencePrefix> {
+    return this.slots.place(promptIds, maxTokens);
   }
 
   async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
-    const { slot, reuse } = await this.slots.take(prefix);
+    const placement = (prefix as Placement | null | undefined) ?? (await this.slots.place(spec.promptIds, spec.maxTokens));
+    const { slot, length: reuse } = placement;
     this.running++;
     let peak = this.running;
     try {
@@ -55,7 +57,7 @@ class LlamaSequences implements SequenceEngine {
       return peak;
     } finally {
       this.running--;
-      this.slots.release(slot);
+      placement.release();
     }
   }
 

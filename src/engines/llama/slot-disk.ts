@@ -49,10 +49,10 @@ export class SlotDiskCache {
     private readonly log: LogFn,
   ) {}
 
-  /** A file sharing a longer prefix than `inMemory` tokens, placed on the least recently used free slot; undefined otherwise. */
-  lookup<S extends SlotLike>(promptIds: readonly number[], inMemory: number, slots: readonly S[]): DiskSlotPrefix<S> | undefined {
+  /** A file sharing a longer prefix than `inMemory` tokens, placed on the least recently used free slot that `fits`; undefined otherwise. */
+  lookup<S extends SlotLike>(promptIds: readonly number[], inMemory: number, slots: readonly S[], fits: (slot: S) => boolean = () => true): DiskSlotPrefix<S> | undefined {
     this.slots = slots;
-    const slot = slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
+    const slot = slots.filter((s) => !s.busy && fits(s)).sort((a, b) => a.lastUsed - b.lastUsed)[0];
     if (!slot || slot.sequence.needsCheckpoints) return undefined;
     const found = findSequenceState(this.storeFor(slot.sequence), promptIds, inMemory);
     return found ? { slot, length: found.length, fromDisk: found } : undefined;
@@ -101,7 +101,7 @@ export class SlotDiskCache {
 /** Gives a loaded GGUF chat model its disk cache when the settings ask for one (the worker, after the load). */
 export function attachSlotDiskCache(loaded: LlamaLoaded, log: LogFn): void {
   const { promptCacheDir, promptCacheDiskBytes, promptCacheBytes } = loaded.engine;
-  if (loaded.context && promptCacheDir && promptCacheDiskBytes > 0 && promptCacheBytes > 0) caches.set(loaded, new SlotDiskCache(loaded, log));
+  if (loaded.contexts?.length && promptCacheDir && promptCacheDiskBytes > 0 && promptCacheBytes > 0) caches.set(loaded, new SlotDiskCache(loaded, log));
 }
 
 /** The model's disk cache, if it has one (./slots.ts asks at lookup and take). */

@@ -1,13 +1,25 @@
 /**
- * Where a request runs on the llama.cpp engine: the sequences of the model's context (llama-server's
- * slots) and what each one's KV holds. ./runner.ts feeds the sequence it is handed; this file
- * decides which one, what of its KV is kept, and what counts as a cache read.
+ * Where a request runs on the llama.cpp engine: the sequences of the model's contexts (llama-server's
+ * slots; one context per room of the layout, ./layout.ts) and what each one's KV holds.
+ * ./runner.ts feeds the sequence it is handed; this file decides which one, what of its KV is kept,
+ * and what counts as a cache read.
  *
+ * - Rooms: a request needs its prompt plus max_tokens (the chat turn has clamped max_tokens to the
+ *   context served) and runs on a sequence at least that long: the short room's when it fits there,
+ *   else the long room's. Requests wait in arrival order for a sequence that fits (one that needs
+ *   the long room while every long sequence is busy waits; later ones that fit a free short
+ *   sequence go ahead of it), never failed for want of room.
  * - Prefix reuse (unless the prompt cache is off): a sequence keeps its KV when its request ends.
- *   `lookup` finds the free sequence whose tokens share the longest prefix with the prompt; `take`
- *   claims that very sequence and erases what follows the prefix, so the count reported before the
- *   prefill is the count reused. A request that finds none (or finds its sequence taken meanwhile)
- *   gets the least recently used free sequence, its KV erased, once one is free.
+ *   `place` claims the free sequence that fits and shares the longest prefix with the prompt, else
+ *   (once one is free) the least recently used that fits, and erases its KV after what it reuses of
+ *   the prompt; the count it returns, reported before the prefill (the chat task's `start`, sent
+ *   once the request has its sequence), is the count reused.
+ * - Exact counts: a sequence whose KV cannot be cut at any position (a recurrent or hybrid model:
+ *   node-llama-cpp's `needsCheckpoints`) would have node-llama-cpp re-evaluate the kept prefix
+ *   inside `eraseContextTokenRanges` (from a checkpoint, or from the start); such a sequence is
+ *   reused only when nothing of it is erased (the prompt extends all it holds), so what is reported
+ *   read was not evaluated again. Sliding-window models get llama.cpp's full-size cache (./load.ts),
+ *   which cuts like any other.
  * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
  *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
  *
@@ -22,18 +34,20 @@ import { slotDiskCache } from './slot-disk.js';
 
 export interface Slot {
   sequence: LlamaContextSequence;
+  /** Tokens the sequence holds at most (its room's). */
+  size: number;
   busy: boolean;
   lastUsed: number;
 }
 
-export interface SlotPrefix extends SequencePrefix {
+/**
+ * A claimed sequence whose first `length` tokens of KV are the prompt's: the count reported as
+ * cache reads. `release` gives it back, once (the runner when the request ends; the chat task when
+ * the request is cancelled before it runs).
+ */
+export interface Placement extends SequencePrefix {
   slot: Slot;
-}
-
-/** A claimed sequence whose first `reuse` tokens of KV are the prompt's. */
-export interface Placement {
-  slot: Slot;
-  reuse: number;
+  release(): void;
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
@@ -49,70 +63,93 @@ const noShift = {
   },
 };
 
+/** A request waiting for a sequence of at least `need` tokens. */
+interface Waiter {
+  need: number;
+  grant: (slot: Slot) => void;
+}
+
 export class LlamaSlots {
+  /** Shortest room first: a request takes the shortest sequence it fits. */
   private readonly slots: Slot[];
-  private readonly waiting: Array<() => void> = [];
+  private readonly waiting: Waiter[] = [];
   private clock = 0;
   private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
 
   constructor(private readonly loaded: LlamaLoaded) {
-    const context = loaded.context;
-    if (!context) throw new Error(`${loaded.info.id} has no generation context`);
-    this.slots = Array.from({ length: context.totalSequences }, () => {
+    const contexts = loaded.contexts;
+    if (!contexts?.length) throw new Error(`${loaded.info.id} has no generation context`);
+    this.slots = contexts.flatMap((context) => Array.from({ length: context.totalSequences }, () => {
       const sequence = context.getSequence({ contextShift: noShift });
       acceptMaskBias(sequence);
-      return { sequence, busy: false, lastUsed: 0 };
-    });
-  }
-
-  lookup(promptIds: readonly number[]): SlotPrefix | null {
-    // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
-    // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
-    if (this.loaded.engine.promptCacheBytes === 0) return null;
-    let best: SlotPrefix | null = null;
-    for (const slot of this.slots) {
-      if (slot.busy) continue;
-      // At least the prompt's last token is evaluated: its logits choose the first output token.
-      const length = Math.min(commonPrefix(slot.sequence.contextTokens, promptIds), promptIds.length - 1);
-      if (length > 0 && (!best || length > best.length)) best = { length, slot };
-    }
-    // Prompt cache on disk (issue 40; ./slot-disk.ts): a file sharing a longer prefix than any free sequence.
-    best = slotDiskCache(this.loaded)?.lookup(promptIds, best?.length ?? 0, this.slots) ?? best;
-    if (best) {
-      this.stats.hits++;
-      this.stats.tokensReused += best.length;
-    } else this.stats.misses++;
-    return best;
+      return { sequence, size: context.contextSize, busy: false, lastUsed: 0 };
+    })).sort((a, b) => a.size - b.size);
   }
 
   /**
-   * Claims the sequence `prefix` names when it is still free (synchronously after lookup), else the
-   * least recently used free one, and erases its KV after what is reused.
+   * Claims a sequence for a prompt and `maxTokens` (the most the request generates: the sequence
+   * holds both), waiting for one when none that fits is free, and erases its KV after the prefix it
+   * reuses. Resolves once the sequence is this request's; the caller must `release` it.
    */
-  async take(prefix?: SequencePrefix | null): Promise<Placement> {
-    const wanted = (prefix as SlotPrefix | null | undefined)?.slot;
-    const slot = wanted && !wanted.busy ? wanted : await this.freeSlot();
-    slot.busy = true;
-    // Prompt cache on disk (issue 40; ./slot-disk.ts): a placement from a file loads it into the sequence first.
-    const reuse = slot === wanted ? await (slotDiskCache(this.loaded)?.claim(slot.sequence, prefix!) ?? prefix!.length) : 0;
+  async place(promptIds: readonly number[], maxTokens: number): Promise<Placement> {
+    const need = promptIds.length + maxTokens;
+    const longest = this.slots.at(-1)!.size;
+    // Never waits for what no sequence can hold (the chat turn keeps prompt plus max_tokens within the longest).
+    if (need > longest) throw new Error(`a request of ${need} tokens, prompt and output, is longer than the longest sequence (${longest})`);
+    // The prompt cache turned off (PROMPT_CACHE_BYTES=0): no reuse, as on the ONNX engine. Any
+    // other budget: the sequences' own KV is the cache (its size is theirs, not the budget's).
+    const reuses = this.loaded.engine.promptCacheBytes !== 0;
+    let slot = reuses ? this.bestPrefix(promptIds, need) : undefined;
+    // Prompt cache on disk (issue 40; ./slot-disk.ts): a file sharing a longer prefix than any free
+    // sequence that fits is placed on the least recently used of them (none while others wait).
+    const disk = reuses && this.waiting.length === 0 ? slotDiskCache(this.loaded) : undefined;
+    const fromDisk = disk?.lookup(promptIds, slot ? reusable(slot.sequence, promptIds) : 0, this.slots, (s) => s.size >= need);
+    if (fromDisk) slot = fromDisk.slot;
+    if (slot) slot.busy = true;
+    else slot = await this.freeSlot(need);
+    // A placement from a file loads it into the sequence first (never throws: 0 when it was refused).
+    const length = fromDisk ? await disk!.claim(slot.sequence, fromDisk) : reuses ? reusable(slot.sequence, promptIds) : 0;
+    const claimed = slot;
+    let released = false;
+    const release = () => {
+      if (!released) this.release(claimed);
+      released = true;
+    };
     const { sequence } = slot;
     try {
-      if (sequence.nextTokenIndex > reuse) {
-        if (reuse === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
-        await sequence.eraseContextTokenRanges([{ start: reuse, end: sequence.nextTokenIndex }]);
+      if (sequence.nextTokenIndex > length) {
+        if (length === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
+        await sequence.eraseContextTokenRanges([{ start: length, end: sequence.nextTokenIndex }]);
       }
     } catch (error) {
-      this.release(slot);
+      release();
       throw error;
     }
-    return { slot, reuse };
+    if (length > 0) {
+      this.stats.hits++;
+      this.stats.tokensReused += length;
+    } else if (reuses) this.stats.misses++;
+    return { slot, length, release };
   }
 
-  /** The request on `slot` ended: its KV stays for a later prompt with the same prefix. */
-  release(slot: Slot): void {
+  /** The free sequence that fits and holds the longest prefix of the prompt, if any holds one. */
+  private bestPrefix(promptIds: readonly number[], need: number): Slot | undefined {
+    let best: Slot | undefined;
+    let bestLength = 0;
+    for (const slot of this.slots) {
+      // A sequence a waiting request fits is that request's.
+      if (slot.busy || slot.size < need || this.waiting.some((w) => w.need <= slot.size)) continue;
+      const length = reusable(slot.sequence, promptIds);
+      if (length > bestLength) [best, bestLength] = [slot, length];
+    }
+    return best;
+  }
+
+  /** The request on `slot` ended: its KV stays for a later prompt with the same prefix; a waiter it fits gets it. */
+  private release(slot: Slot): void {
     slot.busy = false;
     slot.lastUsed = ++this.clock;
-    this.waiting.shift()?.();
+    this.dispatch();
   }
 
   promptCacheStats(): PromptCacheStats {
@@ -120,18 +157,54 @@ export class LlamaSlots {
     return { ...this.stats, bytes: held * this.loaded.kvBytesPerToken, entries: this.slots.filter((s) => s.sequence.nextTokenIndex > 0).length };
   }
 
+  /** The shortest free sequence of at least `need` tokens, the least recently used among its room's. */
+  private fitting(need: number): Slot | undefined {
+    let best: Slot | undefined;
+    for (const s of this.slots) {
+      if (s.busy || s.size < need) continue;
+      if (!best || s.size < best.size || (s.size === best.size && s.lastUsed < best.lastUsed)) best = s;
+    }
+    return best;
+  }
+
   /**
-   * The least recently used free sequence, once there is one, claimed before it is handed back: two
-   * runs started in one tick must not both take it (the await between here and the caller would let them).
+   * A free sequence that fits, claimed before it is handed back (two runs started in one tick must
+   * not both take it): at once when one is free and no earlier waiter fits it, else in turn.
    */
-  private async freeSlot(): Promise<Slot> {
-    for (;;) {
-      const free = this.slots.filter((s) => !s.busy).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-      if (free) {
-        free.busy = true;
-        return free;
+  private freeSlot(need: number): Promise<Slot> {
+    const free = this.fitting(need);
+    if (free && !this.waiting.some((w) => w.need <= free.size)) {
+      free.busy = true;
+      return Promise.resolve(free);
+    }
+    return new Promise<Slot>((grant) => {
+      this.waiting.push({ need, grant });
+      this.dispatch();
+    });
+  }
+
+  /** Hands free sequences to the waiters in arrival order, each the shortest that fits it. */
+  private dispatch(): void {
+    for (let i = 0; i < this.waiting.length; ) {
+      const waiter = this.waiting[i]!;
+      const free = this.fitting(waiter.need);
+      if (!free) {
+        i++;
+        continue;
       }
-      await new Promise<void>((resolve) => this.waiting.push(resolve));
+      free.busy = true;
+      this.waiting.splice(i, 1);
+      waiter.grant(free);
     }
   }
+}
+
+/**
+ * Tokens of the prompt the sequence's KV serves as it is: the common prefix, short of the prompt's
+ * last token (its logits choose the first output token, so it is evaluated); on a sequence whose KV
+ * cannot be cut (see the file's comment), all it holds or nothing.
+ */
+function reusable(sequence: LlamaContextSequence, promptIds: readonly number[]): number {
+  const length = Math.min(commonPrefix(sequence.contextTokens, promptIds), promptIds.length - 1);
+  return sequence.needsCheckpoints && length < sequence.nextTokenIndex ? 0 : length;
 }

@@ -73,6 +73,10 @@ function lifecycle(status: ModelStatus | undefined) {
     pinned: status.pinned ?? true,
     file_bytes: status.fileBytes ?? null,
     device: status.device ?? null,
+    // A loaded GGUF chat model: the KV cache its sequences take, and their sizes in tokens (the
+    // longest is context_length; src/engines/llama/layout.ts).
+    kv_bytes: status.kvBytes ?? null,
+    sequences: status.sequences ?? null,
     loaded_at: iso(status.loadedAt),
     last_used_at: iso(status.lastUsed || undefined),
     expires_at: iso(status.expiresAt),
