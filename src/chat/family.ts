@@ -49,7 +49,10 @@ function describe(model: ChatTokenizer): Family {
     const ids = tokenizer.encode(text, { add_special_tokens: false });
     return ids.length === 1 ? ids[0] : undefined;
   };
-  const keep = new Set(markers.map(single).filter((id): id is number => id !== undefined));
+  // Every token of a marker stays in the text the parser reads: a marker of several tokens (Gemma 4's
+  // thought opens with `<|channel>thought`, a special token then text) would not match without its
+  // special one.
+  const keep = new Set(markers.flatMap((marker) => tokenizer.encode(marker, { add_special_tokens: false })));
   const drop = new Set((tokenizer as unknown as { all_special_ids?: number[] }).all_special_ids ?? []);
   for (const id of keep) drop.delete(id);
   const ids = (texts: readonly string[] | undefined) => (texts ?? []).map(single).filter((id): id is number => id !== undefined);

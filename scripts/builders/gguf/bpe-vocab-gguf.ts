@@ -34,6 +34,12 @@ export interface BpeVocabGgufOptions {
    * and special tokens are the family's, which is what the server's loading and counting see.
    */
   weights?: boolean;
+  /**
+   * Tokens the vocabulary lacks, appended after its rows (those it has stay as they are): a later
+   * release's markers (DeepSeek V3.1's `<think>`, Gemma 4's `<|tool_call>` over Gemma 3's vocabulary).
+   * `special`: a control token, else user-defined (as the family's converter writes it).
+   */
+  added?: ReadonlyArray<{ content: string; special: boolean }>;
 }
 
 const BYTE_TOKEN = /^<0x[0-9A-F]{2}>$/;
@@ -88,7 +94,12 @@ function cut(vocabulary: string, limit: number, byteTokens: boolean) {
 /** Writes `out`. */
 export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): void {
   const { config } = read(options.vocabulary);
-  const { kept, tokens, merges } = cut(options.vocabulary, options.vocabSize ?? Infinity, options.model === 'gemma4');
+  const base = cut(options.vocabulary, options.vocabSize ?? Infinity, options.model === 'gemma4');
+  const known = new Set(base.tokens);
+  const extra = (options.added ?? []).filter((t) => !known.has(t.content));
+  const kept = [...base.kept, ...extra.map((t) => ({ token: t.content, type: t.special ? TYPE.control : TYPE.userDefined }))];
+  const tokens = kept.map((row) => row.token);
+  const { merges } = base;
   const id = (name: string | undefined) => (name === undefined ? -1 : tokens.indexOf(name));
   const bos = id(options.bos ?? content(config.bos_token));
   const eos = id(content(config.eos_token));
