@@ -7,6 +7,7 @@
  * naming it.
  */
 import { z } from 'zod';
+import { ignoreEosSchema } from '../shared/ignore-eos.js';
 
 /** A content part of a message item: text, or another kind the converter names in its refusal. */
 const contentPart = z.object({ type: z.string(), text: z.string().optional() }).passthrough();
@@ -99,6 +100,7 @@ export const responsesSchema = z
     temperature: z.number().min(0).max(2).nullish(),
     top_p: z.number().min(0).max(1).nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
+    ignore_eos: ignoreEosSchema,
     include: z.array(z.string()).nullish(),
     tools: z.array(toolSchema).nullish(),
     tool_choice: toolChoiceSchema.nullish(),
