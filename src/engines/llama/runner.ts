@@ -24,6 +24,7 @@ import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
 import { maskBias } from './mask-bias.js';
 import { LlamaSlots } from './slots.js';
+import { StepGate } from './step-gate.js';
 
 const engines = new WeakMap<LlamaLoaded, SequenceEngine>();
 
@@ -36,6 +37,7 @@ export function llamaEngine(loaded: LlamaLoaded): SequenceEngine {
 class LlamaSequences implements SequenceEngine {
   readonly constrains = true;
   private readonly slots: LlamaSlots;
+  private readonly gate = new StepGate();
   private running = 0;
 
   constructor(private readonly loaded: LlamaLoaded) {
@@ -102,9 +104,11 @@ class LlamaSequences implements SequenceEngine {
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
       : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: (() => bias) as unknown as () => TokenBias, yieldEogToken: true });
+    this.gate.join();
     try {
       let replacement: Token | undefined;
       for (;;) {
+        await this.gate.arrive();
         spec.busy?.(true);
         step();
         const next = await iterator.next(replacement);
@@ -125,6 +129,7 @@ class LlamaSequences implements SequenceEngine {
         if (!plan) bias = maskBias(mask, vocab);
       }
     } finally {
+      this.gate.leave();
       spec.busy?.(false);
       await iterator.return(undefined);
     }
