@@ -5,6 +5,8 @@
  * between steps). Which sequence a request runs on and what of its KV is kept is ./slots.ts's;
  * this file feeds the sequence it is handed.
  *
+ * - Steps: the decoding sequences ask for their next tokens together (./step-gate.ts), so each step
+ *   is one batch of all of them, as llama-server steps its slots.
  * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
  *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
  *   disallows, end-of-generation tokens included, handed to the addon as typed arrays made once per
