@@ -138,14 +138,20 @@ interface Target {
 
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
-/** Posts an OpenAI chat completion, streamed when asked; times the first content delta and the end. */
-function postChat(url: string, body: Record<string, unknown>): Promise<Chat> {
+/**
+ * Posts a completion, streamed when asked; times the first text and the end. `route`: our OpenAI chat
+ * route (usage in its last chunk), or llama-server's own /completion fed token ids (its counts in
+ * `tokens_evaluated` / `tokens_predicted`): its chat route ends a random-weight model's output with
+ * a 500 when the text does not parse as the template's format (tags, calls), so it is given the ids
+ * our chat layer renders, as node-llama-cpp is.
+ */
+function postChat(url: string, body: Record<string, unknown>, route = '/v1/chat/completions'): Promise<Chat> {
   return new Promise((resolve, reject) => {
     const payload = JSON.stringify(body);
     const started = performance.now();
     let first = NaN;
     let text = '';
-    const req = http.request(`${url}/v1/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
+    const req = http.request(`${url}${route}`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } }, (res) => {
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         if (Number.isNaN(first) && /"(content|reasoning_content)":"[^"]/.test(chunk)) first = performance.now() - started;
@@ -155,8 +161,12 @@ function postChat(url: string, body: Record<string, unknown>): Promise<Chat> {
         const total = performance.now() - started;
         if (res.statusCode !== 200) return reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 500)}`));
         const usage = [...text.matchAll(/"usage":(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})/g)].at(-1)?.[1];
-        if (!usage) return reject(new Error(`${url}: no usage in ${text.slice(-500)}`));
-        const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = JSON.parse(usage) as { prompt_tokens: number; completion_tokens: number };
+        const evaluated = [...text.matchAll(/"tokens_evaluated":(\d+)/g)].at(-1)?.[1];
+        const predicted = [...text.matchAll(/"tokens_predicted":(\d+)/g)].at(-1)?.[1];
+        if (!usage && !(evaluated && predicted)) return reject(new Error(`${url}: no usage in ${text.slice(-500)}`));
+        const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = usage
+          ? JSON.parse(usage) as { prompt_tokens: number; completion_tokens: number }
+          : { prompt_tokens: Number(evaluated), completion_tokens: Number(predicted) };
         const ttft = body.stream ? first : total;
         resolve({ ttftMs: ttft, decodeTps: (completionTokens - 1) / ((total - ttft) / 1000), totalMs: total, promptTokens, completionTokens });
       });
@@ -167,8 +177,8 @@ function postChat(url: string, body: Record<string, unknown>): Promise<Chat> {
 }
 
 /** A served chat of `maxTokens`, checked: the prompt counted as rendered here (warned for llama-server), the output to its limit. */
-async function served(target: string, url: string, body: (content: string, maxTokens: number) => Record<string, unknown>, prompt: { content: string; ids: number[] }, maxTokens: number, warn: boolean): Promise<Chat> {
-  const chat = await postChat(url, body(prompt.content, maxTokens));
+async function served(target: string, url: string, body: (prompt: { content: string; ids: number[] }, maxTokens: number) => Record<string, unknown>, prompt: { content: string; ids: number[] }, maxTokens: number, warn: boolean, route?: string): Promise<Chat> {
+  const chat = await postChat(url, body(prompt, maxTokens), route);
   if (chat.completionTokens !== maxTokens) throw new Error(`${target}: ${chat.completionTokens} tokens, ${maxTokens} asked (ignore_eos)`);
   if (chat.promptTokens !== prompt.ids.length) {
     const message = `${target} counted ${chat.promptTokens} prompt tokens, the chat layer renders ${prompt.ids.length}`;
@@ -190,7 +200,7 @@ async function startOurs(): Promise<Target> {
     REQUEST_TIMEOUT_MS: '0', MAX_QUEUE: '64', WORKERS_PER_MODEL: '1', INTRA_OP_THREADS: String(THREADS),
     GENERATION_BATCH_SIZE: String(SEQUENCES), PROMPT_CACHE_BYTES: '0', ...SERVER_ENV,
   }, { compiled: true });
-  const body = (content: string, maxTokens: number) => ({
+  const body = ({ content }: { content: string }, maxTokens: number) => ({
     model: MODEL, messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, ignore_eos: true, reasoning_effort: 'none',
     ...(maxTokens > 1 ? { stream: true, stream_options: { include_usage: true } } : {}),
   });
@@ -224,12 +234,10 @@ async function startLlamaServer(binary: string): Promise<Target> {
     await new Promise((r) => setTimeout(r, 250));
   }
   llamaServerArgs = args.join(' ');
-  const body = (content: string, maxTokens: number) => ({
-    model: MODEL, messages: [{ role: 'user', content }], max_tokens: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false,
-    chat_template_kwargs: { enable_thinking: false },
-    ...(maxTokens > 1 ? { stream: true, stream_options: { include_usage: true } } : {}),
+  const body = ({ ids }: { ids: number[] }, maxTokens: number) => ({
+    prompt: ids, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, ...(maxTokens > 1 ? { stream: true } : {}),
   });
-  const chat = (p: { content: string; ids: number[] }, n: number) => served('llama-server', url, body, p, n, true);
+  const chat = (p: { content: string; ids: number[] }, n: number) => served('llama-server', url, body, p, n, false, '/completion');
   return {
     name: 'llama-server', pid: child.pid!, chat, many: (ps, n) => manyServed(chat, ps, n),
     stop: () => new Promise((done) => (child.once('exit', () => done()), child.kill('SIGTERM'))),
@@ -339,7 +347,7 @@ writeResults(values.name!, {
   loads, samples: Object.fromEntries([...samples].map(([m, byTarget]) => [m, Object.fromEntries(byTarget)])),
 }, tables, [
   ...notes,
-  typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests with \`cache_prompt: false\`, \`ignore_eos\`, thinking off by \`chat_template_kwargs\`.`,
+  typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests to its /completion with the token ids our chat layer renders (its chat route answers a random-weight model's unparsable output with a 500), \`cache_prompt: false\`, \`ignore_eos\`.`,
   `Ours: the compiled server (dist/src/main.js, as npm start runs it), the GGUF model in its own process, GENERATION_BATCH_SIZE=${SEQUENCES}, contextLength ${CONTEXT} (its manifest), INTRA_OP_THREADS=${THREADS}, PROMPT_CACHE_BYTES=0${Object.keys(SERVER_ENV).length ? `, ${JSON.stringify(SERVER_ENV)}` : ''}; requests with \`ignore_eos\`, \`reasoning_effort: none\`. node-llama-cpp: its prebuilt CPU binary in a child process (scripts/bench/llama-cpp-child.ts), ${SEQUENCES} sequences of ${CONTEXT}, batch 512, fed the token ids our chat layer renders.`,
   `TTFT: a request of max_tokens 1 answered whole (prefill and the first token), ${[...promptTokens].map(([k, v]) => `${k}: ${v} tokens`).join(', ')}. Decoding: prompts of ${SHORT_PROMPT} tokens, ${DECODE} tokens each, greedy, streamed; aggregate = streams × tokens over the wall time from the first request sent to the last answer. Peak RSS: VmHWM summed over each process tree (ours: server + model process), the lifetime peak. Ratios: ours / peer (TTFT and RSS: lower is better; tok/s: higher is better).`,
   ...[...mismatches].map((m) => `Prompt counts differ: ${m}.`),
