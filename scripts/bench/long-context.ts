@@ -32,7 +32,6 @@
  * Every result file and every row of the kept table records the machine (./report.ts machine(): the
  * CPU model, the instruction sets that matter, the GPU if any).
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
@@ -47,6 +46,8 @@ import { machine, median, writeResults, type Table } from './report.js';
 import { currentCommit, recordRows, type TableRow } from './long-context-table.js';
 import { startServerProcess, streamOnce, type StreamRun } from './server-process.js';
 import { GGUF_FORMS, ggufSourceOf, ggufSubjectFile, ggufTypeOf, isGgufSubject, writeGgufServerFolder } from './gguf-subject.js';
+import { LlamaChild, type Run } from './llama-cpp-child-client.js';
+import { peakOf, pssOf } from './process-memory.js';
 
 /** Both shapes, the optimum-style form (fp32, 8-bit) and the model-builder form (q4, q4f16, 8-bit). */
 const FULL_TABLE = ['smollm2-135m-shape', 'qwen2.5-0.5b-shape'].flatMap((shape) => ['fp32', 'q8', 'mb-q4', 'mb-q4f16', 'mb-q8', ...Object.keys(GGUF_FORMS)].map((form) => `${shape}-${form}`));
@@ -123,75 +124,6 @@ function ggufFor(subject: string): { file: string; type: Exclude<GgmlType, 'F16'
     onnxToGguf({ modelDir: source, onnxFile, out: file, type });
   }
   return { file, type };
-}
-
-/** The process's children (Linux /proc/PID/task/TID/children). */
-const childrenOf = (pid: number): number[] =>
-  fs.readdirSync(`/proc/${pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
-
-/**
- * Peak RSS of a process and every process under it, in MiB: the sum of their peaks (VmHWM), an upper
- * bound of the peak they held together. The server runs a GGUF model in a child process of its own.
- */
-const peakOf = (pid: number): number => {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/VmHWM:\s+(\d+)/.exec(status)![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + peakOf(child), 0);
-};
-
-/**
- * Proportional set size of a process and every process under it, in MiB, now (smaps_rollup): pages
- * shared between them (Node's own code, a model file both map) count once, where summed peaks count
- * them in each process.
- */
-const pssOf = (pid: number): number =>
-  Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + pssOf(child), 0);
-
-interface Run { ttftMs: number; decodeTps: number }
-
-// --- llama.cpp child --------------------------------------------------------------------------
-
-class LlamaChild {
-  private constructor(private readonly child: ChildProcess, readonly flashAttention: boolean) {}
-
-  /** `contextSize`: tokens of each sequence (node-llama-cpp gives every sequence its own `contextSize` cells). */
-  static async start(options: { modelPath: string; contextSize: number; threads: number; sequences: number }): Promise<LlamaChild> {
-    const child = fork(path.resolve('scripts/bench/llama-cpp-child.ts'), { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
-    await LlamaChild.next(child, 'ready');
-    child.send({ type: 'load', ...options });
-    const loaded = await LlamaChild.next(child, 'loaded');
-    return new LlamaChild(child, Boolean(loaded.flashAttention));
-  }
-
-  private static next(child: ChildProcess, type: string): Promise<any> {
-    return new Promise((resolve, reject) => {
-      const onMessage = (m: any) => {
-        if (m.type === 'error') reject(new Error(`llama.cpp child: ${m.message}`));
-        else if (m.type === type) resolve(m);
-        else return;
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-      };
-      const onExit = (code: number) => reject(new Error(`llama.cpp child exited with ${code}`));
-      child.on('message', onMessage);
-      child.once('exit', onExit);
-    });
-  }
-
-  async run(prompts: number[][], decode: number): Promise<{ runs: Run[]; aggregateTps: number }> {
-    this.child.send({ type: 'run', prompts, decode });
-    return LlamaChild.next(this.child, 'result');
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  stop(): Promise<void> {
-    return new Promise((resolve) => {
-      this.child.once('exit', () => resolve());
-      this.child.send({ type: 'exit' });
-    });
-  }
 }
 
 // --- the server -------------------------------------------------------------------------------

@@ -43,6 +43,8 @@ export function validChatBody(rng: Random): Record<string, unknown> {
   if (rng.chance(0.1)) body.seed = rng.int(0, 1000);
   if (rng.chance(0.1)) body.response_format = { type: 'json_object' };
   if (rng.chance(0.05)) body.logprobs = true;
+  // The benchmark extension: with the bounded max_tokens, a run to the limit stays short.
+  if (rng.chance(0.05)) body.ignore_eos = true;
   return body;
 }
 
@@ -68,6 +70,7 @@ export function validResponsesBody(rng: Random): Record<string, unknown> {
   if (rng.chance(0.1)) body.text = { format: { type: 'json_object' } };
   if (rng.chance(0.2)) body.store = rng.chance(0.5);
   if (rng.chance(0.1)) body.reasoning = { effort: rng.pick(['none', 'low']) };
+  if (rng.chance(0.05)) body.ignore_eos = true;
   return body;
 }
 

@@ -196,7 +196,7 @@ function boundOutput(draft: Draft, limits: string[], field: string): void {
   }
 }
 
-const CHAT_FIELDS = ['messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'reasoning_effort', 'frequency_penalty', 'logit_bias', 'user', 'metadata'];
+const CHAT_FIELDS = ['messages', 'max_tokens', 'max_completion_tokens', 'temperature', 'top_p', 'stop', 'seed', 'n', 'tools', 'tool_choice', 'response_format', 'stream', 'stream_options', 'logprobs', 'top_logprobs', 'reasoning_effort', 'frequency_penalty', 'logit_bias', 'ignore_eos', 'user', 'metadata'];
 
 function chatCase(rng: Random, id: string): FuzzCase {
   const body = validChatBody(rng);
@@ -209,7 +209,7 @@ function chatCase(rng: Random, id: string): FuzzCase {
   return finish(id, 'chat', draft);
 }
 
-const RESPONSES_FIELDS = ['input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'reasoning', 'stream', 'store', 'include', 'previous_response_id', 'truncation', 'metadata', 'prompt_cache_key', 'background'];
+const RESPONSES_FIELDS = ['input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'tools', 'tool_choice', 'parallel_tool_calls', 'text', 'reasoning', 'stream', 'store', 'include', 'previous_response_id', 'truncation', 'metadata', 'prompt_cache_key', 'background', 'ignore_eos'];
 
 /** POST /v1/responses (and its input_tokens count): the same bound on output as chat (an unlimited one gets 4 back). */
 function responsesCase(rng: Random, id: string): FuzzCase {

@@ -6,7 +6,9 @@
  *
  * A turn stops at the model's end-of-sequence ids, at its output limit, at a stop string, at the
  * first tool call when parallel calls are off, or where the grammar is complete; the engine stops it
- * when cancelled. Events (the answer's parts as they grow, log probabilities) go to `send` as they
+ * when cancelled. With `ignoreEos` (a benchmark's fixed output length) the end ids are disallowed in
+ * free text, as llama-server's logit bias does, and one that comes anyway (a script) does not end
+ * it, as in vLLM; where a grammar governs, its end still ends the turn. Events (the answer's parts as they grow, log probabilities) go to `send` as they
  * happen; `result` gives the whole answer once the engine has run the sequence.
  *
  * Contract: worker thread; one turn per request, `dispose` once its sequence has ended.
@@ -41,18 +43,22 @@ interface Progress {
   stopString: string | null;
   /** The grammar was complete and the model cannot write its end token: the answer ended there. */
   grammarEnded: boolean;
+  /** The last token was an end token that ends the turn (not one `ignoreEos` passes over). */
+  ended: boolean;
   logprobs: TokenLogprob[];
   /** The step's log probabilities (from `observe`), until its token arrives. */
   step?: StepLogprobs;
 }
 
 export class ChatTurn {
-  private readonly progress: Progress = { generated: [], thinkingTokens: 0, stopString: null, grammarEnded: false, logprobs: [] };
+  private readonly progress: Progress = { generated: [], thinkingTokens: 0, stopString: null, grammarEnded: false, ended: false, logprobs: [] };
   private readonly eos: ReadonlySet<number>;
   private readonly stream: TextStream;
   private readonly answer: AnswerBuilder;
   private readonly send: (event: ChatEvent) => void;
   private readonly thinking: ThinkingPlan | undefined;
+  /** With ignoreEos: every token but the end ids, and the thinking masks so narrowed (made once each). */
+  private readonly noEnd: { all: LogitsMask; narrowed: WeakMap<LogitsMask, LogitsMask> } | undefined;
 
   private constructor(
     private readonly model: ChatModel,
@@ -66,6 +72,7 @@ export class ChatTurn {
     // does; its message ends (harmony's <|end|>) do not, even where the model lists them.
     this.eos = new Set([...model.eosTokenIds, ...family.endIds].filter((id) => !family.continueIds.includes(id)));
     this.send = options.send ?? (() => {});
+    if (request.ignoreEos) this.noEnd = { all: this.withoutEnd(new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(-1 >>> 0)), narrowed: new WeakMap() };
     // The parser reads the family's markers, so the text keeps them (special or not); the answer
     // builder keeps them from the client's text.
     this.stream = new TextStream(family.decode, request.stopStrings);
@@ -121,7 +128,7 @@ export class ChatTurn {
       maxTokens: this.maxTokens,
       sampling: samplingFor(this.request.sampling, this.model.generationDefaults),
       onToken: (id) => (this.accept(id), this.shouldStop(id)),
-      ...(this.thinking || this.guide ? { logitsMask: () => this.mask() } : {}),
+      ...(this.thinking || this.guide || this.noEnd ? { logitsMask: () => this.mask() } : {}),
       ...(top !== undefined ? { observe: (row: Float32Array, token: number) => void (this.progress.step = stepLogprobs(row, token, top)) } : {}),
     };
   }
@@ -131,12 +138,32 @@ export class ChatTurn {
     const { thinking, guide, progress } = this;
     const remaining = this.maxTokens - progress.generated.length;
     if (thinking && !thinking.done) {
-      return thinking.mask({ generated: progress.generated.length, thinkingTokens: progress.thinkingTokens, remaining, ...(guide ? { reserve: guide.reserve } : {}) });
+      const mask = thinking.mask({ generated: progress.generated.length, thinkingTokens: progress.thinkingTokens, remaining, ...(guide ? { reserve: guide.reserve } : {}) });
+      return this.noEnd ? this.narrow(mask) : mask;
     }
-    return guide?.mask(remaining).then((mask) => {
+    if (!guide) return this.noEnd?.all;
+    return guide.mask(remaining).then((mask) => {
       if (mask === null) progress.grammarEnded = true;
       return mask;
     });
+  }
+
+  /** A thinking mask without the end ids (ignoreEos), unless they are all it allows. */
+  private narrow(mask: LogitsMask | undefined): LogitsMask | undefined {
+    const { all, narrowed } = this.noEnd!;
+    if (!mask) return all;
+    let known = narrowed.get(mask);
+    if (!known) {
+      const without = this.withoutEnd(mask.slice());
+      narrowed.set(mask, (known = without.some((word) => word !== 0) ? without : mask));
+    }
+    return known;
+  }
+
+  /** `mask` (changed in place) with the turn's end ids disallowed. */
+  private withoutEnd(mask: LogitsMask): LogitsMask {
+    for (const id of this.eos) if (id >>> 5 < mask.length) mask[id >>> 5]! &= ~(1 << (id & 31));
+    return mask;
   }
 
   /** A generated token: its log probabilities, the grammar or the thought, then its text into the answer. */
@@ -144,9 +171,11 @@ export class ChatTurn {
     const { progress } = this;
     if (progress.step && !this.eos.has(id)) this.sendLogprobs(id, progress.step);
     progress.step = undefined;
-    if (this.guide && (this.thinking?.done ?? true)) this.guide.accept(id);
+    const grammar = this.guide !== undefined && (this.thinking?.done ?? true);
+    if (grammar) this.guide!.accept(id);
     else this.thinking?.accept(id, progress.generated.length + 1);
     progress.generated.push(id);
+    progress.ended = this.eos.has(id) && (!this.request.ignoreEos || grammar);
     if (this.eos.has(id)) return;
     if (this.answer.thinking) progress.thinkingTokens++;
     const step = this.stream.push(id);
@@ -171,7 +200,7 @@ export class ChatTurn {
 
   /** No parallel calls asked for: the answer ends with its first call. */
   private shouldStop(id: number): boolean {
-    return this.eos.has(id) || this.progress.stopString !== null || (!this.parallel && this.calls > 0);
+    return this.progress.ended || this.progress.stopString !== null || (!this.parallel && this.calls > 0);
   }
 
   /** The whole answer, once the sequence has ended; the last text is flushed first, the last chance for a stop string to show. */
@@ -192,8 +221,7 @@ export class ChatTurn {
 
   private finishReason(): FinishReason {
     const { generated, grammarEnded, stopString } = this.progress;
-    const last = generated.at(-1);
-    const ended = grammarEnded || (last !== undefined && this.eos.has(last));
+    const ended = grammarEnded || this.progress.ended;
     if (stopString !== null) return 'stop_string';
     if (this.calls > 0 && (ended || !this.parallel)) return 'tool_call';
     if (ended) return 'eos';

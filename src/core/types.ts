@@ -121,6 +121,12 @@ export interface ChatRequest extends ChatPrompt {
   /** Log probabilities of each generated token, with this many most likely alternatives (0..20). */
   logprobs?: number;
   /**
+   * The model's end-of-sequence tokens do not end the answer (a benchmark's fixed output length):
+   * it runs to `maxTokens`, a stop string, a parallel-calls stop or the grammar's end. Free text may
+   * not choose an end token; where a grammar governs (a schema, a forced tool call), its end still ends it.
+   */
+  ignoreEos?: boolean;
+  /**
    * The answer's text must be a valid instance of this JSON Schema (constrained decoding). `strict`:
    * a feature the grammar cannot enforce refuses the request; otherwise that feature is relaxed.
    */

@@ -5,6 +5,8 @@
  * between steps). Which sequence a request runs on and what of its KV is kept is ./slots.ts's;
  * this file feeds the sequence it is handed.
  *
+ * - Steps: the decoding sequences ask for their next tokens together (./step-gate.ts), so each step
+ *   is one batch of all of them, as llama-server steps its slots.
  * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
  *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
  *   disallows, end-of-generation tokens included, handed to the addon as typed arrays made once per
@@ -24,6 +26,7 @@ import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
 import { maskBias } from './mask-bias.js';
 import { LlamaSlots, type Placement } from './slots.js';
+import { StepGate } from './step-gate.js';
 
 const engines = new WeakMap<LlamaLoaded, SequenceEngine>();
 
@@ -36,6 +39,7 @@ export function llamaEngine(loaded: LlamaLoaded): SequenceEngine {
 class LlamaSequences implements SequenceEngine {
   readonly constrains = true;
   private readonly slots: LlamaSlots;
+  private readonly gate = new StepGate();
   private running = 0;
 
   constructor(private readonly loaded: LlamaLoaded) {
@@ -104,9 +108,11 @@ class LlamaSequences implements SequenceEngine {
     const iterator = plan
       ? sequence.evaluateWithMetadata(input as Token[], { probabilities: true }, { temperature: 0, yieldEogToken: true })
       : sequence.evaluateWithMetadata(input as Token[], {}, { ...native!, tokenBias: (() => bias) as unknown as () => TokenBias, yieldEogToken: true });
+    this.gate.join();
     try {
       let replacement: Token | undefined;
       for (;;) {
+        await this.gate.arrive();
         spec.busy?.(true);
         step();
         const next = await iterator.next(replacement);
@@ -127,6 +133,7 @@ class LlamaSequences implements SequenceEngine {
         if (!plan) bias = maskBias(mask, vocab);
       }
     } finally {
+      this.gate.leave();
       spec.busy?.(false);
       await iterator.return(undefined);
     }

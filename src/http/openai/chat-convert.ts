@@ -59,6 +59,7 @@ export function toChatCompletionRequest(body: ChatBody, defaultMaxTokens: number
     },
     stopStrings: body.stop == null ? [] : (typeof body.stop === 'string' ? [body.stop] : body.stop).filter((s) => s !== ''),
     ...(body.logprobs ? { logprobs: body.top_logprobs ?? 0 } : {}),
+    ...(body.ignore_eos ? { ignoreEos: true } : {}),
     ...outputOf(body),
     ...(body.prompt_cache_key ? { cacheKey: body.prompt_cache_key } : {}),
   };

@@ -5,6 +5,7 @@
  * exactly are accepted by the schema and refused by the converter with a message naming them.
  */
 import { z } from 'zod';
+import { ignoreEosSchema } from '../shared/ignore-eos.js';
 
 /**
  * An image part of a user message, as the converter reads it once a part says `image_url`: a data URL
@@ -105,6 +106,7 @@ export const chatSchema = z
     top_k: z.number().int().min(0).nullish(),
     /** vLLM's extension, as top_k: HF's repetition penalty over prompt and output tokens (1: none). */
     repetition_penalty: z.number().gt(0).max(100).nullish(),
+    ignore_eos: ignoreEosSchema,
     stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
     seed: z.number().int().nullish(),
     n: z.number().int().min(1).max(128).nullish(),

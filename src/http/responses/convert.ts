@@ -76,6 +76,7 @@ export function toResponsesRequest(body: Omit<ResponsesBody, 'stream'>, items: I
     },
     stopStrings: [],
     ...(logprobs !== undefined ? { logprobs } : {}),
+    ...(body.ignore_eos ? { ignoreEos: true } : {}),
     ...outputOf(body),
     ...(body.prompt_cache_key ? { cacheKey: body.prompt_cache_key } : {}),
   };

@@ -7,6 +7,7 @@
  * naming it.
  */
 import { z } from 'zod';
+import { ignoreEosSchema } from '../shared/ignore-eos.js';
 
 /**
  * An image part of a user message or a function_call_output, as the converter reads it once a part
@@ -114,6 +115,7 @@ export const responsesSchema = z
     temperature: z.number().min(0).max(2).nullish(),
     top_p: z.number().min(0).max(1).nullish(),
     top_logprobs: z.number().int().min(0).max(20).nullish(),
+    ignore_eos: ignoreEosSchema,
     include: z.array(z.string()).nullish(),
     tools: z.array(toolSchema).nullish(),
     tool_choice: toolChoiceSchema.nullish(),
