@@ -14,6 +14,7 @@ import { z } from 'zod';
 import { CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { WEATHER_TOOL, WEATHER_RESULT } from '../helpers/clients.js';
+import { dataUrl, IMAGES } from '../../scripts/fuzz/images.js';
 
 const KEY = 'test-key';
 let server: RealServer;
@@ -173,7 +174,8 @@ describe('openai SDK', () => {
   });
 
   it.each([
-    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages[0].content[0].type', new RegExp(`\`image_url\` content is not supported: the model \`${CHAT_MODEL}\` is text-only`)],
+    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl(IMAGES.png) } }] }] }, 'messages[0].content[0]', new RegExp(`${CHAT_MODEL} takes no image input`)],
+    ['an image part that is no image', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }, 'messages[0].content[0]', /image/],
     ['n above 1', { n: 2 }, 'n', /only 1 choice per request/],
     ['a penalty out of range', { frequency_penalty: 2.5 }, 'frequency_penalty', /frequency_penalty/],
     ['logit bias', { logit_bias: { '1': 5 } }, 'logit_bias', /logit bias is not served/],

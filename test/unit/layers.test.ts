@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { ROOT } from '../helpers/paths.js';
 
 /** Top to bottom; a file may import its own layer and any layer below it. */
-const LAYERS = ['entry', 'cli', 'http', 'inference', 'pool', 'worker', 'chat', 'engines', 'tokenize', 'models', 'core'] as const;
+const LAYERS = ['entry', 'cli', 'http', 'inference', 'pool', 'worker', 'chat', 'engines', 'cache', 'tokenize', 'models', 'core'] as const;
 const SRC = path.join(ROOT, 'src');
 
 function layerOf(file: string): (typeof LAYERS)[number] {
