@@ -87,9 +87,7 @@ async function claudeCodeSession(): Promise<Array<{ input: number; cacheRead: nu
   const exchanges = proxy.exchanges.slice(from).filter((e) => e.url.startsWith('/v1/messages') && !e.url.includes('count_tokens'));
   expect(failedExchanges(exchanges)).toEqual([]);
   // Its turns only (Claude Code also sends short requests of its own: a title, a quota check).
-  const turns = exchanges.map(usage).filter((u): u is { input: number; cacheRead: number } => u !== undefined && u.input > 8_192);
-  console.log('claude code turns (input, read from cache):', JSON.stringify(turns));
-  return turns;
+  return exchanges.map(usage).filter((u): u is { input: number; cacheRead: number } => u !== undefined && u.input > 8_192);
 }
 
 /** One Codex turn (`resume --last` after the first); the usage of its requests. */
@@ -100,9 +98,7 @@ async function codexTurn(first: boolean): Promise<Array<{ input: number; cacheRe
   expect(run.stdout + run.stderr).toContain(CODEX_REPLY);
   const exchanges = proxy.exchanges.slice(from).filter((e) => e.url === '/v1/responses');
   expect(failedExchanges(exchanges)).toEqual([]);
-  const turns = exchanges.map(usage).filter((u): u is { input: number; cacheRead: number } => u !== undefined);
-  console.log('codex turns (input, read from cache):', JSON.stringify(turns));
-  return turns;
+  return exchanges.map(usage).filter((u): u is { input: number; cacheRead: number } => u !== undefined);
 }
 
 describe(`agent sessions on ${GGUF_CHAT_MODEL} (no manifest: its trained context; prompt cache on disk)`, () => {
@@ -122,9 +118,9 @@ describe(`agent sessions on ${GGUF_CHAT_MODEL} (no manifest: its trained context
 
     // After an unload: the model's sequences went to disk as it was released; the next turns read them.
     expect(await server.service.unload(GGUF_CHAT_MODEL)).toBe(true);
-    const files = fs.readdirSync(cacheDir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile());
-    console.log('prompt cache files after the unload:', files.map((f) => `${f.name} ${fs.statSync(path.join(f.parentPath, f.name)).size}`).join(', '));
-    expect(files.length).toBeGreaterThan(0);
+    // Both sessions' sequences (a new conversation never takes a long session's sequence for the chat template's first tokens).
+    const files = fs.readdirSync(cacheDir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile() && f.name.endsWith('.lspc'));
+    expect(files.length).toBeGreaterThanOrEqual(2);
     expect((await claudeCodeSession())[0]!.cacheRead).toBeGreaterThan(1_024);
     expect((await codexTurn(false))[0]!.cacheRead).toBeGreaterThan(1_024);
 
