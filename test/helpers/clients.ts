@@ -378,6 +378,8 @@ export interface ClaudeCodeOptions {
   env?: Record<string, string>;
   /** Working directory (default: an empty temp dir, so no CLAUDE.md or git state reaches the prompt). */
   cwd?: string;
+  /** The HOME to run in (kept; its path is in Claude Code's system prompt): a temp one otherwise. */
+  home?: string;
   /** Keep the temp HOME/cwd for inspection instead of deleting them. */
   keepDirs?: boolean;
 }
@@ -420,7 +422,7 @@ export function claudeCodeEnv(t: Target, home: string, o: Pick<ClaudeCodeOptions
  * closed, no TTY and a hard timeout. Never throws for the CLI's own failures: read exitCode/stderr.
  */
 export async function runClaudeCode(t: Target, o: ClaudeCodeOptions = {}): Promise<ClaudeCodeRun> {
-  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'claude-home-'));
+  const home = o.home ?? fs.mkdtempSync(path.join(os.tmpdir(), 'claude-home-'));
   const cwd = o.cwd ?? fs.mkdtempSync(path.join(os.tmpdir(), 'claude-cwd-'));
   const env = claudeCodeEnv(t, home, o);
   const args = ['-p', o.prompt ?? 'say hi', '--output-format', 'json', ...(o.args ?? [])];
@@ -448,7 +450,7 @@ export async function runClaudeCode(t: Target, o: ClaudeCodeOptions = {}): Promi
   });
   clearTimeout(timer);
   if (!o.keepDirs) {
-    fs.rmSync(home, { recursive: true, force: true });
+    if (!o.home) fs.rmSync(home, { recursive: true, force: true });
     if (!o.cwd) fs.rmSync(cwd, { recursive: true, force: true });
   }
   let json: ClaudeCodeResult | undefined;

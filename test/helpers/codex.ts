@@ -28,11 +28,14 @@ export interface RecordingProxy {
   close(): void;
 }
 
-/** A proxy that forwards to the server and records each exchange (request line, status, response body). */
-export async function recordingProxy(target: string): Promise<RecordingProxy> {
+/**
+ * A proxy that forwards to the server and records each exchange (request line, status, response
+ * body). `target` as a function: read per request (a server restarted on another port).
+ */
+export async function recordingProxy(target: string | (() => string)): Promise<RecordingProxy> {
   const exchanges: Recorded[] = [];
-  const upstream = new URL(target);
   const proxy = http.createServer((req, res) => {
+    const upstream = new URL(typeof target === 'string' ? target : target());
     let sent = '';
     req.on('data', (chunk: Buffer) => (sent += chunk.toString('utf8')));
     const forward = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {

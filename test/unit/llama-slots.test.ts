@@ -92,6 +92,31 @@ describe('the llama.cpp engine\'s placement of requests', () => {
     await expect(slots.place(again, 30_000)).rejects.toThrow(/longer than the longest sequence/);
   });
 
+  it('keeps a long session\'s sequence from a prompt sharing only its first few tokens while another sequence is free', async () => {
+    const slots = slotsOf([[3, 32_768]]);
+    const session = tokens(18_000);
+    const first = await slots.place(session, 100);
+    (first.slot.sequence.contextTokens as number[]).push(...session);
+    first.release();
+    // Another conversation: the template's first 6 tokens alike (`<|im_start|>system\n`...), then not.
+    const other = [...tokens(6), ...tokens(8000, 100_000)];
+    const placed = await slots.place(other, 100);
+    expect(placed.slot).not.toBe(first.slot);
+    expect(placed).toMatchObject({ length: 0 });
+    expect(first.slot.sequence.contextTokens).toEqual(session);
+    placed.release();
+    // A prefix worth what it erases (a branch of the session: 10,000 kept, 8,000 erased) takes the sequence.
+    const branch = await slots.place([...tokens(10_000), 7], 100);
+    expect(branch).toMatchObject({ length: 10_000, slot: first.slot });
+    branch.release();
+    // With no other sequence free, the least recently used is taken and its few shared tokens still reused.
+    const one = slotsOf([[1, 32_768]]);
+    const held = await one.place(session, 100);
+    (held.slot.sequence.contextTokens as number[]).push(...session);
+    held.release();
+    expect(await one.place(other, 100)).toMatchObject({ length: 6, slot: held.slot });
+  });
+
   it('reuses a sequence that cannot be cut (recurrent, hybrid) only where the prompt extends all it holds', async () => {
     const slots = slotsOf([[1, 4096]], { checkpoints: true });
     const first = await slots.place(tokens(50), 10);

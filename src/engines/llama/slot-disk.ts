@@ -3,7 +3,9 @@
  * apart from the slot placement so the context layout can change around it.
  *
  * - `lookup` (synchronous, in the slots' lookup): when a file shares a longer prefix with the prompt
- *   than any free sequence does, the file is read and checked now (./state-file.ts
+ *   than any free sequence does, and one of at least promptCacheMinTokens (what is shorter is
+ *   cheaper to prefill again than a whole file is to read: a new conversation shares a chat
+ *   template's first tokens with every file), the file is read and checked now (./state-file.ts
  *   findSequenceState) and the prompt is placed on the least recently used free sequence with that
  *   prefix's length, so the count reported before the prefill is the count the file gives.
  * - `claim` (in the slots' take, before the claimed sequence's KV is erased): such a placement loads
@@ -49,12 +51,12 @@ export class SlotDiskCache {
     private readonly log: LogFn,
   ) {}
 
-  /** A file sharing a longer prefix than `inMemory` tokens, placed on the least recently used free slot that `fits`; undefined otherwise. */
+  /** A file sharing a longer prefix than `inMemory` tokens (and at least promptCacheMinTokens), placed on the least recently used free slot that `fits`; undefined otherwise. */
   lookup<S extends SlotLike>(promptIds: readonly number[], inMemory: number, slots: readonly S[], fits: (slot: S) => boolean = () => true): DiskSlotPrefix<S> | undefined {
     this.slots = slots;
     const slot = slots.filter((s) => !s.busy && fits(s)).sort((a, b) => a.lastUsed - b.lastUsed)[0];
     if (!slot || slot.sequence.needsCheckpoints) return undefined;
-    const found = findSequenceState(this.storeFor(slot.sequence), promptIds, inMemory);
+    const found = findSequenceState(this.storeFor(slot.sequence), promptIds, Math.max(inMemory, this.loaded.engine.promptCacheMinTokens - 1));
     return found ? { slot, length: found.length, fromDisk: found } : undefined;
   }
 

@@ -13,7 +13,12 @@
  *   `place` claims the free sequence that fits and shares the longest prefix with the prompt, else
  *   (once one is free) the least recently used that fits, and erases its KV after what it reuses of
  *   the prompt; the count it returns, reported before the prefill (the chat task's `start`, sent
- *   once the request has its sequence), is the count reused.
+ *   once the request has its sequence), is the count reused. A sequence is claimed for its prefix
+ *   only when that prefix is at least what the claim erases of it: every chat template starts its
+ *   prompts alike (`<|im_start|>system\n`...), and a new conversation sharing those few tokens with
+ *   an agent's 18k-token session would otherwise take (and erase) that session's sequence while
+ *   empty ones were free (llama-server likewise takes a slot by similarity only above a threshold,
+ *   and else the least recently used).
  * - Exact counts: a sequence whose KV cannot be cut at any position (a recurrent or hybrid model:
  *   node-llama-cpp's `needsCheckpoints`) would have node-llama-cpp re-evaluate the kept prefix
  *   inside `eraseContextTokenRanges` (from a checkpoint, or from the start); such a sequence is
@@ -132,7 +137,7 @@ export class LlamaSlots {
     return { slot, length, release };
   }
 
-  /** The free sequence that fits and holds the longest prefix of the prompt, if any holds one. */
+  /** The free sequence that fits and holds the longest prefix of the prompt worth its erasure, if any holds one. */
   private bestPrefix(promptIds: readonly number[], need: number): Slot | undefined {
     let best: Slot | undefined;
     let bestLength = 0;
@@ -140,7 +145,8 @@ export class LlamaSlots {
       // A sequence a waiting request fits is that request's.
       if (slot.busy || slot.size < need || this.waiting.some((w) => w.need <= slot.size)) continue;
       const length = reusable(slot.sequence, promptIds);
-      if (length > bestLength) [best, bestLength] = [slot, length];
+      // Not worth what it erases (see the file's comment): left to the least recently used choice.
+      if (length > bestLength && length >= slot.sequence.nextTokenIndex - length) [best, bestLength] = [slot, length];
     }
     return best;
   }
