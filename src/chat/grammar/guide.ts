@@ -11,7 +11,7 @@ import { CoreError } from '../../core/errors.js';
 import type { LogFn } from '../../core/log.js';
 import type { ChatRequest } from '../../core/types.js';
 import type { ChatModel } from '../model.js';
-import { familyOf } from '../family.js';
+import { familyOf, grammarStopIds } from '../family.js';
 import { featuresOf } from '../prompt.js';
 import { allows, onlyToken } from '../../engines/sequence.js';
 import { TextStream } from '../text-stream.js';
@@ -48,7 +48,9 @@ export class Guide {
   static async create(loaded: ChatModel, constraint: Constraint, reason: 'output' | 'tool'): Promise<Guide> {
     let matcher: Matcher;
     try {
-      matcher = await matcherFor(loaded, loaded.vocabSize, constraint.source);
+      // The grammar ends where the turn does: not on a message end the model lists among its end
+      // tokens (harmony's <|end|> after the analysis), or the call that follows is unconstrained.
+      matcher = await matcherFor(loaded, loaded.vocabSize, constraint.source, grammarStopIds(loaded));
     } catch (error) {
       if (error instanceof GrammarCompileError && error.regex) {
         const problem = `a pattern cannot be used: ${error.message.slice(0, 200)}`;
@@ -108,7 +110,7 @@ export class Guide {
     if (Buffer.byteLength(rest) + 1 + MARGIN_TOKENS < remaining) return null;
     const ids = this.loaded.tokenizer.encode(rest, { add_special_tokens: false });
     if (ids.length + 1 + MARGIN_TOKENS < remaining) return null;
-    return [...ids, this.loaded.eosTokenIds[0]!];
+    return [...ids, grammarStopIds(this.loaded)[0]!];
   }
 }
 

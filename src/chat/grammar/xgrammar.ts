@@ -280,10 +280,10 @@ export async function structuralTag(tag: Record<string, unknown>, x = xgrammar()
 }
 
 /**
- * A matcher for `source`, compiled for this model (cached by source). Throws what the compiler
+ * A matcher for `source`, compiled for this model (cached by source), ending on `stopIds`. Throws what the compiler
  * throws for a grammar it cannot build (the caller refuses the request).
  */
-export async function matcherFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSize: number, source: GrammarSource): Promise<Matcher> {
+export async function matcherFor(loaded: ChatTokenizer & { eosTokenIds: number[] }, vocabSize: number, source: GrammarSource, stopIds: number[] = loaded.eosTokenIds): Promise<Matcher> {
   const grammars = await grammarsFor(loaded, vocabSize);
   const key = JSON.stringify(source);
   let compiled = grammars.compiled.get(key);
@@ -306,7 +306,7 @@ export async function matcherFor(loaded: ChatTokenizer & { eosTokenIds: number[]
     }
   }
   grammars.compiled.set(key, compiled);
-  const matcher = await grammars.api.GrammarMatcher.createGrammarMatcher(await compiled, loaded.eosTokenIds);
+  const matcher = await grammars.api.GrammarMatcher.createGrammarMatcher(await compiled, stopIds);
   return {
     mask: async () => {
       const bits = await matcher.getNextTokenBitmask();
