@@ -1,7 +1,8 @@
 /**
  * The end-to-end pass (npm run test:e2e; .ci/run runs it after npm test): every *.e2e.test.ts, the
  * slow files the main pass leaves out for the suite's time (test models of every model family, built
- * and served through the real server on both engines). Each file says which engine it runs on.
+ * and served through the real server on both engines; the agent CLIs' sessions, a context past the
+ * old cap and the prompt cache's disk faults on GGUF). Each file says which engine it runs on.
  */
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';

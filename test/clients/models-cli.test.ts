@@ -59,7 +59,7 @@ describe('models list and models ps', () => {
       const weights = formatBytes(data.find((m) => m.id === id)!.file_bytes);
       expect(list.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
       expect(ps.find((r) => r.ID === id)?.WEIGHTS, id).toBe(weights);
-      // The context served; no KV while unloaded (a loaded GGUF chat model's is in test/model/gguf-context.test.ts).
+      // The context served; no KV while unloaded (a loaded GGUF chat model's is in test/model/gguf-context.e2e.test.ts).
       expect(ps.find((r) => r.ID === id)).toMatchObject({ CONTEXT: String(data.find((m) => m.id === id)!.context_length), KV: '-' });
       // The folder holds more than the weights (tokenizer, config), and says so in its own column; a
       // GGUF file holds its tokenizer itself, and its manifest is a few bytes.

@@ -1,7 +1,7 @@
 /**
  * Two rooms on real llama.cpp contexts (src/engines/llama/layout.ts, load.ts, slots.ts): the test
  * GGUF's own KV (256 bytes a token) never makes a short room worth its compute buffer (297 MiB,
- * test/model/gguf-context.test.ts), so this test states a token's KV as 64 KiB in the model's
+ * test/model/gguf-context.e2e.test.ts), so this test states a token's KV as 64 KiB in the model's
  * record (what the scanner writes from the metadata) and a budget of one whole sequence of 16,384
  * tokens, the short room's compute buffer and 8,192 tokens more: the real loading code lays out
  * `1 x 16384 + 2 x 4096` as two contexts, and the engine runs requests in both, the long ones one

@@ -2,7 +2,7 @@
  * The ONNX engine's prompt cache on disk through real workers on the bundled model: a prefix written
  * by one worker is read back after the model was unloaded, and by a fresh service on the same
  * folder (a restart), reported as cache reads, with the same greedy output as without any cache.
- * (Damaged files and a replaced model: ./prompt-cache-disk-faults.test.ts.)
+ * (Damaged files and a replaced model: ./prompt-cache-disk-faults.e2e.test.ts, in the e2e pass.)
  */
 import fs from 'node:fs';
 import os from 'node:os';
