@@ -5,7 +5,8 @@
  */
 import { CoreError } from '../core/errors.js';
 import type { ChatMessage, ChatPrompt } from '../core/types.js';
-import { TEMPLATE_SWITCHES, thoughtTags, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
+import { TEMPLATE_CONTEXT } from '../models/template-context.js';
+import { thoughtTags, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
 import { familyFeatures } from './template/family-features.js';
 import type { ChatTokenizer } from './model.js';
 import { genericToolCallText, genericToolPrompt, genericToolResultText, nativeToolPrompt } from './tools/generic.js';
@@ -53,12 +54,12 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
   if (tools && !generic && !described) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
   // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
-  if (features.thinkingSwitch) options[TEMPLATE_SWITCHES.thinking] = prompt.thinking?.enabled ?? false;
+  if (features.thinkingSwitch) options[TEMPLATE_CONTEXT.thinking] = prompt.thinking?.enabled ?? false;
   // A level, where the template takes one (gpt-oss: low / medium / high; its default is medium).
   // Harmony cannot turn its analysis off: thinking off asks for the least.
   if (features.effortLevels) {
     const level = prompt.thinking?.level ?? (prompt.thinking?.enabled === false ? 'low' : undefined);
-    if (level) options[TEMPLATE_SWITCHES.effort] = level;
+    if (level) options[TEMPLATE_CONTEXT.effort] = level;
   }
   let text: string;
   try {

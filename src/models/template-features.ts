@@ -15,7 +15,9 @@
  * calls in its family's markup (DeepSeek R1 / V3.1), which then keeps its format with the tools
  * described by the server.
  */
-/** The wire formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
+import { TEMPLATE_CONTEXT } from './template-context.js';
+
+/** The formats a model writes its tool calls in (parsers: src/chat/tools/parser.ts). */
 export const TOOL_FORMATS = [
   'hermes', 'qwen3-xml', 'llama3-json', 'generic',
   'harmony', 'mistral', 'kimi-k2', 'glm', 'deepseek-r1', 'deepseek-v3.1', 'deepseek-dsml', 'minimax-m2', 'lfm2', 'gemma4',
@@ -130,12 +132,12 @@ export interface TemplateFeatures {
   toolFormat: ToolFormat;
   /** The template renders a `tools` variable (it describes tools to the model itself). */
   nativeTools: boolean;
-  /** The template reads `enable_thinking` (Qwen3's switch between thinking and direct answers) or,
-   * for harmony, `reasoning_effort`: thinking can be asked for. */
+  /** The template reads a thinking switch (./template-context.ts: Qwen3's) or, for harmony, an
+   * effort level: thinking can be asked for. */
   thinkingSwitch: boolean;
   /** How the model writes its thoughts. */
   reasoning: ReasoningStyle;
-  /** The template reads `reasoning_effort` (gpt-oss: low / medium / high). */
+  /** The template reads an effort level (./template-context.ts; gpt-oss: low / medium / high). */
   effortLevels: boolean;
   /** What the analysis of the template found, where the format (`auto`) or the thought's tags
    * (`auto-tags`) come from it. */
@@ -145,22 +147,15 @@ export interface TemplateFeatures {
 export function templateFeatures(template: string): TemplateFeatures {
   const code = templateCode(template);
   const nativeTools = /\btools\b/.test(code);
-  const effortLevels = reads(code, TEMPLATE_SWITCHES.effort);
+  const effortLevels = reads(code, TEMPLATE_CONTEXT.effort);
   const reasoning = reasoningStyle(template);
-  const thinkingSwitch = reads(code, TEMPLATE_SWITCHES.thinking) || (reasoning === 'harmony' && effortLevels);
+  const thinkingSwitch = reads(code, TEMPLATE_CONTEXT.thinking) || (reasoning === 'harmony' && effortLevels);
   return { toolFormat: nativeTools || rendersCalls(template) ? nativeFormat(template) : 'generic', nativeTools, thinkingSwitch, reasoning, effortLevels };
 }
 
-/** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
-/**
- * The names chat templates read their switches by (Hugging Face's apply_chat_template context): the
- * Jinja side of a template, named once here for detection and for the prompt that sets them
- * (src/chat/prompt.ts). They are the templates' words, not a dialect's.
- */
-export const TEMPLATE_SWITCHES = { thinking: 'enable_thinking', effort: 'reasoning_effort' } as const;
-
 const reads = (code: string, name: string) => new RegExp(`\\b${name}\\b`).test(code);
 
+/** What the models list says of a chat model's template (src/core/model.ts ChatFormat). */
 export function chatFormat(template: string): { toolFormat: ToolFormat; reasoning: ReasoningStyle; effortLevels: boolean } {
   const { toolFormat, reasoning, effortLevels } = templateFeatures(template);
   return { toolFormat, reasoning, effortLevels };
@@ -190,13 +185,13 @@ function nativeFormat(src: string): ToolFormat {
 }
 
 /**
- * A template that renders a message's `tool_calls` in its family's markup without describing tools
+ * A template that renders an assistant message's calls in its family's markup without describing tools
  * (DeepSeek R1 and V3.1): its family's format still applies, with the tools described by the server
  * (src/chat/tools/generic.ts nativeToolPrompt).
  */
 function rendersCalls(src: string): boolean {
-  // `message['tool_calls']`: the name is a string literal, so the source is read, not the code.
-  return src.includes('tool_calls') && src.includes('tool▁calls▁begin');
+  // `message[KEY]`: the key is a string literal, so the source is read, not the code.
+  return src.includes(TEMPLATE_CONTEXT.calls) && src.includes('tool▁calls▁begin');
 }
 
 function reasoningStyle(src: string): ReasoningStyle {
