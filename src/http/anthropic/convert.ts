@@ -220,16 +220,7 @@ function blockText(block: Block, at: string, model: string): string {
 
 /** A tool result's content: text blocks, text documents and images, in order. */
 function contentOf(content: string | Block[], { where, model, images }: Place): TurnContent {
-  const turn = new TurnContent();
-  if (typeof content === 'string') {
-    turn.add(content);
-    return turn;
-  }
-  content.forEach((block, j) => {
-    if (block.type === 'image') turn.image(imageOf(block, `${where}.${j}`, images));
-    else turn.add(blockText(block, `${where}.${j}`, model));
-  });
-  return turn;
+  return TurnContent.of(content, { at: (j) => `${where}.${j}`, isImage: (block) => block.type === 'image', image: (block, at) => imageOf(block, at, images), text: (block, at) => blockText(block, at, model) });
 }
 
 /** An image block's source: base64 data with its media type, or a URL (fetched only where the server allows it). */

@@ -122,10 +122,7 @@ function partText(part: Part, at: string, model: string): string {
 
 /** A user message's text and image_url parts, in order. */
 function userContent(content: string | Part[], { where, model, images }: { where: string; model: string; images: ImageIntake }): TurnContent {
-  const turn = new TurnContent();
-  if (typeof content === 'string') turn.add(content);
-  else content.forEach((part, j) => (part.type === 'image_url' ? turn.image(imageOf(part, `${where}[${j}]`, images)) : turn.add(partText(part, `${where}[${j}]`, model))));
-  return turn;
+  return TurnContent.of(content, { at: (j) => `${where}[${j}]`, isImage: (part) => part.type === 'image_url', image: (part, at) => imageOf(part, at, images), text: (part, at) => partText(part, at, model) });
 }
 
 /** An image_url part: `{url, detail}` (or the URL alone, as vLLM takes it); a data URL, or http(s) where the server fetches. */

@@ -196,10 +196,7 @@ function partText(part: Part, at: string, model: string): string {
 
 /** A user message's or a tool output's text and input_image parts, in order. */
 function contentOf(content: string | Part[], { where, model, images }: { where: string; model: string; images: ImageIntake }): TurnContent {
-  const turn = new TurnContent();
-  if (typeof content === 'string') turn.add(content);
-  else content.forEach((part, j) => (part.type === 'input_image' ? turn.image(imageOf(part, `${where}[${j}]`, images)) : turn.add(partText(part, `${where}[${j}]`, model))));
-  return turn;
+  return TurnContent.of(content, { at: (j) => `${where}[${j}]`, isImage: (part) => part.type === 'input_image', image: (part, at) => imageOf(part, at, images), text: (part, at) => partText(part, at, model) });
 }
 
 /** An input_image part: `image_url` (a data URL, or http(s) where the server fetches) and `detail`; a `file_id` is refused. */

@@ -144,6 +144,17 @@ export class TurnContent {
     this.images.push(image);
   }
 
+  /**
+   * A message's content in order: a string is its text; each part of a list (at `at(j)`, the path
+   * as the dialect writes it) is read by `image` where `isImage` says so, else by `text`.
+   */
+  static of<P>(content: string | readonly P[], read: { at: (j: number) => string; isImage: (part: P) => boolean; image: (part: P, at: string) => ChatImage; text: (part: P, at: string) => string }): TurnContent {
+    const turn = new TurnContent();
+    if (typeof content === 'string') turn.add(content);
+    else content.forEach((part, j) => (read.isImage(part) ? turn.image(read.image(part, read.at(j))) : turn.add(read.text(part, read.at(j)))));
+    return turn;
+  }
+
   /** `images` for a core message: absent when there are none, so a text-only turn is as before. */
   get imagesField(): { images?: ChatImage[] } {
     return this.images.length > 0 ? { images: this.images } : {};
