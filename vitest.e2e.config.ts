@@ -12,5 +12,9 @@ export default defineConfig({
     ...base.test,
     include: ['test/**/*.e2e.test.ts'],
     exclude: ['**/node_modules/**'],
+    // One file at a time: several of these start a dozen models or an agent CLI each, and two at
+    // once on two cores push their start-up past its timeout (seen under load); CI's 90 minutes hold
+    // the pass one file after another (about 25 minutes).
+    maxWorkers: 1,
   },
 });
