@@ -32,6 +32,8 @@ export interface KvStore {
    * Called before each prefill; a result outside the contract fails that sequence.
    */
   lookup(tokens: readonly number[]): KvPrefix | undefined;
+  /** How many tokens `lookup` would hand out for `tokens` now, about (nothing counted, nothing read). */
+  reusable?(tokens: readonly number[]): number;
   /**
    * After a sequence ended normally (not cancelled, not failed): `tokens` are every token whose KV
    * the sequence holds (the prompt and the generated tokens that were fed back; not the last
@@ -41,7 +43,9 @@ export interface KvStore {
    * does not want this sequence does not call it. A throw fails that sequence (after its tokens were
    * streamed). `exact`: how many leading tokens have the KV a cold prefill of them would compute
    * (fewer than all on a graph whose KV depends on what shared its forward pass); a later prompt may
-   * be handed at most those. Default: all of them.
+   * be handed at most those. Default: all of them. Also called part way through a prefill, with the
+   * prompt's first tokens, when other requests wait for them (the scheduler's shared prefixes) or the
+   * prompt is long enough for later ones to share: a later call with the whole sequence then extends it.
    */
   store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
 }

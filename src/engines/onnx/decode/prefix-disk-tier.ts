@@ -64,6 +64,10 @@ export class PrefixDiskTier implements KvStore {
     return this.memory.lookup(tokens);
   }
 
+  reusable(tokens: readonly number[]): number {
+    return Math.max(this.memory.reusable(tokens), this.disk.longest(tokens, tokens.length - 1)?.length ?? 0);
+  }
+
   store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void {
     this.memory.store(tokens, readKv, exact);
     if (!this.disk.worthKeeping(tokens.length)) return;
