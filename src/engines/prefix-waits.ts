@@ -84,15 +84,15 @@ export class PrefixWaits {
    * The holder worth waiting for: the one sharing the longest prefix with `prompt` (at most all but
    * its last token, whose logits choose the first output token), when that is at least minTokens more
    * than the `have` tokens the prompt has already. `self`: the prompt's own holder, if it has one:
-   * only holders that came before it count.
+   * only holders that came before it count. `accept`: whether the caller could take from a holder.
    */
-  find(prompt: readonly number[], have: number, self?: Holder): { holder: Holder; length: number } | undefined {
+  find(prompt: readonly number[], have: number, self?: Holder, accept: (holder: Holder) => boolean = () => true): { holder: Holder; length: number } | undefined {
     const align = this.options.align ?? 1;
     let best: { holder: Holder; length: number } | undefined;
     // Holders in the order they came: a request waits only for one that came before it.
     for (const holder of this.holders) {
       if (holder === self) break;
-      if (holder.waiting) continue;
+      if (holder.waiting || !accept(holder)) continue;
       const shared = commonPrefix(prompt, holder.prompt, Math.min(prompt.length - 1, holder.prompt.length));
       const length = shared - (shared % align);
       if (length > (best?.length ?? 0)) best = { holder, length };
@@ -163,11 +163,11 @@ export class PrefixWaits {
  * (asked again after each wait). A holder that ends without the prefix hands over to the next one,
  * if any (often a waiter of the same holder that went on first).
  */
-export async function waitForShared(waits: PrefixWaits, request: { prompt: readonly number[]; have: () => number; cancelled?: () => boolean; self?: Holder }): Promise<{ holder: Holder; length: number } | undefined> {
-  const { prompt, have, cancelled, self } = request;
+export async function waitForShared(waits: PrefixWaits, request: { prompt: readonly number[]; have: () => number; cancelled?: () => boolean; self?: Holder; accept?: (holder: Holder) => boolean }): Promise<{ holder: Holder; length: number } | undefined> {
+  const { prompt, have, cancelled, self, accept } = request;
   for (;;) {
     if (cancelled?.()) return undefined;
-    const best = waits.find(prompt, have(), self);
+    const best = waits.find(prompt, have(), self, accept);
     if (!best) return undefined;
     const outcome = await waits.wait(best.holder, best.length, cancelled, self);
     if (outcome === 'ready') return best;

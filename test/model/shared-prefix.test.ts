@@ -24,8 +24,8 @@ const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 /** The shared prefix: four prefill chunks of the default 512 (an agent's system prompt is 2k-20k tokens). */
 const SHARED = 2000;
 const OUTPUT = 6;
-/** How long a held request may take to be let go once its client has left (the poll is 50 ms). */
-const RELEASE_MS = 2_000;
+/** How long a held request may take to be let go once its client has left (the poll is 50 ms; the stall bound, 60 s). */
+const RELEASE_MS = 5_000;
 
 /**
  * Prompt k: SHARED tokens that the prompts of its case (k / 10) start with, then a few of its own

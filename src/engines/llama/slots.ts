@@ -148,7 +148,9 @@ export class LlamaSlots {
     };
     try {
       if (holder) {
-        const shared = await waitForShared(this.waits, { prompt: promptIds, have: () => length, self: holder, ...(cancelled ? { cancelled } : {}) });
+        // Only a prompt whose state can load into this sequence (a long room's may not fit a short one).
+        const accept = (h: Holder) => h.prompt.length < claimed.size;
+        const shared = await waitForShared(this.waits, { prompt: promptIds, have: () => length, self: holder, accept, ...(cancelled ? { cancelled } : {}) });
         const source = shared && this.slots.find((s) => s.holder === shared.holder);
         if (source) length = await this.copyFrom(source, claimed, promptIds, length);
       }

@@ -43,11 +43,16 @@ export interface KvStore {
    * does not want this sequence does not call it. A throw fails that sequence (after its tokens were
    * streamed). `exact`: how many leading tokens have the KV a cold prefill of them would compute
    * (fewer than all on a graph whose KV depends on what shared its forward pass); a later prompt may
-   * be handed at most those. Default: all of them. Also called part way through a prefill, with the
-   * prompt's first tokens, when other requests wait for them (the scheduler's shared prefixes) or the
-   * prompt is long enough for later ones to share: a later call with the whole sequence then extends it.
+   * be handed at most those. Default: all of them.
    */
   store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
+  /**
+   * As `store`, for a prompt's first tokens part way through its prefill or at its end, which other
+   * requests wait for or may share now (the scheduler's shared prefixes: ../../prefix-waits.ts); the
+   * sequence's own `store` at its end follows and extends them. A store with a slower tier keeps
+   * these in memory only. Absent: `store` is called.
+   */
+  share?(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
 }
 
 /** Caches nothing: every prompt is prefilled in full, and KV is never copied out of the batch. */

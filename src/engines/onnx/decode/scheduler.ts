@@ -261,7 +261,7 @@ export class BatchDecoder {
    */
   private share(seq: Sequence, end: number, store: boolean, readKv: (from: number) => KvArray[]): void {
     if (store) {
-      this.keep(seq.spec.promptIds.slice(0, end), readKv, this.exactOf(end));
+      this.keep(seq.spec.promptIds.slice(0, end), readKv, this.exactOf(end), true);
       this.waits.progress(seq.holder, end);
     } else {
       this.waits.progress(seq.holder);
@@ -366,12 +366,13 @@ export class BatchDecoder {
     seq.settle();
   }
 
-  /** Hands the store `tokens` and their KV, read only during the call and only within them. */
-  private keep(tokens: readonly number[], readKv: (from: number) => KvArray[], exact: number): void {
+  /** Hands the store `tokens` and their KV, read only during the call and only within them (`shared`: a prompt's first tokens, KvStore.share). */
+  private keep(tokens: readonly number[], readKv: (from: number) => KvArray[], exact: number, shared = false): void {
     if (this.kvStore === noKvStore) return;
     let open = true;
     try {
-      this.kvStore.store(tokens, (from = 0) => {
+      const store = shared && this.kvStore.share ? this.kvStore.share.bind(this.kvStore) : this.kvStore.store.bind(this.kvStore);
+      store(tokens, (from = 0) => {
         if (!open) throw new Error('KvStore: readKv called after store() returned');
         if (!Number.isInteger(from) || from < 0 || from > tokens.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${tokens.length}`);
         return readKv(from);
