@@ -20,7 +20,7 @@
  *
  * Contract: one per engine (one loaded model), on its worker thread; the engine calls `hold` for each
  * request it will prefill (before the request's lookup returns, so one arriving a moment later finds
- * it), `progress` as its prefill goes, and `end` once, when it will not make more of it ready.
+ * it), `progress` as its prefill goes, and `end` once, when others can take no more from it.
  */
 
 /** A prompt being prefilled (or about to be) whose prefix others may take. */

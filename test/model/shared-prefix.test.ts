@@ -18,7 +18,7 @@ import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../../src/e
 import { llamaEngine } from '../../src/engines/llama/runner.js';
 import type { SequenceEngine, SequencePrefix, SequenceSpec } from '../../src/engines/sequence.js';
 import { CHAT_MODEL, GGUF_CHAT_MODEL, GGUF_MODELS_DIR, MODELS_DIR } from '../helpers/paths.js';
-import { testEngine } from '../helpers/engine.js';
+import { TEST_ENGINE, testEngine } from '../helpers/engine.js';
 
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 /** The shared prefix: four prefill chunks of the default 512 (an agent's system prompt is 2k-20k tokens). */
@@ -60,8 +60,12 @@ async function together(engine: SequenceEngine, count: number, first = 0): Promi
   return Promise.all(prompts.map(async (p, k) => run(engine, p, await admissions[k]!)));
 }
 
-/** The cases both engines pass; `alone(k)`: prompt k's greedy tokens decoded with nothing shared. */
-function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) => Promise<number[]>) {
+/**
+ * The cases both engines pass; `alone(k)`: prompt k's greedy tokens decoded with nothing shared;
+ * `keptOfCancelled`: what the next request reads of a first one cancelled after one prefill chunk
+ * (ONNX: nothing, it stored none; llama.cpp: that chunk, which its free sequence keeps, copied).
+ */
+function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) => Promise<number[]>, keptOfCancelled: number) {
   it('four requests together: the first prefills the prefix, each later one reads exactly the shared prefix, and all decode as alone', { timeout: 120_000 }, async () => {
     const results = await together(engineOf(), 4, 10);
     expect(results.map((r) => r.reported)).toEqual([0, SHARED, SHARED, SHARED]);
@@ -77,7 +81,7 @@ function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) =>
     const cancelled = run(engine, promptOf(20), await holder, { busy: (on) => void (on || prefilled++), cancelled: () => prefilled > 0 });
     const results = await Promise.all(waiters.map(async (w, k) => run(engine, promptOf(21 + k), await w)));
     expect((await cancelled).tokens).toEqual([]);
-    expect(results.map((r) => r.reported)).toEqual([0, SHARED]);
+    expect(results.map((r) => r.reported)).toEqual([keptOfCancelled, SHARED]);
     expect(results[0]!.tokens).toEqual(await alone(21));
     expect(results[1]!.tokens).toEqual(await alone(22));
   });
@@ -114,14 +118,14 @@ describe('a shared prefix computed once on the ONNX engine', () => {
     await cold.run({ promptIds: promptOf(k), maxTokens: OUTPUT, sampling: samplingPlan(GREEDY, promptOf(k)), onToken: (id) => (tokens.push(id), false), cancelled: () => false });
     return tokens;
   };
-  sharedPrefixCases(() => onnxEngine(loaded), alone);
+  sharedPrefixCases(() => onnxEngine(loaded), alone, 0);
 });
 
 describe('a shared prefix computed once on the llama.cpp engine', () => {
   let loaded: LlamaLoaded;
   beforeAll(async () => {
     const info = scanModels({ modelsDir: GGUF_MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === GGUF_CHAT_MODEL)!;
-    loaded = await loadLlamaModel({ ...info, contextLength: 4096, maxOutputTokens: 4096 }, testEngine({ generationBatchSize: 8 }));
+    loaded = await loadLlamaModel({ ...info, contextLength: 8192, maxOutputTokens: 8192 }, testEngine({ generationBatchSize: 8 }));
   }, 120_000);
   afterAll(async () => {
     if (loaded) await disposeLlamaModel(loaded);
@@ -135,5 +139,17 @@ describe('a shared prefix computed once on the llama.cpp engine', () => {
     await sequence.clearHistory();
     return (await run(engine, promptOf(k), { ...placed, length: 0 })).tokens;
   };
-  sharedPrefixCases(() => llamaEngine(loaded), alone);
+  sharedPrefixCases(() => llamaEngine(loaded), alone, TEST_ENGINE.prefillChunkTokens);
+
+  it('a request takes a copy of a free sequence holding its prefix behind a longer conversation, which that sequence keeps', { timeout: 120_000 }, async () => {
+    const engine = llamaEngine(loaded);
+    // A conversation longer after the shared prefix than the prefix itself: not worth erasing for it.
+    const session = [...promptOf(40), ...Array.from({ length: SHARED + 100 }, (_, i) => 6000 + (i % 3000))];
+    await run(engine, session, await admit(engine, session));
+    const result = await run(engine, promptOf(41), await admit(engine, promptOf(41)));
+    expect(result.reported).toBe(SHARED);
+    expect(result.tokens).toEqual(await alone(41));
+    // The session's sequence kept it all: its next turn reads all of it but its last token.
+    expect((await run(engine, session, await admit(engine, session))).reported).toBe(session.length - 1);
+  });
 });

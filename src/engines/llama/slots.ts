@@ -32,7 +32,9 @@
  *   sequence-to-sequence copy, and its state save and load through a scratch file take 4-8 ms for
  *   2,048 tokens on the test GGUF where prefilling them takes 180-440 ms; waiting for the holder's
  *   sequence itself would wait for its whole generation). The tokens it takes count as cache reads:
- *   they are not evaluated again. Not on a model whose KV cannot be cut (below).
+ *   they are not evaluated again. Not on a model whose KV cannot be cut (below). The same copy serves
+ *   a request from a free sequence holding a prefix of its prompt a chunk longer than its own, when
+ *   that sequence keeps a conversation not worth erasing for it (above).
  * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
  *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
  *
@@ -151,7 +153,9 @@ export class LlamaSlots {
         // Only a prompt whose state can load into this sequence (a long room's may not fit a short one).
         const accept = (h: Holder) => h.prompt.length < claimed.size;
         const shared = await waitForShared(this.waits, { prompt: promptIds, have: () => length, self: holder, accept, ...(cancelled ? { cancelled } : {}) });
-        const source = shared && this.slots.find((s) => s.holder === shared.holder);
+        // Else a free sequence that holds a longer prefix behind a conversation it keeps (one not worth
+        // its erasure, so not claimed: a main agent's session, when its sub-agents start).
+        const source = shared ? this.slots.find((s) => s.holder === shared.holder) : this.idleWithPrefix(promptIds, length, claimed);
         if (source) length = await this.copyFrom(source, claimed, promptIds, length);
       }
       if (sequence.nextTokenIndex > length) {
@@ -172,6 +176,18 @@ export class LlamaSlots {
       if (holder && !released) this.waits.progress(holder, Math.min(sequence.nextTokenIndex, promptIds.length));
     };
     return { slot, length, release, evaluated };
+  }
+
+  /** The free sequence, other than `target`, holding the longest prefix of the prompt, at least a chunk more than `had`, whose state fits `target`. */
+  private idleWithPrefix(promptIds: readonly number[], had: number, target: Slot): Slot | undefined {
+    let best: Slot | undefined;
+    let bestLength = had + this.loaded.engine.prefillChunkTokens - 1;
+    for (const slot of this.slots) {
+      if (slot === target || slot.busy || slot.sequence.needsCheckpoints || slot.sequence.nextTokenIndex > target.size) continue;
+      const length = reusable(slot.sequence, promptIds);
+      if (length > bestLength) [best, bestLength] = [slot, length];
+    }
+    return best;
   }
 
   /**
