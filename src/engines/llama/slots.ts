@@ -155,7 +155,7 @@ export class LlamaSlots {
         const shared = await waitForShared(this.waits, { prompt: promptIds, have: () => length, self: holder, accept, ...(cancelled ? { cancelled } : {}) });
         // Else a free sequence that holds a longer prefix behind a conversation it keeps (one not worth
         // its erasure, so not claimed: a main agent's session, when its sub-agents start).
-        const source = shared ? this.slots.find((s) => s.holder === shared.holder) : this.idleWithPrefix(promptIds, length, claimed);
+        const source = shared ? this.slots.find((s) => s.holder === shared.holder) : cancelled?.() ? undefined : this.idleWithPrefix(promptIds, length, claimed);
         if (source) length = await this.copyFrom(source, claimed, promptIds, length);
       }
       if (sequence.nextTokenIndex > length) {
