@@ -176,7 +176,7 @@ describe('a GGUF model served', () => {
     expect(c.choices[0]!.message.content).toBe(d.choices[0]!.message.content);
   });
 
-  it('six requests sent together with one ~2k-token system prompt: one prefills it, the five others read exactly what they share with it (its state copied), and decode as sent alone', { timeout: 120_000 }, async () => {
+  it('six requests sent together with one ~2k-token system prompt: one prefills it, the five others read exactly what they share with it (its state copied)', { timeout: 120_000 }, async () => {
     const system = Array.from({ length: 200 }, (_, i) => `Rule ${i}: keep each edit small.`).join(' ');
     const ask = (k: number) => anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 8, system, messages: [{ role: 'user', content: `Task ${k}: fix module ${k}.` }], ...{ temperature: 0 } });
     const tasks = [0, 1, 2, 3, 4, 5];
@@ -185,8 +185,12 @@ describe('a GGUF model served', () => {
     const shared = (await ask(9)).usage.cache_read_input_tokens!;
     expect(shared).toBeGreaterThan(1500);
     expect(together.map((r) => r.usage.cache_read_input_tokens ?? 0).sort((a, b) => a - b)).toEqual([0, shared, shared, shared, shared, shared]);
-    // Sent one at a time, each on the sequence that holds its own prompt (the path the previous test checks).
-    for (const k of tasks) expect((await ask(k)).content).toEqual(together[k]!.content);
+    // Greedy output is compared with each prompt decoded alone at the engine level
+    // (test/model/shared-prefix.test.ts), not here: llama.cpp's batched decoding is not bit-exact
+    // across batch compositions, so on this random-weight model six requests decoded together may
+    // part from their solo output after several tokens with or without a shared prefix (measured
+    // before the shared prefix existed: 16 tokens, 4 of 6 differed from the 8th token on, in one
+    // run of two).
   });
 
   it('decodes concurrent requests together', async () => {

@@ -128,7 +128,10 @@ describe('prompt caching (real workers)', () => {
     // What any two of these prompts share (they differ from "Task <digit>" on): a seventh, alone, reads it.
     const shared = (await ask(warm, 9)).usage.cache_read_input_tokens;
     expect(shared).toBeGreaterThan(1500);
-    expect(results.map((r) => r.usage.cache_read_input_tokens).sort((a, b) => a - b)).toEqual([0, shared, shared, shared, shared, shared]);
+    const reads = results.map((r) => r.usage.cache_read_input_tokens).sort((a, b) => a - b);
+    // The first reads only the chat template's first tokens, which earlier turns left in the cache.
+    expect(reads[0]).toBeLessThan(10);
+    expect(reads.slice(1)).toEqual([shared, shared, shared, shared, shared]);
     expect(results.map(textOf)).toEqual(reference);
   });
 
