@@ -98,8 +98,11 @@ export interface SequenceEngine {
    * be reported first; null: none (or no prefix cache). `maxTokens` is the spec's, given to `run`.
    * An engine may resolve it only once the request has its place (llama.cpp: a claimed sequence
    * that holds prompt and output, whose kept prefix is then exact); such a prefix has `release`.
+   * An engine may also wait for another request that is prefilling a long prefix of this prompt
+   * right now, and resolve with that prefix once it is ready (./prefix-waits.ts); `cancelled` (the
+   * request's, as in its spec) ends such a wait early.
    */
-  lookup(promptIds: readonly number[], maxTokens?: number): SequencePrefix | null | Promise<SequencePrefix | null>;
+  lookup(promptIds: readonly number[], maxTokens?: number, cancelled?: () => boolean): SequencePrefix | null | Promise<SequencePrefix | null>;
   /** Runs one sequence to its end; resolves with the largest batch it was decoded in. */
   run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number>;
   /** The prefix cache's counts, when the engine has one. */

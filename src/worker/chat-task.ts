@@ -33,8 +33,9 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   const turn = await ChatTurn.start(model, request, { send, constrains: engine.constrains, ...(context.log ? { log: context.log } : {}) });
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
-    // The client left while the task waited in the queue: no lookup, no prefill.
-    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens);
+    // The client left while the task waited in the queue: no lookup, no prefill. (The lookup may
+    // itself wait, for a sequence or for a shared prefix another request is prefilling.)
+    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens, cancelled);
     const cachedInputTokens = prefix?.length ?? 0;
     let firstTokenMs: number | null = null;
     let peakBatch = 0;

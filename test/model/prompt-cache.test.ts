@@ -116,6 +116,25 @@ describe('prompt caching (real workers)', () => {
     for (const r of results) expect(r.usage.cache_read_input_tokens).toBeGreaterThan(0);
   });
 
+  it('six requests sent together with one ~2k-token system prompt: one prefills it, the five others read exactly what they share with it, and all decode as without the cache', async () => {
+    // Its own system prompt (nothing earlier in this file shares it), long enough to be worth a wait
+    // (a prefill chunk: src/engines/prefix-waits.ts).
+    const system = Array.from({ length: 200 }, (_, i) => `Rule ${i}: keep each edit small.`).join(' ');
+    const ask = (server: Server, k: number) => server.app.inject({ method: 'POST', url: '/v1/messages', headers: ANTHROPIC_HEADERS, payload: { ...body([{ role: 'user', content: `Task ${k}: fix module ${k}.` }]), system } })
+      .then((res) => res.json() as { content: Array<{ text?: string }>; usage: Usage });
+    const tasks = [0, 1, 2, 3, 4, 5];
+    const reference = await Promise.all(tasks.map(async (k) => textOf(await ask(cold, k))));
+    const results = await Promise.all(tasks.map((k) => ask(warm, k)));
+    // What any two of these prompts share (they differ from "Task <digit>" on): a seventh, alone, reads it.
+    const shared = (await ask(warm, 9)).usage.cache_read_input_tokens;
+    expect(shared).toBeGreaterThan(1500);
+    const reads = results.map((r) => r.usage.cache_read_input_tokens).sort((a, b) => a - b);
+    // The first reads only the chat template's first tokens, which earlier turns left in the cache.
+    expect(reads[0]).toBeLessThan(10);
+    expect(reads.slice(1)).toEqual([shared, shared, shared, shared, shared]);
+    expect(results.map(textOf)).toEqual(reference);
+  });
+
   it('a budget so small that it evicts all the time still serves the same greedy output', async () => {
     // The bundled model's KV: 2 layers x keys and values x 2 heads x 16 x 4 bytes a token; 300 tokens
     // fit, about one conversation's.

@@ -74,6 +74,19 @@ describe('prefix cache with a disk tier', () => {
     expect(tier().tier.lookup([...tokens(16), 1])!.length).toBe(16);
   });
 
+  it('a prompt\'s first tokens shared part way through its prefill stay in memory; the sequence\'s store at its end writes the whole', async () => {
+    const a = tier();
+    a.tier.share(tokens(12), kvOf(12));
+    expect(a.memory.reusable([...tokens(12), 1])).toBe(12);
+    expect(a.tier.reusable([...tokens(12), 1])).toBe(12);
+    await a.tier.flush();
+    expect(a.tier.stats().writes).toBe(0);
+    a.tier.store(tokens(20), kvOf(20));
+    await a.tier.flush();
+    expect(a.tier.stats().writes).toBe(1);
+    expect(tier().tier.lookup([...tokens(20), 1])!.length).toBe(20);
+  });
+
   it('a file whose arrays do not fit the model is not handed out', async () => {
     const a = tier();
     a.tier.store(tokens(20), kvOf(20));

@@ -47,17 +47,19 @@ class LlamaSequences implements SequenceEngine {
   }
 
   /** The request's sequence, claimed (waiting for one that fits), with the prefix of the prompt it keeps (./slots.ts). */
-  lookup(promptIds: readonly number[], maxTokens = 0): Promise<SequencePrefix> {
-    return this.slots.place(promptIds, maxTokens);
+  lookup(promptIds: readonly number[], maxTokens = 0, cancelled?: () => boolean): Promise<SequencePrefix> {
+    return this.slots.place(promptIds, maxTokens, cancelled);
   }
 
   async run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number> {
-    const placement = (prefix as Placement | null | undefined) ?? (await this.slots.place(spec.promptIds, spec.maxTokens));
+    const placement = (prefix as Placement | null | undefined) ?? (await this.slots.place(spec.promptIds, spec.maxTokens, spec.cancelled));
     const { slot, length: reuse } = placement;
+    // Shared prefixes (./slots.ts): after each forward pass of this sequence, requests waiting for its prompt's prefix hear of it.
+    const busy = (on: boolean) => (spec.busy?.(on), on || placement.evaluated());
     this.running++;
     let peak = this.running;
     try {
-      await this.decode(slot.sequence, spec, spec.promptIds.slice(reuse), () => (peak = Math.max(peak, this.running)));
+      await this.decode(slot.sequence, { ...spec, busy }, spec.promptIds.slice(reuse), () => (peak = Math.max(peak, this.running)));
       return peak;
     } finally {
       this.running--;

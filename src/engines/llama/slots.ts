@@ -25,17 +25,30 @@
  *   reused only when nothing of it is erased (the prompt extends all it holds), so what is reported
  *   read was not evaluated again. Sliding-window models get llama.cpp's full-size cache (./load.ts),
  *   which cuts like any other.
+ * - Shared prefixes (issue 40; ../prefix-waits.ts): a request whose prompt shares a prefix at least
+ *   a prefill chunk longer than its sequence's with a prompt that another sequence is evaluating now
+ *   waits, on its own claimed sequence, until that prefix is evaluated there, then takes a copy of
+ *   that sequence's state (./state-file.ts copySequenceState: node-llama-cpp has no
+ *   sequence-to-sequence copy, and its state save and load through a scratch file take 4-8 ms for
+ *   2,048 tokens on the test GGUF where prefilling them takes 180-440 ms; waiting for the holder's
+ *   sequence itself would wait for its whole generation). The tokens it takes count as cache reads:
+ *   they are not evaluated again. Not on a model whose KV cannot be cut (below). The same copy serves
+ *   a request from a free sequence holding a prefix of its prompt a chunk longer than its own, when
+ *   that sequence keeps a conversation not worth erasing for it (above).
  * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
  *   prompt plus max_tokens within it, so this is a bug, not a silent truncation).
  *
  * Contract: worker thread; one per engine (./runner.ts), made with it.
  */
 import type { LlamaContextSequence } from 'node-llama-cpp';
+import os from 'node:os';
 import type { PromptCacheStats } from '../../core/hooks.js';
 import type { SequencePrefix } from '../sequence.js';
+import { PrefixWaits, waitForShared, type Holder } from '../prefix-waits.js';
 import type { LlamaLoaded } from './load.js';
 import { acceptMaskBias } from './mask-bias.js';
 import { slotDiskCache } from './slot-disk.js';
+import { copySequenceState } from './state-file.js';
 
 export interface Slot {
   sequence: LlamaContextSequence;
@@ -43,6 +56,8 @@ export interface Slot {
   size: number;
   busy: boolean;
   lastUsed: number;
+  /** The prompt of the request on it, which others may take a prefix of (see the file's comment). */
+  holder?: Holder;
 }
 
 /**
@@ -53,6 +68,8 @@ export interface Slot {
 export interface Placement extends SequencePrefix {
   slot: Slot;
   release(): void;
+  /** The runner evaluated tokens on the sequence (after each forward pass): requests waiting for its prompt's prefix hear of it. */
+  evaluated(): void;
 }
 
 function commonPrefix(a: readonly number[], b: readonly number[]): number {
@@ -80,8 +97,11 @@ export class LlamaSlots {
   private readonly waiting: Waiter[] = [];
   private clock = 0;
   private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
+  /** Worth a wait: a prefill chunk (../prefix-waits.ts says why). */
+  private readonly waits: PrefixWaits;
 
   constructor(private readonly loaded: LlamaLoaded) {
+    this.waits = new PrefixWaits({ minTokens: loaded.engine.prefillChunkTokens });
     const contexts = loaded.contexts;
     if (!contexts?.length) throw new Error(`${loaded.info.id} has no generation context`);
     this.slots = contexts.flatMap((context) => Array.from({ length: context.totalSequences }, () => {
@@ -94,9 +114,11 @@ export class LlamaSlots {
   /**
    * Claims a sequence for a prompt and `maxTokens` (the most the request generates: the sequence
    * holds both), waiting for one when none that fits is free, and erases its KV after the prefix it
-   * reuses. Resolves once the sequence is this request's; the caller must `release` it.
+   * reuses, or takes a longer one from a sequence evaluating it now (see the file's comment; the wait
+   * ends early when `cancelled`). Resolves once the sequence is this request's; the caller must
+   * `release` it.
    */
-  async place(promptIds: readonly number[], maxTokens: number): Promise<Placement> {
+  async place(promptIds: readonly number[], maxTokens: number, cancelled?: () => boolean): Promise<Placement> {
     const need = promptIds.length + maxTokens;
     const longest = this.slots.at(-1)!.size;
     // Never waits for what no sequence can hold (the chat turn keeps prompt plus max_tokens within the longest).
@@ -113,15 +135,29 @@ export class LlamaSlots {
     if (slot) slot.busy = true;
     else slot = await this.freeSlot(need);
     // A placement from a file loads it into the sequence first (never throws: 0 when it was refused).
-    const length = fromDisk ? await disk!.claim(slot.sequence, fromDisk) : reuses ? reusable(slot.sequence, promptIds) : 0;
+    let length = fromDisk ? await disk!.claim(slot.sequence, fromDisk) : reuses ? reusable(slot.sequence, promptIds) : 0;
     const claimed = slot;
+    const { sequence } = slot;
+    // Announced at once (before any wait), so that a request placed a moment later finds it.
+    const holder = reuses && !sequence.needsCheckpoints ? (slot.holder = this.waits.hold(promptIds, length)) : undefined;
     let released = false;
     const release = () => {
-      if (!released) this.release(claimed);
+      if (released) return;
       released = true;
+      if (holder) this.waits.end(holder);
+      claimed.holder = undefined;
+      this.release(claimed);
     };
-    const { sequence } = slot;
     try {
+      if (holder) {
+        // Only a prompt whose state can load into this sequence (a long room's may not fit a short one).
+        const accept = (h: Holder) => h.prompt.length < claimed.size;
+        const shared = await waitForShared(this.waits, { prompt: promptIds, have: () => length, self: holder, accept, ...(cancelled ? { cancelled } : {}) });
+        // Else a free sequence that holds a longer prefix behind a conversation it keeps (one not worth
+        // its erasure, so not claimed: a main agent's session, when its sub-agents start).
+        const source = shared ? this.slots.find((s) => s.holder === shared.holder) : cancelled?.() ? undefined : this.idleWithPrefix(promptIds, length, claimed);
+        if (source) length = await this.copyFrom(source, claimed, promptIds, length);
+      }
       if (sequence.nextTokenIndex > length) {
         if (length === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
         await sequence.eraseContextTokenRanges([{ start: length, end: sequence.nextTokenIndex }]);
@@ -134,7 +170,42 @@ export class LlamaSlots {
       this.stats.hits++;
       this.stats.tokensReused += length;
     } else if (reuses) this.stats.misses++;
-    return { slot, length, release };
+    if (holder) this.waits.progress(holder, length);
+    // The sequence holds the prompt's first tokens, in order: as many as it has evaluated.
+    const evaluated = () => {
+      if (holder && !released) this.waits.progress(holder, Math.min(sequence.nextTokenIndex, promptIds.length));
+    };
+    return { slot, length, release, evaluated };
+  }
+
+  /** The free sequence, other than `target`, holding the longest prefix of the prompt, at least a chunk more than `had`, whose state fits `target`. */
+  private idleWithPrefix(promptIds: readonly number[], had: number, target: Slot): Slot | undefined {
+    let best: Slot | undefined;
+    let bestLength = had + this.loaded.engine.prefillChunkTokens - 1;
+    for (const slot of this.slots) {
+      if (slot === target || slot.busy || slot.sequence.needsCheckpoints || slot.sequence.nextTokenIndex > target.size) continue;
+      const length = reusable(slot.sequence, promptIds);
+      if (length > bestLength) [best, bestLength] = [slot, length];
+    }
+    return best;
+  }
+
+  /**
+   * Copies the state of `source` (a sequence evaluating a prompt that shares a longer prefix) into
+   * `target`: the tokens of the prompt `target` then holds (`had` when the copy could not be made,
+   * 0 when it failed part way: the sequence is then cleared and prefills from the start).
+   */
+  private async copyFrom(source: Slot, target: Slot, promptIds: readonly number[], had: number): Promise<number> {
+    // A state longer than the target sequence does not load into it (a longer room's prompt).
+    if (source.sequence.nextTokenIndex > target.size) return had;
+    try {
+      await copySequenceState(source.sequence, target.sequence, this.loaded.engine.promptCacheDir ?? os.tmpdir());
+    } catch (error) {
+      if ((error as { loaded?: boolean }).loaded === false) return had;
+      await target.sequence.clearHistory();
+      return 0;
+    }
+    return reusable(target.sequence, promptIds);
   }
 
   /** The free sequence that fits and holds the longest prefix of the prompt worth its erasure, if any holds one. */

@@ -8,10 +8,10 @@
  * Contract: worker thread; one engine per loaded model, made on its first use and kept with it.
  */
 import type { SequenceEngine, SequencePrefix, SequenceSpec } from '../sequence.js';
-import { BatchDecoder, type DecoderSpec } from './decode/scheduler.js';
+import { BatchDecoder, type Admission, type DecoderSpec } from './decode/scheduler.js';
 import { PrefixCache } from './decode/prefix-cache.js';
 import { PrefixDiskTier } from './decode/prefix-disk-tier.js';
-import type { KvPrefix, KvStore } from './decode/kv-store.js';
+import type { KvStore } from './decode/kv-store.js';
 import { PromptDiskStore } from '../../cache/disk-store.js';
 import { cacheKeyOf } from '../../cache/cache-key.js';
 import type { LogFn } from '../../core/log.js';
@@ -69,12 +69,21 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
   const decoder = new BatchDecoder(loaded, { prefillChunkTokens, passDependent, ...(caches ? { kvStore: caches.store } : {}) });
   return {
     constrains: true,
-    lookup: (ids) => (cache ? (decoder.lookup(ids) ?? null) : null),
-    // Without a cache the decoder is told there is no prefix; with one, the caller's lookup (or
+    // The admission (its length: the prefix reported), after any wait for a prompt being prefilled
+    // that shares a long prefix with this one (./decode/scheduler.ts admit).
+    lookup: (ids, _maxTokens, cancelled) => (cache ? decoder.admit(ids, cancelled) : null),
+    // Without a cache the decoder is told there is no prefix; with one, the caller's admission (or
     // undefined: the decoder looks it up at admission).
-    run: (spec, prefix) => decoder.run({ ...decoderSpec(spec), ...(cache ? (prefix === undefined ? {} : { prefix: prefix as KvPrefix | null }) : { prefix: null }) }),
+    run: (spec, prefix) => decoder.run({ ...decoderSpec(spec), ...(cache ? admitted(prefix as Admission | null | undefined) : { prefix: null }) }),
     ...(cache ? { promptCacheStats: () => cache.stats() } : {}),
   };
+}
+
+/** What the decoder takes of an admission: its prefix and its place among the holders. */
+function admitted(admission: Admission | null | undefined): Pick<DecoderSpec, 'prefix' | 'holder'> {
+  if (admission === undefined) return {};
+  if (admission === null) return { prefix: null };
+  return { prefix: admission.prefix ?? null, holder: admission.holder };
 }
 
 /** The neutral spec with its sampling plan built: a seeded generator, and penalties that count the tokens as they come. */

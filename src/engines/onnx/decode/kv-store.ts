@@ -32,6 +32,8 @@ export interface KvStore {
    * Called before each prefill; a result outside the contract fails that sequence.
    */
   lookup(tokens: readonly number[]): KvPrefix | undefined;
+  /** How many tokens `lookup` would hand out for `tokens` now, about (nothing counted, nothing read). */
+  reusable?(tokens: readonly number[]): number;
   /**
    * After a sequence ended normally (not cancelled, not failed): `tokens` are every token whose KV
    * the sequence holds (the prompt and the generated tokens that were fed back; not the last
@@ -44,6 +46,13 @@ export interface KvStore {
    * be handed at most those. Default: all of them.
    */
   store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
+  /**
+   * As `store`, for a prompt's first tokens part way through its prefill or at its end, which other
+   * requests wait for or may share now (the scheduler's shared prefixes: ../../prefix-waits.ts); the
+   * sequence's own `store` at its end follows and extends them. A store with a slower tier keeps
+   * these in memory only. Absent: `store` is called.
+   */
+  share?(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void;
 }
 
 /** Caches nothing: every prompt is prefilled in full, and KV is never copied out of the batch. */

@@ -64,6 +64,15 @@ export class PrefixDiskTier implements KvStore {
     return this.memory.lookup(tokens);
   }
 
+  reusable(tokens: readonly number[]): number {
+    return Math.max(this.memory.reusable(tokens), this.disk.longest(tokens, tokens.length - 1)?.length ?? 0);
+  }
+
+  /** In memory only: the sequence's own `store` at its end writes what is worth the disk. */
+  share(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void {
+    this.memory.store(tokens, readKv, exact);
+  }
+
   store(tokens: readonly number[], readKv: (from?: number) => KvArray[], exact?: number): void {
     this.memory.store(tokens, readKv, exact);
     if (!this.disk.worthKeeping(tokens.length)) return;

@@ -11,6 +11,13 @@
  * time per token while a long prompt is prefilled, instead of stopping for the whole prompt, and a
  * short prompt that arrives behind a long one waits a few chunks, not the long one's whole prefill.
  *
+ * A shared prefix is computed once (issue 40; ../../prefix-waits.ts): a request admitted (`admit`)
+ * while another prompt that shares a prefix at least a chunk longer than the store's with it is being
+ * prefilled waits; that prefill stores its first tokens at the end of the chunk that reaches what the
+ * waiters need, and they take them from the store as any cached prefix. A long prompt (a chunk or
+ * more) is also stored when its prefill ends, not only when its sequence does, for requests that
+ * come while it generates.
+ *
  * Failures stay with their sequence where the batch allows it: a throw in one sequence's prefill
  * (lookup, forward pass, sampling, its onToken) or in its sampling / onToken during a step fails that
  * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
@@ -24,6 +31,7 @@ import type { LoadedModel } from '../loaded-model.js';
 import { KvBatch } from './kv-batch.js';
 import type { StepSession } from './step-session.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
+import { PrefixWaits, waitForShared, type Holder } from '../../prefix-waits.js';
 import type { LogitsMask, SequenceSpec } from '../../sequence.js';
 import { sample, type SamplingPlan } from '../../sampler.js';
 import { cacheShape, kvMode, sessionOf } from './session-info.js';
@@ -40,6 +48,21 @@ export interface DecoderSpec extends Omit<SequenceSpec, 'sampling'> {
    * null when it found none; undefined: the decoder looks it up at admission.
    */
   prefix?: KvPrefix | null;
+  /** Its place among the prompts others may wait for, from `admit` (undefined: taken at admission). */
+  holder?: Holder;
+}
+
+/**
+ * A request admitted before its run (`admit`): its cached prefix, found after any wait for a
+ * prompt being prefilled that shares a long prefix with it, and its own place among the holders.
+ * `release` gives that place up, for a request that will not run after all.
+ */
+export interface Admission {
+  /** Prompt tokens the prefix covers (0: none). */
+  readonly length: number;
+  readonly prefix: KvPrefix | undefined;
+  readonly holder: Holder;
+  release(): void;
 }
 
 export interface BatchDecoderOptions {
@@ -53,6 +76,8 @@ export interface BatchDecoderOptions {
    * exactly as a cold one.
    */
   passDependent?: boolean;
+  /** How long a request waits for a prompt whose prefill makes no progress (../../prefix-waits.ts STALL_MS). */
+  sharedPrefixStallMs?: number;
 }
 
 /** A prompt part way through its prefill: its own one-row cache and how many prompt tokens it holds. */
@@ -63,6 +88,8 @@ interface Prefill {
 
 interface Sequence {
   spec: DecoderSpec;
+  /** What of its prompt others may take, as its prefill goes (../../prefix-waits.ts). */
+  holder: Holder;
   /** Set from its first prefill chunk until it joins the batch. */
   prefill?: Prefill;
   /** Prompt and generated tokens; all but the last are in the cache. */
@@ -88,6 +115,10 @@ export class BatchDecoder {
   private active: Sequence[] = [];
   private readonly batch: KvBatch;
   private running = false;
+  /** Requests waiting for another's prefill of their prefix (none without a store). */
+  private readonly waits: PrefixWaits;
+  /** Shortest prompt stored at the end of its prefill for later requests (Infinity: none). */
+  private readonly sharedMin: number;
 
   constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
     this.session = sessionOf(loaded)!;
@@ -97,6 +128,34 @@ export class BatchDecoder {
     this.chunk = options.prefillChunkTokens ?? Number.MAX_SAFE_INTEGER;
     this.passDependent = options.passDependent ?? false;
     this.batch = new KvBatch(this.shape, kvMode(loaded));
+    // Worth a wait: one prefill chunk more than the waiter has (../../prefix-waits.ts says why);
+    // without chunks (the whole prompt in one pass) or a store, nothing is.
+    this.sharedMin = this.kvStore === noKvStore || options.prefillChunkTokens === undefined ? Infinity : this.chunk;
+    this.waits = new PrefixWaits({ minTokens: this.sharedMin, align: this.passDependent ? this.chunk : 1, ...(options.sharedPrefixStallMs ? { stallMs: options.sharedPrefixStallMs } : {}) });
+  }
+
+  /**
+   * Admits a prompt before its run: when a prompt being prefilled shares a prefix at least a chunk
+   * longer than the store's with it, waits until that prefix is stored (or the wait ends otherwise:
+   * ../../prefix-waits.ts), then looks up the store's prefix. Meanwhile the prompt is itself one that
+   * later requests may wait for. The admission goes to `run` (as DecoderSpec.prefix and .holder), or
+   * is released.
+   */
+  admit(prompt: readonly number[], cancelled?: () => boolean): Admission | Promise<Admission> {
+    const holder = this.waits.hold(prompt);
+    const take = (): Admission => {
+      try {
+        const prefix = this.cachedPrefix(prompt);
+        holder.ready = prefix?.length ?? 0;
+        return { length: prefix?.length ?? 0, prefix, holder, release: () => this.waits.end(holder) };
+      } catch (error) {
+        this.waits.end(holder);
+        throw error;
+      }
+    };
+    const have = () => this.kvStore.reusable?.(prompt) ?? 0;
+    if (!this.waits.find(prompt, have(), holder)) return take();
+    return waitForShared(this.waits, { prompt, have, self: holder, ...(cancelled ? { cancelled } : {}) }).then(take);
   }
 
   /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
@@ -104,7 +163,7 @@ export class BatchDecoder {
     return new Promise((resolve, reject) => {
       let settled = false;
       const seq: Sequence = {
-        spec, tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
+        spec, holder: spec.holder ?? this.waits.hold(spec.promptIds), tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
         settle: (error?: unknown) => {
           if (settled) return;
           settled = true;
@@ -149,7 +208,7 @@ export class BatchDecoder {
    * false when it has chunks left.
    */
   private async prefillChunk(seq: Sequence): Promise<boolean> {
-    if (seq.spec.cancelled()) return (seq.settle(), true);
+    if (seq.spec.cancelled()) return (this.waits.end(seq.holder), seq.settle(), true);
     try {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
@@ -171,19 +230,47 @@ export class BatchDecoder {
       }, row.fetches);
       row.advanceFrom(out, end - done);
       seq.prefill.done = end;
-      if (end < n) return false;
+      if (end < n) {
+        // Requests waiting for this prompt's first `end` tokens (or fewer) take them from the store.
+        this.share(seq, end, this.waits.wanted(seq.holder) <= end, (from) => row.extract(0, from));
+        return false;
+      }
       seq.prefill = undefined;
       if (this.next(seq, out.logits!, 0, await seq.spec.logitsMask?.())) {
         this.finish(seq, (from) => row.extract(0, from));
       } else {
+        // A long prompt is stored now, not only when its sequence ends: requests that share it may
+        // come while it generates, and those waiting for it go on.
+        this.share(seq, n, n >= this.sharedMin || this.waits.wanted(seq.holder) <= n, (from) => row.extract(0, from));
         this.batch.joinRow(row);
         this.active.push(seq);
       }
+      this.waits.end(seq.holder);
     } catch (error) {
       seq.prefill = undefined;
+      this.waits.end(seq.holder);
       seq.settle(error);
     }
     return true;
+  }
+
+  /**
+   * A prefill chunk ended at `end`: stores the prompt's first `end` tokens when `store` says so (for
+   * requests waiting for them), and tells the waiters (those whose part is stored go on; the others
+   * know the prefill is moving).
+   */
+  private share(seq: Sequence, end: number, store: boolean, readKv: (from: number) => KvArray[]): void {
+    if (store) {
+      this.keep(seq.spec.promptIds.slice(0, end), readKv, this.exactOf(end), true);
+      this.waits.progress(seq.holder, end);
+    } else {
+      this.waits.progress(seq.holder);
+    }
+  }
+
+  /** Of `n` leading prompt tokens prefilled, those whose KV is what a cold prefill computes (on a pass-dependent graph: its whole chunks). */
+  private exactOf(n: number): number {
+    return this.passDependent ? Math.floor(n / this.chunk) * this.chunk : n;
   }
 
   /**
@@ -271,20 +358,27 @@ export class BatchDecoder {
   private finish(seq: Sequence, readKv: (from: number) => KvArray[]): void {
     if (!seq.spec.cancelled() && this.kvStore !== noKvStore) {
       const fed = seq.tokens.slice(0, -1);
-      let open = true;
-      try {
-        // On a pass-dependent graph only the prompt's whole chunks hold the KV a cold prefill computes
-        // (the last partial chunk and the generated tokens, decoded in batches, do not).
-        const exact = this.passDependent ? Math.floor(seq.spec.promptIds.length / this.chunk) * this.chunk : fed.length;
-        this.kvStore.store(fed, (from = 0) => {
-          if (!open) throw new Error('KvStore: readKv called after store() returned');
-          if (!Number.isInteger(from) || from < 0 || from > fed.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${fed.length}`);
-          return readKv(from);
-        }, exact);
-      } finally {
-        open = false;
-      }
+      // On a pass-dependent graph only the prompt's whole chunks hold the KV a cold prefill computes
+      // (the last partial chunk and the generated tokens, decoded in batches, do not).
+      this.keep(fed, readKv, this.passDependent ? this.exactOf(seq.spec.promptIds.length) : fed.length);
+      this.waits.progress(seq.holder, Math.min(fed.length, seq.spec.promptIds.length));
     }
     seq.settle();
+  }
+
+  /** Hands the store `tokens` and their KV, read only during the call and only within them (`shared`: a prompt's first tokens, KvStore.share). */
+  private keep(tokens: readonly number[], readKv: (from: number) => KvArray[], exact: number, shared = false): void {
+    if (this.kvStore === noKvStore) return;
+    let open = true;
+    try {
+      const store = shared && this.kvStore.share ? this.kvStore.share.bind(this.kvStore) : this.kvStore.store.bind(this.kvStore);
+      store(tokens, (from = 0) => {
+        if (!open) throw new Error('KvStore: readKv called after store() returned');
+        if (!Number.isInteger(from) || from < 0 || from > tokens.length) throw new RangeError(`KvStore: readKv(${from}) outside 0..${tokens.length}`);
+        return readKv(from);
+      }, exact);
+    } finally {
+      open = false;
+    }
   }
 }
