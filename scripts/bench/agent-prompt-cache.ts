@@ -5,11 +5,16 @@
  * first content block, and the cache_read_input_tokens the server reports. The second request of
  * Claude Code's next turn resends this whole prefix, so warm/cold is what an agent's turn 2+ costs.
  *
+ * `--engine gguf`: a ten-turn session on a GGUF chat model instead, cold against warm in memory, warm
+ * from disk after an idle unload and after a restart (./agent-cache-gguf.ts).
+ *
  *   npm run bench:agent-cache [-- --runs 3 --model tiny-qwen3-random --models-dir models]
+ *   npm run bench:agent-cache -- --engine gguf [--turns 10 --runs 1 --gguf FILE]
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { GGUF_COLUMNS, ggufSession, ggufSummary, ggufTable } from './agent-cache-gguf.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 
@@ -18,8 +23,12 @@ const { values } = parseArgs({
     runs: { type: 'string', default: '3' },
     model: { type: 'string', default: 'tiny-qwen3-random' },
     'models-dir': { type: 'string', default: 'models' },
+    engine: { type: 'string', default: 'onnx' },
+    turns: { type: 'string', default: '10' },
+    gguf: { type: 'string' },
   },
 });
+if (!['onnx', 'gguf'].includes(values.engine!)) throw new Error(`--engine ${values.engine}: onnx or gguf`);
 const RUNS = Number(values.runs);
 const MODEL = values.model!;
 const fixture = JSON.parse(fs.readFileSync(path.resolve('test/fixtures/clients/claude-code-print-json.json'), 'utf8')) as { requests: Array<{ method: string; body: Record<string, unknown> }> };
@@ -28,7 +37,7 @@ const captured = fixture.requests.find((r) => r.method === 'POST')!.body;
 const body: Record<string, unknown> = { ...captured, model: MODEL, max_tokens: 1, stream: true, thinking: { type: 'disabled' } };
 
 /** One request: ms to the first content block event, and the usage message_start reports. */
-async function send(server: ServerProcess): Promise<{ ms: number; inputTokens: number; cacheRead: number }> {
+async function send(server: ServerProcess, body: Record<string, unknown>): Promise<{ ms: number; inputTokens: number; cacheRead: number }> {
   const started = performance.now();
   const res = await fetch(`${server.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' }, body: JSON.stringify(body) });
   const reader = res.body!.getReader();
@@ -46,6 +55,17 @@ async function send(server: ServerProcess): Promise<{ ms: number; inputTokens: n
   return { ms, inputTokens: usage.input_tokens + usage.cache_read_input_tokens, cacheRead: usage.cache_read_input_tokens };
 }
 
+if (values.engine === 'gguf') {
+  const turns = Number(values.turns);
+  const { model, rows } = await ggufSession({ gguf: values.gguf, turns, runs: RUNS, first: captured, send, log: (l) => console.log(l) });
+  writeResults('agent-prompt-cache-gguf', { model, runs: RUNS, turns, rows }, [{
+    title: `A ${turns}-turn Claude Code session on ${model} (GGUF, no manifest): TTFT cold, warm in memory, warm from disk after an unload and after a restart, median of ${RUNS}`,
+    columns: GGUF_COLUMNS,
+    rows: ggufTable(rows, turns),
+  }], [ggufSummary(rows, turns), 'Each server is the compiled server (as npm start runs it) on its own prompt cache folder; cold has the cache off in memory and on disk. The unload, load and restart happen before a turn is sent and are not in its time.']);
+  process.exit(0);
+}
+
 const args = ['--models-dir', path.resolve(values['models-dir']!)];
 const on = await startServerProcess(args);
 const off = await startServerProcess(args, { PROMPT_CACHE_BYTES: '0' });
@@ -56,7 +76,7 @@ try {
     body.system = [{ type: 'text', text: `Session ${run} ${Date.now()}.` }, ...(captured.system as unknown[])];
     for (let request = 1; request <= 3; request++) {
       for (const [name, server] of (request + run) % 2 ? [['on', on], ['off', off]] as const : [['off', off], ['on', on]] as const) {
-        const r = await send(server);
+        const r = await send(server, body);
         rows.push({ request, server: name, ...r });
         console.log(`run ${run} request ${request} cache ${name}: ${r.ms.toFixed(0)} ms, ${r.inputTokens} tokens, ${r.cacheRead} read from cache`);
       }
