@@ -57,8 +57,24 @@ export interface SamplingSettings {
   penalties?: { presence: number; frequency: number; repetition: number };
 }
 
+/**
+ * An image of the prompt, as a vision-language model's engine takes it: the placeholder tokens it
+ * fills in `promptIds` (`length` of them from `start`: the image's tokens), the grid its processor
+ * makes of it, and its bytes with their SHA-256 (hex), which keys its tokens in a prefix cache.
+ */
+export interface SequenceImage {
+  start: number;
+  length: number;
+  /** Temporal, height and width patches, as the image processor's image_grid_thw. */
+  grid: [number, number, number];
+  bytes: Uint8Array;
+  hash: string;
+}
+
 export interface SequenceSpec {
   promptIds: number[];
+  /** The prompt's images, in order (a vision-language model's; absent: a text prompt). */
+  images?: SequenceImage[];
   maxTokens: number;
   sampling: SamplingSettings;
   /** Called with each generated token; returns true when the sequence must stop after it. */
@@ -98,8 +114,9 @@ export interface SequenceEngine {
    * be reported first; null: none (or no prefix cache). `maxTokens` is the spec's, given to `run`.
    * An engine may resolve it only once the request has its place (llama.cpp: a claimed sequence
    * that holds prompt and output, whose kept prefix is then exact); such a prefix has `release`.
+   * `images`: the prompt's (the spec's), whose placeholder tokens are told apart by the images' bytes.
    */
-  lookup(promptIds: readonly number[], maxTokens?: number): SequencePrefix | null | Promise<SequencePrefix | null>;
+  lookup(promptIds: readonly number[], maxTokens?: number, images?: readonly SequenceImage[]): SequencePrefix | null | Promise<SequencePrefix | null>;
   /** Runs one sequence to its end; resolves with the largest batch it was decoded in. */
   run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number>;
   /** The prefix cache's counts, when the engine has one. */

@@ -34,7 +34,7 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
     // The client left while the task waited in the queue: no lookup, no prefill.
-    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens);
+    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens, turn.images);
     const cachedInputTokens = prefix?.length ?? 0;
     let firstTokenMs: number | null = null;
     let peakBatch = 0;

@@ -26,7 +26,7 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
   const forced = script === undefined ? undefined : [...model.tokenizer.encode(script, { add_special_tokens: false }), model.eosTokenIds[0]!];
   return {
     constrains: engine.constrains,
-    lookup: (ids, maxTokens) => engine.lookup(ids, maxTokens),
+    lookup: (ids, maxTokens, images) => engine.lookup(ids, maxTokens, images),
     ...(engine.promptCacheStats ? { promptCacheStats: () => engine.promptCacheStats!() } : {}),
     run(spec, prefix) {
       if (fault === 'abort') {

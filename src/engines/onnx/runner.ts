@@ -20,6 +20,7 @@ import { samplingPlan } from '../sampler.js';
 import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
+import { imageKeyedIds } from './decode/image-keys.js';
 
 const engines = new WeakMap<LoadedModel, SequenceEngine>();
 /** The disk tier of each engine that has one, for `flushPromptCache`. */
@@ -59,7 +60,11 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
     return {
       constrains: false,
       lookup: () => null,
-      run: async (spec) => (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1),
+      run: async (spec) => {
+        // transformers.js generate is fed token ids here: an image would be read as its placeholders.
+        if (loaded.vision) throw new Error('a vision-language decoder the batch decoder cannot drive (see the load notes)');
+        return (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1);
+      },
     };
   }
   const { prefillChunkTokens } = loaded.engine;
@@ -69,7 +74,7 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
   const decoder = new BatchDecoder(loaded, { prefillChunkTokens, passDependent, ...(caches ? { kvStore: caches.store } : {}) });
   return {
     constrains: true,
-    lookup: (ids) => (cache ? (decoder.lookup(ids) ?? null) : null),
+    lookup: (ids, _maxTokens, images) => (cache ? (decoder.lookup(imageKeyedIds(ids, images)) ?? null) : null),
     // Without a cache the decoder is told there is no prefix; with one, the caller's lookup (or
     // undefined: the decoder looks it up at admission).
     run: (spec, prefix) => decoder.run({ ...decoderSpec(spec), ...(cache ? (prefix === undefined ? {} : { prefix: prefix as KvPrefix | null }) : { prefix: null }) }),
