@@ -3,7 +3,7 @@
  * tokens the model really sees. Message text is tokenized as text: special tokens come only from the
  * template (see tokenize/prompt-encoder.ts). Runs in a worker thread.
  */
-import { CoreError } from '../core/errors.js';
+import { CoreError, imageUnreadable } from '../core/errors.js';
 import type { ChatImage, ChatMessage, ChatPrompt } from '../core/types.js';
 import { imageGrid, ImageShapeError, type VisionSpec } from '../models/vision.js';
 import { TEMPLATE_CONTEXT } from '../models/template-context.js';
@@ -132,8 +132,7 @@ function gridOf(loaded: ChatTokenizer, vision: VisionSpec, image: ChatImage, ind
     return imageGrid(vision, image.width, image.height);
   } catch (error) {
     if (!(error instanceof ImageShapeError)) throw error;
-    const reason = `image ${index + 1} of the prompt (${image.width}x${image.height}) has ${error.message}`;
-    throw new CoreError('image_input_unsupported', `The model \`${loaded.info.id}\` cannot take ${reason}.`, { model: loaded.info.id, reason });
+    throw imageUnreadable(loaded.info.id, index, `it is ${image.width}x${image.height}: ${error.message}`);
   }
 }
 

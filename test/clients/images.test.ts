@@ -152,6 +152,23 @@ describe('image input served by the bundled vision model, through the SDKs', () 
     expect(again.usage!.prompt_tokens_details?.cached_tokens).toBe(text + WIDE_TOKENS - 1);
   });
 
+  it('an image whose pixels do not decode past a valid header, and one too narrow for the processor, are BadRequestErrors naming the image', async () => {
+    const anthropic = new Anthropic({ baseURL: vision.url, apiKey: KEY, maxRetries: 0 });
+    const ask = (data: string) => anthropic.messages.create({ model: VISION_MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] }] });
+    // The signature and IHDR chunk (the first 33 bytes) intact, the image data scrambled.
+    const corrupt = Buffer.from(small, 'base64');
+    for (let i = 60; i < corrupt.length - 20; i++) corrupt[i] = (i * 7) & 255;
+    const unreadable = await refusal(ask(corrupt.toString('base64')));
+    expect(unreadable).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(unreadable.message).toContain(`Image 1 of the prompt cannot be read by the model \`${VISION_MODEL}\`'s image processor: its bytes do not decode`);
+    // 4020x20: the processor scales the short side up to 32, which makes it 201:1.
+    const narrow = await refusal(ask(await png(4020, 20)));
+    expect(narrow).toBeInstanceOf(Anthropic.BadRequestError);
+    expect(narrow.message).toContain('Image 1 of the prompt cannot be read by the model `tiny-qwen3-vl-random`\'s image processor: it is 4020x20: an aspect ratio of 201:1 (the model\'s image processor takes at most 200:1)');
+    // The server serves on.
+    expect((await ask(small)).usage.output_tokens).toBeGreaterThan(0);
+  });
+
   it('POST /v1/responses/input_tokens counts an input_image as its tokens', async () => {
     const count = async (content: unknown[]) => {
       const res = await fetch(`${vision.url}/v1/responses/input_tokens`, {

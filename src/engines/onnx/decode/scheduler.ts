@@ -103,7 +103,7 @@ export class BatchDecoder {
   private readonly hiddenSize: number;
 
   constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
-    if (loaded.vision) this.vision = new VisionInputs(loaded.vision);
+    if (loaded.vision) this.vision = new VisionInputs(loaded.vision, loaded.info.id);
     this.hiddenSize = loaded.vision?.hiddenSize ?? 0;
     this.session = sessionOf(loaded)!;
     this.steps = loaded.decodeSteps;

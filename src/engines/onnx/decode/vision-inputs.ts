@@ -20,6 +20,7 @@ import { RawImage, Tensor, type ImageProcessor } from '@huggingface/transformers
 import type { SequenceImage } from '../../sequence.js';
 import type { VisionSpec } from '../../../models/vision.js';
 import { f32, i64, i64Data, type OrtSession, type OrtTensor } from '../tensors.js';
+import { imageUnreadable } from '../../../core/errors.js';
 
 export interface VisionModel {
   spec: VisionSpec;
@@ -71,7 +72,8 @@ export function mropePositions(n: number, images: readonly SequenceImage[], merg
 }
 
 export class VisionInputs {
-  constructor(private readonly model: VisionModel) {}
+  /** `modelId`: named by the error for an image that does not decode. */
+  constructor(private readonly model: VisionModel, private readonly modelId: string) {}
 
   /** Rows of inputs_embeds for `ids` ([rows of ids.length] x hidden). */
   async embed(ids: readonly number[]): Promise<Float32Array> {
@@ -86,19 +88,29 @@ export class VisionInputs {
   async prompt(ids: readonly number[], images: readonly SequenceImage[], from = 0): Promise<PromptInputs> {
     const { hiddenSize, spec } = this.model;
     const embeds = await this.embed(ids);
-    for (const image of images) {
+    for (const [index, image] of images.entries()) {
       if (image.start + image.length <= from) continue;
-      const features = await this.encode(image);
+      const features = await this.encode(image, index);
       if (features.length !== image.length * hiddenSize) throw new Error(`the vision encoder gave ${features.length / hiddenSize} rows for an image of ${image.length} tokens`);
       embeds.set(features, image.start * hiddenSize);
     }
     return { embeds, ...mropePositions(ids.length, images, spec.mergeSize) };
   }
 
-  /** One image through the processor and the vision encoder: its image_features, [tokens x hidden]. */
-  private async encode(image: SequenceImage): Promise<Float32Array> {
-    const raw = await RawImage.fromBlob(new Blob([image.bytes as Uint8Array<ArrayBuffer>]));
-    const processed = await this.model.processor(raw) as unknown as { pixel_values: Tensor; image_grid_thw: Tensor };
+  /**
+   * One image (the prompt's `index`-th) through the processor and the vision encoder: its
+   * image_features, [tokens x hidden]. Bytes whose header passed the edge's checks but whose pixels
+   * do not decode are the client's image_unreadable, not an internal error.
+   */
+  private async encode(image: SequenceImage, index: number): Promise<Float32Array> {
+    let processed: { pixel_values: Tensor; image_grid_thw: Tensor };
+    try {
+      const raw = await RawImage.fromBlob(new Blob([image.bytes as Uint8Array<ArrayBuffer>]));
+      processed = await this.model.processor(raw) as unknown as typeof processed;
+    } catch (error) {
+      const detail = String((error as Error)?.message ?? error).split('\n')[0]!.slice(0, 200);
+      throw imageUnreadable(this.modelId, index, `its bytes do not decode (${detail})`);
+    }
     const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
     if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
     const out = await this.model.encoder.run({
