@@ -169,6 +169,21 @@ describe('image input served by the bundled vision model, through the SDKs', () 
     expect((await ask(small)).usage.output_tokens).toBeGreaterThan(0);
   });
 
+  it('an image turn streams under a forced tool call\'s grammar, as a text turn does', async () => {
+    const anthropic = new Anthropic({ baseURL: vision.url, apiKey: KEY, maxRetries: 0 });
+    const stream = anthropic.messages.stream({
+      model: VISION_MODEL, max_tokens: 200,
+      tools: [{ name: 'click', description: 'Click a point on the screen', input_schema: { type: 'object', properties: { x: { type: 'integer' }, y: { type: 'integer' } }, required: ['x', 'y'], additionalProperties: false } }],
+      tool_choice: { type: 'tool', name: 'click' },
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Click the button.' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: small } }] }],
+    });
+    const message = await stream.finalMessage();
+    expect(message.stop_reason).toBe('tool_use');
+    const call = message.content.find((b) => b.type === 'tool_use');
+    expect(call).toMatchObject({ name: 'click', input: { x: expect.any(Number), y: expect.any(Number) } });
+    expect(Object.keys(call!.input as object).sort()).toEqual(['x', 'y']);
+  });
+
   it('POST /v1/responses/input_tokens counts an input_image as its tokens', async () => {
     const count = async (content: unknown[]) => {
       const res = await fetch(`${vision.url}/v1/responses/input_tokens`, {
