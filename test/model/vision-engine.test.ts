@@ -6,12 +6,15 @@
  * generate on the same inputs, alone and in a batch), and the prefix cache keyed by the images' bytes.
  */
 import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoProcessor, cat, Qwen3VLForConditionalGeneration, RawImage, Tensor, type Processor } from '@huggingface/transformers';
 import { scanModels } from '../../src/models/registry.js';
 import { disposeModel, loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
-import { onnxEngine } from '../../src/engines/onnx/runner.js';
+import { flushPromptCache, onnxEngine } from '../../src/engines/onnx/runner.js';
 import { renderPrompt } from '../../src/chat/prompt.js';
 import type { ChatImage, ChatPrompt } from '../../src/core/types.js';
 import type { SequenceEngine, SequenceImage } from '../../src/engines/sequence.js';
@@ -54,10 +57,10 @@ afterAll(async () => {
 const ask = (text: string, images: ChatImage[], offset = 0): ChatPrompt => ({ model: VISION_MODEL, messages: [{ role: 'user', content: text, images: images.map((image) => ({ ...image, offset })) }] });
 
 /** Our engine's greedy tokens for a rendered prompt (stopping at the model's end, as generate does). */
-async function ours(ids: number[], images: SequenceImage[] | undefined): Promise<{ tokens: number[]; cached: number }> {
+async function ours(ids: number[], images: SequenceImage[] | undefined, on = engine): Promise<{ tokens: number[]; cached: number }> {
   const tokens: number[] = [];
-  const prefix = await engine.lookup(ids, MAX_TOKENS, images);
-  await engine.run({ promptIds: ids, ...(images ? { images } : {}), maxTokens: MAX_TOKENS, sampling: GREEDY, cancelled: () => false, onToken: (id) => (tokens.push(id), loaded.eosTokenIds.includes(id)) }, prefix);
+  const prefix = await on.lookup(ids, MAX_TOKENS, images);
+  await on.run({ promptIds: ids, ...(images ? { images } : {}), maxTokens: MAX_TOKENS, sampling: GREEDY, cancelled: () => false, onToken: (id) => (tokens.push(id), loaded.eosTokenIds.includes(id)) }, prefix);
   return { tokens, cached: prefix?.length ?? 0 };
 }
 
@@ -151,5 +154,30 @@ describe('the vision model on the ONNX engine', () => {
     const different = await ours(other.ids, other.images);
     expect(different.cached).toBeLessThan(first.images![0]!.start);
     expect(different.tokens).toEqual(await theirs(other.ids, [smallOther]));
+  }, 120_000);
+
+  it('the prompt cache on disk: a fresh load reads a repeated image\'s prefix from its file, and not a same-size other image\'s', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'vision-prompt-cache-'));
+    const settings = testEngine({ ortAllowSpinning: false, promptCacheDir: dir, promptCacheDiskBytes: 64 << 20, promptCacheMinTokens: 16 });
+    const info = loaded.info;
+    const prompt = renderPrompt(loaded, ask('On disk', [wide]));
+    const other = renderPrompt(loaded, ask('On disk', [await png(500, 333, 9)]));
+    try {
+      const writer = await loadModel(info, settings);
+      const cold = await ours(prompt.ids, prompt.images, onnxEngine(writer));
+      await flushPromptCache(writer);
+      await disposeModel(writer);
+      const reader = await loadModel(info, settings);
+      try {
+        const warm = await ours(prompt.ids, prompt.images, onnxEngine(reader));
+        expect(warm.cached).toBe(prompt.ids.length - 1);
+        expect(warm.tokens).toEqual(cold.tokens);
+        expect((await ours(other.ids, other.images, onnxEngine(reader))).cached).toBeLessThan(prompt.images![0]!.start);
+      } finally {
+        await disposeModel(reader);
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });
