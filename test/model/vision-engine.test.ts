@@ -114,6 +114,20 @@ describe('the vision model on the ONNX engine', () => {
     expect(prompt.ids.filter((id) => id === pad)).toHaveLength(300);
   });
 
+  it('images count against the context: two 4096x4096 images (16,384 tokens each) leave a 32,768-token window no room', () => {
+    // Rendering reads the images' sizes only (the bytes are never decoded here).
+    const big = { ...small, width: 4096, height: 4096 };
+    let error: unknown;
+    try {
+      renderPrompt(loaded, ask('Two big ones', [big, big]));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({ code: 'prompt_too_long', details: { limit: 32768 } });
+    expect((error as { details: { promptTokens: number } }).details.promptTokens).toBeGreaterThanOrEqual(2 * 16384);
+    expect(renderPrompt(loaded, ask('One big one', [big])).images![0]!.length).toBe(16384);
+  });
+
   it('greedy tokens equal transformers.js generate on the same inputs: one image, two images of different sizes', async () => {
     for (const images of [[small], [small, wide]]) {
       const prompt = renderPrompt(loaded, ask('Describe', images));
