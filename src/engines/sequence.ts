@@ -110,6 +110,12 @@ export interface SequenceEngine {
   /** It applies asynchronous logits masks (constrained decoding: grammars). */
   readonly constrains: boolean;
   /**
+   * Checks a prompt's images before the sequence starts (before anything is sent to the client): an
+   * image whose bytes do not decode is refused here, not in the middle of a streamed reply. Absent:
+   * the engine takes no images.
+   */
+  checkImages?(images: readonly SequenceImage[]): Promise<void>;
+  /**
    * The longest cached prefix of this prompt, looked up before the prefill so that its length can
    * be reported first; null: none (or no prefix cache). `maxTokens` is the spec's, given to `run`.
    * An engine may resolve it only once the request has its place (llama.cpp: a claimed sequence

@@ -33,6 +33,7 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   const turn = await ChatTurn.start(model, request, { send, constrains: engine.constrains, ...(context.log ? { log: context.log } : {}) });
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
+    if (turn.images?.length && !cancelled()) await engine.checkImages?.(turn.images);
     // The client left while the task waited in the queue: no lookup, no prefill.
     const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens, turn.images);
     const cachedInputTokens = prefix?.length ?? 0;

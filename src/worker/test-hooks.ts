@@ -27,6 +27,7 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
   return {
     constrains: engine.constrains,
     lookup: (ids, maxTokens, images) => engine.lookup(ids, maxTokens, images),
+    ...(engine.checkImages ? { checkImages: (images) => engine.checkImages!(images) } : {}),
     ...(engine.promptCacheStats ? { promptCacheStats: () => engine.promptCacheStats!() } : {}),
     run(spec, prefix) {
       if (fault === 'abort') {

@@ -79,6 +79,7 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
     // undefined: the decoder looks it up at admission).
     run: (spec, prefix) => decoder.run({ ...decoderSpec(spec), ...(cache ? (prefix === undefined ? {} : { prefix: prefix as KvPrefix | null }) : { prefix: null }) }),
     ...(cache ? { promptCacheStats: () => cache.stats() } : {}),
+    ...(loaded.vision ? { checkImages: (images) => decoder.checkImages(images) } : {}),
   };
 }
 

@@ -24,7 +24,7 @@ import type { LoadedModel } from '../loaded-model.js';
 import { KvBatch } from './kv-batch.js';
 import type { StepSession } from './step-session.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
-import type { LogitsMask, SequenceSpec } from '../../sequence.js';
+import type { LogitsMask, SequenceImage, SequenceSpec } from '../../sequence.js';
 import { sample, type SamplingPlan } from '../../sampler.js';
 import { cacheShape, kvMode, sessionOf } from './session-info.js';
 import { i64, lastLogits, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from '../tensors.js';
@@ -209,6 +209,11 @@ export class BatchDecoder {
    */
   lookup(prompt: readonly number[]): KvPrefix | undefined {
     return this.cachedPrefix(prompt);
+  }
+
+  /** Decodes a prompt's images before its sequence starts (a vision model's; ./vision-inputs.ts). */
+  async checkImages(images: readonly SequenceImage[]): Promise<void> {
+    await this.vision?.check(images);
   }
 
   /** Runs `work` (an image's encoding, a step's embeddings) with the sequences marked busy, as a forward pass. */

@@ -71,9 +71,35 @@ export function mropePositions(n: number, images: readonly SequenceImage[], merg
   return { positions, delta: next - n };
 }
 
+/** Decoded images kept from `check` for the prefill that follows it (each about width x height x 3 bytes). */
+const DECODED_KEPT = 4;
+
 export class VisionInputs {
+  /** Images `check` decoded, by hash, until their sequence's prefill takes them (the oldest dropped past DECODED_KEPT). */
+  private readonly decoded = new Map<string, RawImage>();
+
   /** `modelId`: named by the error for an image that does not decode. */
   constructor(private readonly model: VisionModel, private readonly modelId: string) {}
+
+  /**
+   * Decodes each image (refused, image_unreadable, when it does not), before its sequence starts;
+   * the prefill then takes the decoded image instead of decoding it again.
+   */
+  async check(images: readonly SequenceImage[]): Promise<void> {
+    for (const [index, image] of images.entries()) {
+      if (this.decoded.has(image.hash)) continue;
+      this.decoded.set(image.hash, await this.decode(image, index));
+      if (this.decoded.size > DECODED_KEPT) this.decoded.delete(this.decoded.keys().next().value!);
+    }
+  }
+
+  private async decode(image: SequenceImage, index: number): Promise<RawImage> {
+    try {
+      return await RawImage.fromBlob(new Blob([image.bytes as Uint8Array<ArrayBuffer>]));
+    } catch (error) {
+      throw unreadable(this.modelId, index, error);
+    }
+  }
 
   /** Rows of inputs_embeds for `ids` ([rows of ids.length] x hidden). */
   async embed(ids: readonly number[]): Promise<Float32Array> {
@@ -103,13 +129,13 @@ export class VisionInputs {
    * do not decode are the client's image_unreadable, not an internal error.
    */
   private async encode(image: SequenceImage, index: number): Promise<Float32Array> {
+    const raw = this.decoded.get(image.hash) ?? (await this.decode(image, index));
+    this.decoded.delete(image.hash);
     let processed: { pixel_values: Tensor; image_grid_thw: Tensor };
     try {
-      const raw = await RawImage.fromBlob(new Blob([image.bytes as Uint8Array<ArrayBuffer>]));
       processed = await this.model.processor(raw) as unknown as typeof processed;
     } catch (error) {
-      const detail = String((error as Error)?.message ?? error).split('\n')[0]!.slice(0, 200);
-      throw imageUnreadable(this.modelId, index, `its bytes do not decode (${detail})`);
+      throw unreadable(this.modelId, index, error);
     }
     const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
     if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
@@ -143,6 +169,12 @@ export class VisionInputs {
       position_ids: i64Data(positions, [3, B, 1]),
     };
   }
+}
+
+/** The client's image_unreadable for an image whose decoding or processing threw. */
+function unreadable(modelId: string, index: number, error: unknown) {
+  const detail = String((error as Error)?.message ?? error).split('\n')[0]!.slice(0, 200);
+  return imageUnreadable(modelId, index, `its bytes do not decode (${detail})`);
 }
 
 export type { OrtTensor };
