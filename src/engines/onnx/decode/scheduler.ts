@@ -16,6 +16,11 @@
  * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
  * shared cache is then unusable), not the ones being prefilled.
  *
+ * A vision-language decoder (a split Qwen-VL export) is fed inputs_embeds and 3-row M-RoPE
+ * positions in place of token ids (./vision-inputs.ts): a prompt's are made at its first prefill
+ * chunk (its images encoded then) and fed a chunk at a time; a step embeds each row's last token
+ * and places it at its cache length plus its sequence's delta. Everything else is the same.
+ *
  * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
  * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
  * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
