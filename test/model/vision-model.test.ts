@@ -14,6 +14,7 @@ import { AutoProcessor, Qwen3VLForConditionalGeneration, RawImage, type Processo
 import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { scanModels } from '../../src/models/registry.js';
 import { imageGrid, type VisionSpec } from '../../src/models/vision.js';
+import { modelFileBytes, modelSignature } from '../../src/models/signature.js';
 import { MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
 
 const config = JSON.parse(fs.readFileSync(path.join(MODELS_DIR, VISION_MODEL, 'config.json'), 'utf8')) as { image_token_id: number; vision_start_token_id: number; vision_end_token_id: number };
@@ -127,5 +128,11 @@ describe('the bundled vision model (tiny-qwen3-vl-random)', () => {
       task: 'chat', dtype: 'fp32', onnxFile: 'onnx/decoder_model_merged.onnx', contextLength: 32768, imageInput: true,
       vision: { modelType: 'qwen3_vl', imageTokenId: config.image_token_id, visionStartTokenId: config.vision_start_token_id, patchSize: 16, mergeSize: 2, temporalPatchSize: 2, minPixels: 65536, maxPixels: 16777216 },
     });
+    // Its weights are its three graphs', and a change to any of them (or to its image settings) changes its signature.
+    const info = scan.models.find((m) => m.id === VISION_MODEL)!;
+    const graphs = ['decoder_model_merged', 'embed_tokens', 'vision_encoder'].map((g) => fs.statSync(path.join(MODELS_DIR, VISION_MODEL, 'onnx', `${g}.onnx`)).size);
+    expect(modelFileBytes(info)).toBe(graphs.reduce((a, b) => a + b, 0));
+    const signed = JSON.parse(modelSignature(info)).files as string[];
+    expect(signed.filter((f) => /^onnx\/|preprocessor/.test(f)).map((f) => f.split(':')[0])).toEqual(['onnx/decoder_model_merged.onnx', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'preprocessor_config.json']);
   });
 });
