@@ -3,7 +3,7 @@
  * template with each image widened to its tokens (the counts worked out by hand in
  * vision-model.test.ts: 300x200 -> 70, 500x333 -> 160), the batch decoder fed inputs_embeds and
  * M-RoPE positions (greedy tokens equal transformers.js's own Qwen3VLForConditionalGeneration
- * generate on the same inputs, alone and in a batch), and the prefix cache keyed by the images' bytes.
+ * generate on the same inputs, alone and in a batch; our decoder graph rewritten to last-position logits), and the prefix cache keyed by the images' bytes.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -129,6 +129,8 @@ describe('the vision model on the ONNX engine', () => {
   });
 
   it('greedy tokens equal transformers.js generate on the same inputs: one image, two images of different sizes', async () => {
+    // The decoder computes the last position's logits alone (the rewrite the text models get), and still agrees.
+    expect(loaded.notes).toContain('logits for the last position only');
     for (const images of [[small], [small, wide]]) {
       const prompt = renderPrompt(loaded, ask('Describe', images));
       const expected = await theirs(prompt.ids, images);

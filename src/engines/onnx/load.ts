@@ -16,6 +16,7 @@ import { prepareGraph } from './graph/prepare-graph.js';
 import { loadTokenizer } from '../../tokenize/load-tokenizer.js';
 import { batchDecoding, sessionOf, textConfig } from './decode/session-info.js';
 import type { OrtSession } from './tensors.js';
+import { DTYPE_SUFFIX } from '../../models/manifest.js';
 import { StepSession } from './decode/step-session.js';
 import type { LogFn } from '../../core/log.js';
 import type { LoadedModel } from './loaded-model.js';
@@ -54,9 +55,12 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
   // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
-  // A vision-language decoder is served as exported: the rewrites read a `model` graph's contract.
+  // A vision-language decoder: last-position logits only (fused attention reads 1-D rotary positions,
+  // not M-RoPE). transformers.js names a split export's sessions itself (model_file_name applies to
+  // a `model` graph alone), so the derived decoder replaces its session after the load, below.
+  const visionGraph = info.vision && chat && engine.lastPositionLogits ? prepareGraph(info, { lastLogits: true, fusedAttention: false }) : undefined;
   const prepared = info.vision
-    ? { notes: ['vision-language decoder served as exported (no last-position logits or fused-attention rewrite)'], modelFileName: undefined, decodeStepFile: undefined }
+    ? { notes: visionGraph?.notes ?? [], modelFileName: undefined, decodeStepFile: undefined }
     : prepareGraph(info, { lastLogits: chat && engine.lastPositionLogits, fusedAttention: chat && engine.fusedAttention, halfKvCache: engine.kvCacheDtype === 'float16' });
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
@@ -110,6 +114,12 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
     inputNames: [],
   };
   if (info.vision) {
+    if (visionGraph?.modelFileName) {
+      const exported = sessions.decoder_model_merged!;
+      const file = path.join(info.dir, path.dirname(info.onnxFile), `${visionGraph.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`);
+      sessions.decoder_model_merged = await (exported.constructor as unknown as { create(file: string, options: Record<string, unknown>): Promise<OrtSession> }).create(file, { ...options.session_options, executionProviders: ['cpu'] });
+      await exported.release?.();
+    }
     const processor = await AutoImageProcessor.from_pretrained(name, { local_files_only: true });
     loaded.vision = { spec: info.vision, processor, embed: sessions.embed_tokens!, encoder: sessions.vision_encoder!, hiddenSize: loaded.hiddenSize ?? 0 };
   }
