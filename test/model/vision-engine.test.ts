@@ -196,4 +196,13 @@ describe('the vision model on the ONNX engine', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('a vision decoder whose inputs the batch decoder does not drive is model_unavailable with the reason, not an internal error', async () => {
+    const decoder = (loaded.model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.decoder_model_merged!;
+    const odd = { ...loaded, model: { config: loaded.model.config, sessions: { decoder_model_merged: { ...decoder, inputNames: [...decoder.inputNames, 'num_logits_to_keep'], outputNames: (decoder as unknown as { outputNames: string[] }).outputNames } } } } as unknown as LoadedModel;
+    const prompt = renderPrompt(loaded, ask('x', [small]));
+    const error = await onnxEngine(odd).run({ promptIds: prompt.ids, images: prompt.images!, maxTokens: 1, sampling: GREEDY, cancelled: () => false, onToken: () => true }).then(() => undefined, (e: unknown) => e);
+    expect(error).toMatchObject({ code: 'model_unavailable', details: { model: VISION_MODEL } });
+    expect((error as Error).message).toContain('inputs add num_logits_to_keep');
+  });
 });

@@ -17,7 +17,8 @@ import { cacheKeyOf } from '../../cache/cache-key.js';
 import type { LogFn } from '../../core/log.js';
 import type { CacheShape } from './tensors.js';
 import { samplingPlan } from '../sampler.js';
-import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
+import { batchDecoding, cacheShape, supportsBatchDecoding } from './decode/session-info.js';
+import { CoreError } from '../../core/errors.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
 import { imageKeyedIds } from './decode/image-keys.js';
@@ -62,7 +63,10 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
       lookup: () => null,
       run: async (spec) => {
         // transformers.js generate is fed token ids here: an image would be read as its placeholders.
-        if (loaded.vision) throw new Error('a vision-language decoder the batch decoder cannot drive (see the load notes)');
+        if (loaded.vision) {
+          const reason = batchDecoding(loaded);
+          throw new CoreError('model_unavailable', `The model \`${loaded.info.id}\` cannot be served: its vision-language decoder is not one the batch decoder drives (${reason.ok ? 'unknown' : reason.reason}).`, { model: loaded.info.id });
+        }
         return (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1);
       },
     };

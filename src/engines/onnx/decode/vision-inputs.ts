@@ -139,9 +139,11 @@ export class VisionInputs {
     }
     const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
     if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
+    // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw (transformers.js image_grid_thw_name).
+    const gridName = this.model.encoder.inputNames.includes('grid_thw') ? 'grid_thw' : 'image_grid_thw';
     const out = await this.model.encoder.run({
       pixel_values: ortTensor(processed.pixel_values),
-      image_grid_thw: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
+      [gridName]: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
     });
     return out.image_features!.data as Float32Array;
   }
