@@ -3,19 +3,24 @@
  * tokens the model really sees. Message text is tokenized as text: special tokens come only from the
  * template (see tokenize/prompt-encoder.ts). Runs in a worker thread.
  */
-import { CoreError } from '../core/errors.js';
-import type { ChatMessage, ChatPrompt } from '../core/types.js';
+import { CoreError, imageUnreadable } from '../core/errors.js';
+import type { ChatImage, ChatMessage, ChatPrompt } from '../core/types.js';
+import { imageGrid, ImageShapeError, type VisionSpec } from '../models/vision.js';
 import { TEMPLATE_CONTEXT } from '../models/template-context.js';
 import { thoughtTags, type TemplateFeatures, type ToolFormat } from '../models/template-features.js';
 import { familyFeatures } from './template/family-features.js';
 import type { ChatTokenizer } from './model.js';
 import { genericToolCallText, genericToolPrompt, genericToolResultText, nativeToolPrompt } from './tools/generic.js';
 import { PromptEncoder, type Literals } from '../tokenize/prompt-encoder.js';
-import { renderChatTemplate, type TemplateMessage } from './template/render.js';
+import { renderChatTemplate, type TemplateMessage, type TemplatePart } from './template/render.js';
+import type { SequenceImage } from '../engines/sequence.js';
 
 export interface RenderedPrompt {
   text: string;
+  /** The prompt's tokens, each image's placeholder widened to the image's tokens. */
   ids: number[];
+  /** A vision-language model's prompt: its images, in order, and the tokens each fills in `ids`. */
+  images?: SequenceImage[];
   /** The prompt ends inside a thought: the template's generation prompt opened it (`…<think>\n`). */
   opensThought: boolean;
 }
@@ -43,14 +48,19 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   // generation prompt rather than rendered as a finished turn.
   let prefill = last?.role === 'assistant' && !last.toolCalls?.length ? last.content : '';
   const turns = prefill ? prompt.messages.slice(0, -1) : prompt.messages;
-  conversation.push(...turns.map((m) => templateMessage(m, generic, features.toolFormat)));
+  const vision = loaded.info.vision;
+  const images: ChatImage[] = [];
+  conversation.push(...turns.map((m) => withImages(templateMessage(m, generic, features.toolFormat), m, vision, images)));
   // The common case, no special-token text in any message, renders and encodes the text as it is.
-  const literals = hideSpecialTokens([...conversation.map((m) => m.content), prefill], encoder.specialTokens);
+  const literals = hideSpecialTokens([...conversation.flatMap((m) => textsOf(m.content)), prefill], encoder.specialTokens);
   if (literals) {
     const hide = literals.hide;
-    for (const message of conversation) message.content = hide(message.content);
+    for (const message of conversation) message.content = typeof message.content === 'string' ? hide(message.content) : message.content.map((p) => (p.type === 'text' ? { ...p, text: hide(p.text) } : p));
     prefill = hide(prefill);
   }
+  const grids = vision ? images.map((image, i) => gridOf(loaded, vision, image, i)) : [];
+  // Each image's one placeholder becomes its tokens: the extra ones count against the context too.
+  const extra = grids.reduce((sum, g) => sum + g.tokens - 1, 0);
   const options: Record<string, unknown> = { tokenize: false, add_generation_prompt: true };
   if (tools && !generic && !described) options.tools = tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description ?? '', parameters: t.inputSchema } }));
   // The template's own thinking switch (Qwen3): off unless the request turned thinking on.
@@ -72,9 +82,10 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   text += prefill;
   const context = loaded.info.contextLength;
   // At most context - 1 prompt tokens: one position must be left for output.
-  const encoded = encoder.encode(text, { literals: literals?.placeholders, budget: context - 1 });
+  const encoded = encoder.encode(text, { literals: literals?.placeholders, budget: context - 1 - extra });
   if ('tooLong' in encoded) {
-    const { tokens, exact } = encoded.tooLong;
+    const { exact } = encoded.tooLong;
+    const tokens = encoded.tooLong.tokens + extra;
     throw new CoreError('prompt_too_long', `The prompt is ${exact ? '' : 'at least '}${tokens} tokens; the context window of ${context} leaves no room for output.`, {
       limit: context,
       promptTokens: tokens,
@@ -83,7 +94,69 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
   }
   const shown = literals ? literals.show(text) : text;
   const tags = thoughtTags(features);
-  return { text: shown, ids: encoded.ids, opensThought: tags !== undefined && opensThought(shown, tags.open, tags.close) };
+  const widened = vision && images.length > 0 ? widenImages(encoded.ids, vision, images, grids) : { ids: encoded.ids };
+  return { text: shown, ...widened, opensThought: tags !== undefined && opensThought(shown, tags.open, tags.close) };
+}
+
+/** The texts of a template message's content. */
+const textsOf = (content: TemplateMessage['content']): string[] => (typeof content === 'string' ? [content] : content.flatMap((p) => (p.type === 'text' ? [p.text] : [])));
+
+/**
+ * A vision-language model's message with images: its content as the parts the model's template
+ * takes (text and `{ type: 'image' }`, each image at its offset in the text), its images added to
+ * `images` in the order the template renders them. Any other message is returned as it is. The text
+ * a template message carries may have gained a head (a failed tool result's `Error: `), which shifts
+ * the images' offsets by as much; one whose text is wrapped otherwise (the generic tool format's
+ * result) gets its images after the text.
+ */
+function withImages(message: TemplateMessage, source: ChatMessage, vision: VisionSpec | undefined, images: ChatImage[]): TemplateMessage {
+  if (!vision || source.role === 'assistant' || !source.images?.length || typeof message.content !== 'string') return message;
+  const text = message.content;
+  const head = text.endsWith(source.content) ? text.length - source.content.length : -1;
+  const placed = [...source.images].map((image, i) => ({ image, i, at: head >= 0 ? head + image.offset : text.length })).sort((a, b) => a.at - b.at || a.i - b.i);
+  const parts: TemplatePart[] = [];
+  let from = 0;
+  for (const { image, at } of placed) {
+    if (at > from) parts.push({ type: 'text', text: text.slice(from, at) });
+    parts.push({ type: 'image' });
+    images.push(image);
+    from = at;
+  }
+  if (from < text.length) parts.push({ type: 'text', text: text.slice(from) });
+  return { ...message, content: parts };
+}
+
+/** The grid an image becomes; an image the processor cannot take is refused, naming which. */
+function gridOf(loaded: ChatTokenizer, vision: VisionSpec, image: ChatImage, index: number) {
+  try {
+    return imageGrid(vision, image.width, image.height);
+  } catch (error) {
+    if (!(error instanceof ImageShapeError)) throw error;
+    throw imageUnreadable(loaded.info.id, index, `it is ${image.width}x${image.height}: ${error.message}`);
+  }
+}
+
+/**
+ * The prompt's ids with each image's placeholder token repeated as many times as the image has
+ * tokens, and where each image's tokens are. The template renders one placeholder per image, in the
+ * images' order; message text cannot add one (special-token text is encoded as text).
+ */
+function widenImages(ids: number[], vision: VisionSpec, images: ChatImage[], grids: ReturnType<typeof imageGrid>[]): Pick<RenderedPrompt, 'ids' | 'images'> {
+  const placeholders = ids.reduce((n, id) => n + (id === vision.imageTokenId ? 1 : 0), 0);
+  if (placeholders !== images.length) throw new CoreError('internal', `the chat template rendered ${placeholders} image placeholders for ${images.length} images`);
+  const out: number[] = [];
+  const placed: SequenceImage[] = [];
+  for (const id of ids) {
+    if (id !== vision.imageTokenId) {
+      out.push(id);
+      continue;
+    }
+    const k = placed.length;
+    const { thw, tokens } = grids[k]!;
+    placed.push({ start: out.length, length: tokens, grid: thw, bytes: images[k]!.bytes, hash: images[k]!.hash });
+    for (let t = 0; t < tokens; t++) out.push(id);
+  }
+  return { ids: out, images: placed };
 }
 
 /** Whether the prompt's last thought tag is an opening one, with only whitespace after it. */

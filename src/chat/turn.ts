@@ -15,7 +15,7 @@
  */
 import type { ChatEvent, ChatRequest, ChatResult, FinishReason, TokenLogprob } from '../core/types.js';
 import type { LogFn } from '../core/log.js';
-import type { LogitsMask, SequenceSpec } from '../engines/sequence.js';
+import type { LogitsMask, SequenceImage, SequenceSpec } from '../engines/sequence.js';
 import { stepLogprobs, type StepLogprobs } from '../engines/logprobs.js';
 import { AnswerBuilder } from './answer.js';
 import { guideFor, type Guide } from './grammar/guide.js';
@@ -64,6 +64,8 @@ export class ChatTurn {
     private readonly model: ChatModel,
     private readonly request: ChatRequest,
     readonly promptIds: number[],
+    /** The prompt's images and the tokens they fill in promptIds (a vision-language model's). */
+    readonly images: SequenceImage[] | undefined,
     private readonly guide: Guide | undefined,
     options: TurnOptions & { opensThought: boolean },
   ) {
@@ -99,7 +101,7 @@ export class ChatTurn {
   static async start(model: ChatModel, request: ChatRequest, options: TurnOptions): Promise<ChatTurn> {
     const prompt = renderPrompt(model, request);
     const guide = await guideFor(model, request, { constrains: options.constrains, ...(options.log ? { log: options.log } : {}) });
-    return new ChatTurn(model, request, prompt.ids, guide, { ...options, opensThought: prompt.opensThought });
+    return new ChatTurn(model, request, prompt.ids, prompt.images, guide, { ...options, opensThought: prompt.opensThought });
   }
 
   get inputTokens(): number {
@@ -123,6 +125,7 @@ export class ChatTurn {
     const top = this.request.logprobs;
     return {
       promptIds: this.promptIds,
+      ...(this.images ? { images: this.images } : {}),
       maxTokens: this.maxTokens,
       sampling: samplingFor(this.request.sampling, this.model.generationDefaults),
       onToken: (id) => (this.accept(id), this.shouldStop(id)),

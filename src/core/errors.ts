@@ -31,6 +31,12 @@ export const CORE_ERROR_CODES = [
   /** A prompt with images, to a model that takes none. details: model, reason (why it takes none). */
   'image_input_unsupported',
   /**
+   * An image the model's image processor cannot take: bytes that do not decode past their header,
+   * or a shape it refuses (an aspect ratio over 200:1). details: model, item (the image's place among
+   * the prompt's images, from 0), reason.
+   */
+  'image_unreadable',
+  /**
    * A JSON schema the request requires to hold (an output schema, a strict tool's input schema) uses a
    * feature constrained decoding cannot enforce, or the grammar could not be built from it. details:
    * reason ('output' | 'tool'), item (the tool's index), feature, schemaPath (JSON pointer).
@@ -120,5 +126,9 @@ export const wrongModelTask = (model: string, task: ModelTask) =>
 /** A prompt with images to a model that takes none; the HTTP edge refuses it first, naming the block (src/http/shared/image-intake.ts). */
 export const imageInputUnsupported = (model: ModelDescription) =>
   new CoreError('image_input_unsupported', `The model \`${clip(model.id)}\` takes no image input (${NO_IMAGE_INPUT[model.engine]}).`, { model: model.id, reason: NO_IMAGE_INPUT[model.engine] });
+
+/** The prompt's image `item` (from 0), which the model's image processor cannot take, and why. */
+export const imageUnreadable = (model: string, item: number, reason: string) =>
+  new CoreError('image_unreadable', `Image ${item + 1} of the prompt cannot be read by the model \`${clip(model)}\`'s image processor: ${reason}.`, { model, item, reason });
 
 export const overloaded = (model: string) => new CoreError('overloaded', `The model \`${model}\` is busy; retry shortly.`, { model });

@@ -57,8 +57,31 @@ export interface SamplingSettings {
   penalties?: { presence: number; frequency: number; repetition: number };
 }
 
+/**
+ * An image of the prompt, as a vision-language model's engine takes it: the placeholder tokens it
+ * fills in `promptIds` (`length` of them from `start`: the image's tokens), the grid its processor
+ * makes of it, and its bytes with their SHA-256 (hex), which keys its tokens in a prefix cache.
+ */
+export interface SequenceImage {
+  start: number;
+  length: number;
+  /** Temporal, height and width patches, as the image processor's image_grid_thw. */
+  grid: [number, number, number];
+  bytes: Uint8Array;
+  hash: string;
+}
+
+/** What SequenceEngine.lookup may use beside the prompt's ids. */
+export interface LookupOptions {
+  /** The request's (as in its spec): ends a wait for a shared prefix early. */
+  cancelled?: () => boolean;
+  images?: readonly SequenceImage[];
+}
+
 export interface SequenceSpec {
   promptIds: number[];
+  /** The prompt's images, in order (a vision-language model's; absent: a text prompt). */
+  images?: SequenceImage[];
   maxTokens: number;
   sampling: SamplingSettings;
   /** Called with each generated token; returns true when the sequence must stop after it. */
@@ -94,15 +117,22 @@ export interface SequenceEngine {
   /** It applies asynchronous logits masks (constrained decoding: grammars). */
   readonly constrains: boolean;
   /**
+   * Checks a prompt's images before the sequence starts (before anything is sent to the client): an
+   * image whose bytes do not decode is refused here, not in the middle of a streamed reply. Absent:
+   * the engine takes no images.
+   */
+  checkImages?(images: readonly SequenceImage[]): Promise<void>;
+  /**
    * The longest cached prefix of this prompt, looked up before the prefill so that its length can
    * be reported first; null: none (or no prefix cache). `maxTokens` is the spec's, given to `run`.
    * An engine may resolve it only once the request has its place (llama.cpp: a claimed sequence
    * that holds prompt and output, whose kept prefix is then exact); such a prefix has `release`.
    * An engine may also wait for another request that is prefilling a long prefix of this prompt
    * right now, and resolve with that prefix once it is ready (./prefix-waits.ts); `cancelled` (the
-   * request's, as in its spec) ends such a wait early.
+   * request's, as in its spec) ends such a wait early. `images`: the prompt's (the spec's), whose
+   * placeholder tokens are told apart by the images' bytes.
    */
-  lookup(promptIds: readonly number[], maxTokens?: number, cancelled?: () => boolean): SequencePrefix | null | Promise<SequencePrefix | null>;
+  lookup(promptIds: readonly number[], maxTokens?: number, options?: LookupOptions): SequencePrefix | null | Promise<SequencePrefix | null>;
   /** Runs one sequence to its end; resolves with the largest batch it was decoded in. */
   run(spec: SequenceSpec, prefix?: SequencePrefix | null): Promise<number>;
   /** The prefix cache's counts, when the engine has one. */

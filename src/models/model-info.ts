@@ -1,5 +1,6 @@
 import type { ModelDescription } from '../core/model.js';
 import type { Dtype } from './manifest.js';
+import type { VisionSpec } from './vision.js';
 
 /**
  * A scanned model folder: the core's description (src/core/model.ts) and what a worker needs to load
@@ -31,4 +32,6 @@ export interface ModelInfo extends ModelDescription {
   chatTemplate?: string;
   /** The manifest's `randomWeights`: the model runs but its outputs mean nothing (a test model); a request that names no model gets it only when nothing else can serve. */
   randomWeights?: boolean;
+  /** A split vision-language export (then `onnxFile` is its decoder, and `imageInput` is set): what its images become (./vision.ts). */
+  vision?: VisionSpec;
 }

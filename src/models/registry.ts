@@ -12,6 +12,7 @@ import { groupGgufFiles, quantOf, type GgufModelFiles } from './gguf.js';
 import type { GgufKvSettings } from './gguf-kv.js';
 import { describeGguf } from './gguf-model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
+import { QWEN_VL_TYPES, readVisionSpec, type VisionSpec } from './vision.js';
 
 export type { ModelTask };
 
@@ -26,8 +27,8 @@ export interface ScanResult {
   models: ModelInfo[];
   skipped: SkippedFolder[];
   /**
-   * Folders of a kind the server recognises and does not serve yet (a split vision-language export:
-   * issue 42's engine step), with what they are; present only when there is one. Unlike a skipped
+   * Folders of a kind the server recognises and does not serve yet (a split vision-language export
+   * of a family other than Qwen-VL), with what they are; present only when there is one. Unlike a skipped
    * folder nothing in them is wrong, so they are reported apart.
    */
   notServedYet?: SkippedFolder[];
@@ -162,14 +163,12 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
   }
 
-  const visionGraphs = VISION_EXPORT_GRAPHS.filter((name) => onnxGraphExists(dir, name));
-  if (visionGraphs.length === VISION_EXPORT_GRAPHS.length && !DTYPES.some((d) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`)))) {
-    const kind = typeof config.model_type === 'string' ? `${config.model_type} ` : '';
-    throw new NotServedYet(`a split ${kind}vision-language export (onnx/${VISION_EXPORT_GRAPHS.join(', onnx/')}); the ONNX engine does not serve vision-language models yet`);
-  }
-  const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config));
-  const onnxFile = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
-  const contextLength = manifest.contextLength ?? contextFromConfig(config, tokenizerConfig);
+  const vision = visionExport(dir, config);
+  const base = vision ? 'decoder_model_merged' : 'model';
+  const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config), base);
+  const onnxFile = `onnx/${base}${DTYPE_SUFFIX[dtype]}.onnx`;
+  // A vision-language config nests the text model's sizes under text_config.
+  const contextLength = manifest.contextLength ?? contextFromConfig(vision ? { ...config, ...config.text_config } : config, tokenizerConfig);
   const externalDataChunks = countExternalData(path.join(dir, onnxFile));
   const declared = declaredExternalData(config, onnxFile);
   if (declared > externalDataChunks) {
@@ -197,6 +196,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     aliases: manifest.aliases ?? [],
     displayName: manifest.displayName ?? id,
     ...(manifest.randomWeights ? { randomWeights: true } : {}),
+    ...(vision ? { vision, imageInput: true } : {}),
     created: Math.floor(fs.statSync(dir).mtimeMs / 1000),
   };
 }
@@ -225,16 +225,39 @@ function configDtype(config: Record<string, any>): Dtype | undefined {
   return typeof value === 'string' && (DTYPES as string[]).includes(value) ? (value as Dtype) : undefined;
 }
 
-/** The requested dtype if its file exists; otherwise the first present file in transformers.js's preference order. */
-function chooseDtype(dir: string, wanted: Dtype | undefined): Dtype {
-  const exists = (d: Dtype) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`));
+/**
+ * The requested dtype if its file exists; otherwise the first present file in transformers.js's
+ * preference order. `base`: the graph's name (`model`; a vision export's `decoder_model_merged`,
+ * whose embed_tokens and vision_encoder graphs must then be there in that dtype too).
+ */
+function chooseDtype(dir: string, wanted: Dtype | undefined, base = 'model'): Dtype {
+  const graphs = base === 'model' ? [base] : VISION_EXPORT_GRAPHS;
+  const missing = (d: Dtype) => graphs.filter((g) => !fs.existsSync(path.join(dir, 'onnx', `${g}${DTYPE_SUFFIX[d]}.onnx`)));
   if (wanted) {
-    if (exists(wanted)) return wanted;
-    throw new Error(`dtype ${wanted} selected but onnx/model${DTYPE_SUFFIX[wanted]}.onnx is missing`);
+    const absent = missing(wanted);
+    if (absent.length === 0) return wanted;
+    throw new Error(`dtype ${wanted} selected but ${absent.map((g) => `onnx/${g}${DTYPE_SUFFIX[wanted]}.onnx`).join(', ')} ${absent.length > 1 ? 'are' : 'is'} missing`);
   }
-  const found = DTYPES.find(exists);
-  if (!found) throw new Error('no onnx/model*.onnx file');
+  const found = DTYPES.find((d) => missing(d).length === 0);
+  if (!found) throw new Error(`no onnx/${base}*.onnx file${base === 'model' ? '' : ' with its embed_tokens and vision_encoder of the same dtype'}`);
   return found;
+}
+
+/**
+ * A split vision-language export (the three graphs, no onnx/model*.onnx): its vision spec when it
+ * is of the Qwen-VL family the engine serves; held back (NotServedYet) when of another family;
+ * undefined when the folder is not such an export.
+ */
+function visionExport(dir: string, config: Record<string, any>): VisionSpec | undefined {
+  const visionGraphs = VISION_EXPORT_GRAPHS.filter((name) => onnxGraphExists(dir, name));
+  if (visionGraphs.length < VISION_EXPORT_GRAPHS.length || DTYPES.some((d) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`)))) return undefined;
+  const kind = typeof config.model_type === 'string' ? config.model_type : '';
+  if (!(QWEN_VL_TYPES as readonly string[]).includes(kind)) {
+    throw new NotServedYet(`a split ${kind ? `${kind} ` : ''}vision-language export (onnx/${VISION_EXPORT_GRAPHS.join(', onnx/')}); the ONNX engine serves the Qwen-VL family's (${QWEN_VL_TYPES.join(', ')}) only`);
+  }
+  const spec = readVisionSpec(config, readJson(path.join(dir, 'preprocessor_config.json')));
+  if (typeof spec === 'string') throw new Error(`a split ${kind} vision-language export: ${spec}`);
+  return spec;
 }
 
 /** onnx/<name>.onnx in any dtype (embed_tokens.onnx, embed_tokens_q4.onnx, ...). */

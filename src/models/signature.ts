@@ -6,12 +6,28 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ModelInfo } from './registry.js';
 
-/** The files that make the model: the ONNX graph and its external data (or the GGUF and its parts), config, tokenizer, manifest. */
-function modelFiles(info: ModelInfo): string[] {
-  if (info.gguf) return [...info.gguf.parts, ...['tokenizer.json', 'tokenizer_config.json', 'manifest.json'].map((f) => path.join(info.dir, f))];
+/**
+ * The graph files: the ONNX graph and its external data (a split vision-language export: its decoder,
+ * embedding and vision graphs, each with the external data files beside it), or the GGUF and its parts.
+ */
+function graphFiles(info: ModelInfo): string[] {
+  if (info.gguf) return info.gguf.parts;
   const onnx = path.join(info.dir, info.onnxFile);
-  const data = Array.from({ length: info.externalDataChunks }, (_, i) => `${onnx}_data${i === 0 ? '' : `_${i}`}`);
-  return [onnx, ...data, ...['config.json', 'tokenizer.json', 'tokenizer_config.json', 'manifest.json', 'chat_template.jinja'].map((f) => path.join(info.dir, f))];
+  if (info.vision) {
+    return ['decoder_model_merged', 'embed_tokens', 'vision_encoder'].flatMap((graph) => {
+      const file = onnx.replace(/decoder_model_merged(?=[^/\\]*$)/, graph);
+      const data: string[] = [];
+      for (let i = 0; stat(`${file}_data${i === 0 ? '' : `_${i}`}`); i++) data.push(`${file}_data${i === 0 ? '' : `_${i}`}`);
+      return [file, ...data];
+    });
+  }
+  return [onnx, ...Array.from({ length: info.externalDataChunks }, (_, i) => `${onnx}_data${i === 0 ? '' : `_${i}`}`)];
+}
+
+/** The files that make the model: its graph files, config, tokenizer, manifest (and a vision model's image processor settings). */
+function modelFiles(info: ModelInfo): string[] {
+  const own = info.gguf ? ['tokenizer.json', 'tokenizer_config.json', 'manifest.json'] : ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'manifest.json', 'chat_template.jinja', ...(info.vision ? ['preprocessor_config.json'] : [])];
+  return [...graphFiles(info), ...own.map((f) => path.join(info.dir, f))];
 }
 
 const stat = (file: string) => {
@@ -33,5 +49,5 @@ export function modelSignature(info: ModelInfo): string {
 
 /** Bytes of the graph and its weights on disk (what loading the model reads). */
 export function modelFileBytes(info: ModelInfo): number {
-  return modelFiles(info).slice(0, info.gguf ? info.gguf.parts.length : 1 + info.externalDataChunks).reduce((n, file) => n + (stat(file)?.size ?? 0), 0);
+  return graphFiles(info).reduce((n, file) => n + (stat(file)?.size ?? 0), 0);
 }

@@ -5,7 +5,8 @@
  *
  * The key is the client's name for the conversation when it gives one (`prompt_cache_key`), else
  * the start of the prompt as the request states it, not its token ids (those exist only in the worker): the system prompt and the tools, which chat templates render first and which an
- * agent resends unchanged every turn; the first message when there are neither. The worker for a key
+ * agent resends unchanged every turn; the first message when there are neither (its images by their
+ * SHA-256). The worker for a key
  * is chosen by rendezvous hashing over the live workers' thread ids: stateless, the same for every
  * turn of a conversation, and a replaced worker moves only the keys that were its own.
  *
@@ -39,7 +40,9 @@ export function affinityKey(prompt: ChatPrompt): number {
   // The client's own name for the conversation wins: two sessions of one agent share its system
   // prompt and tools, and would otherwise all go to one worker until it is full.
   const lead = prompt.cacheKey !== undefined ? { cacheKey: prompt.cacheKey } : prompt.system || prompt.tools?.length ? { system: prompt.system ?? '', tools: prompt.tools ?? [] } : { first: prompt.messages[0] ?? null };
-  return createHash('sha1').update(JSON.stringify(lead)).digest().readUInt32LE(0);
+  // An image stands in the key by its hash (a field beside its bytes): the same screenshot is the
+  // same key, another one of the same size is not, and the bytes are not written out as JSON.
+  return createHash('sha1').update(JSON.stringify(lead, (_, value: unknown) => (value instanceof Uint8Array ? undefined : value))).digest().readUInt32LE(0);
 }
 
 /** murmur3's finaliser: a well-mixed 32-bit score for (key, worker). */

@@ -33,9 +33,10 @@ export async function runChatTask(model: ChatModel, request: ChatRequest, contex
   const turn = await ChatTurn.start(model, request, { send, constrains: engine.constrains, ...(context.log ? { log: context.log } : {}) });
   try {
     const cancelled = () => Atomics.load(control, TaskControl.CANCEL) !== 0;
+    if (turn.images?.length && !cancelled()) await engine.checkImages?.(turn.images);
     // The client left while the task waited in the queue: no lookup, no prefill. (The lookup may
     // itself wait, for a sequence or for a shared prefix another request is prefilling.)
-    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens, cancelled);
+    const prefix = cancelled() ? null : await engine.lookup(turn.promptIds, turn.maxTokens, { cancelled, ...(turn.images ? { images: turn.images } : {}) });
     const cachedInputTokens = prefix?.length ?? 0;
     let firstTokenMs: number | null = null;
     let peakBatch = 0;

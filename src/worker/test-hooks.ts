@@ -26,7 +26,8 @@ export function withTestHooks(engine: SequenceEngine, model: ChatModel, hooks: G
   const forced = script === undefined ? undefined : [...model.tokenizer.encode(script, { add_special_tokens: false }), model.eosTokenIds[0]!];
   return {
     constrains: engine.constrains,
-    lookup: (ids, maxTokens, cancelled) => engine.lookup(ids, maxTokens, cancelled),
+    lookup: (ids, maxTokens, options) => engine.lookup(ids, maxTokens, options),
+    ...(engine.checkImages ? { checkImages: (images) => engine.checkImages!(images) } : {}),
     ...(engine.promptCacheStats ? { promptCacheStats: () => engine.promptCacheStats!() } : {}),
     run(spec, prefix) {
       if (fault === 'abort') {

@@ -21,7 +21,7 @@ import { buildChatFolder } from '../../scripts/builders/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
 import { startRealService } from '../helpers/real-service.js';
-import { ROOT } from '../helpers/paths.js';
+import { MODELS_DIR, ROOT, VISION_MODEL } from '../helpers/paths.js';
 import type { ChatRequest } from '../../src/core/types.js';
 
 const REPO = 'test-org/llama3-tiny-ONNX';
@@ -53,6 +53,19 @@ const modelsDir = (name: string) => {
 };
 
 describe('models pull', () => {
+  it('a split vision-language export: its three graphs and its image processor\'s settings, served as one model that takes images', async () => {
+    const visionHub = await startHubServer('test-org/qwen3-vl-tiny-ONNX', path.join(MODELS_DIR, VISION_MODEL));
+    try {
+      const dir = modelsDir('pulled-vision');
+      const { id, files } = await pull({ repo: 'test-org/qwen3-vl-tiny-ONNX', revision: 'main', dtype: 'fp32', endpoint: visionHub.url, modelsDir: dir });
+      expect(Object.keys(files).filter((f) => f.startsWith('onnx/') || f === 'preprocessor_config.json').sort()).toEqual(['onnx/decoder_model_merged.onnx', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'preprocessor_config.json']);
+      const served = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models.find((m) => m.id === id);
+      expect(served).toMatchObject({ imageInput: true, onnxFile: 'onnx/decoder_model_merged.onnx' });
+    } finally {
+      await visionHub.close();
+    }
+  });
+
   it('fetches only what the dtype needs, verifies it and writes a manifest', async () => {
     const dir = modelsDir('pulled');
     const { id, files } = await pull({ repo: REPO, revision: 'main', dtype: 'q8', endpoint: hub.url, modelsDir: dir });

@@ -47,7 +47,7 @@ interface Outcome {
 
 /** A request as the chat task runs it: admitted (`lookup`: the figure reported), then run unless cancelled meanwhile. */
 function admit(engine: SequenceEngine, promptIds: number[], cancelled: () => boolean = () => false) {
-  return Promise.resolve(engine.lookup(promptIds, OUTPUT, cancelled));
+  return Promise.resolve(engine.lookup(promptIds, OUTPUT, { cancelled }));
 }
 
 async function run(engine: SequenceEngine, promptIds: number[], admitted: SequencePrefix | null, extra: Partial<SequenceSpec> = {}): Promise<Outcome> {

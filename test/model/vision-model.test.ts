@@ -3,7 +3,8 @@
  * own classes: AutoProcessor (Qwen3VLProcessor over Qwen2VLImageProcessor) reads its
  * preprocessor_config.json and chat template, Qwen3VLForConditionalGeneration loads the three
  * graphs of the split export and generates with an image. The image token counts are worked out
- * here by hand from preprocessor_config.json, not by the processor's own resize function.
+ * here by hand from preprocessor_config.json, not by the processor's own resize function, and
+ * checked against src/models/vision.ts imageGrid, which the chat layer counts a prompt's images by.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +13,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { AutoProcessor, Qwen3VLForConditionalGeneration, RawImage, type Processor, type Tensor } from '@huggingface/transformers';
 import { useLocalModels } from '../../src/tokenize/local-models.js';
 import { scanModels } from '../../src/models/registry.js';
+import { imageGrid, type VisionSpec } from '../../src/models/vision.js';
+import { modelFileBytes, modelSignature } from '../../src/models/signature.js';
 import { MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
 
 const config = JSON.parse(fs.readFileSync(path.join(MODELS_DIR, VISION_MODEL, 'config.json'), 'utf8')) as { image_token_id: number; vision_start_token_id: number; vision_end_token_id: number };
@@ -31,6 +34,7 @@ async function png(width: number, height: number): Promise<RawImage> {
 }
 
 let processor: Processor;
+const spec = () => scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models.find((m) => m.id === VISION_MODEL)!.vision as VisionSpec;
 beforeAll(async () => {
   useLocalModels(MODELS_DIR);
   processor = await AutoProcessor.from_pretrained(VISION_MODEL, { local_files_only: true });
@@ -59,12 +63,14 @@ describe('the bundled vision model (tiny-qwen3-vl-random)', () => {
     expect((small.image_grid_thw as Tensor).tolist()).toEqual([[1n, 14n, 20n]]);
     expect((small.pixel_values as Tensor).dims).toEqual([280, 1536]);
     expect(ids(small.input_ids as Tensor).filter((id) => id === config.image_token_id)).toHaveLength(70);
+    expect(imageGrid(spec(), 300, 200)).toEqual({ thw: [1, 14, 20], tokens: 70 });
 
     // 500x333, by hand: round(500 / 32) = 16 -> 512 wide, round(333 / 32) = 10 -> 320 high;
     // 512 * 320 = 163,840 pixels, within [65,536, 16,777,216], so no scaling: a 32 x 20 grid of
     // patches, 640 / 4 = 160 image tokens.
     const wide = await processor(text, await png(500, 333));
     expect((wide.image_grid_thw as Tensor).tolist()).toEqual([[1n, 20n, 32n]]);
+    expect(imageGrid(spec(), 500, 333)).toEqual({ thw: [1, 20, 32], tokens: 160 });
     const tokens = ids(wide.input_ids as Tensor);
     expect(tokens.filter((id) => id === config.image_token_id)).toHaveLength(160);
     // The placeholders sit, contiguous, between the markers.
@@ -115,12 +121,18 @@ describe('the bundled vision model (tiny-qwen3-vl-random)', () => {
     }
   });
 
-  it('is held back by the scanner as a vision-language export the ONNX engine does not serve yet', () => {
+  it('is served by the scanner as a split Qwen-VL export: its decoder, the text model\'s context, its image settings', () => {
     const scan = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 });
-    expect(scan.models.map((m) => m.id)).not.toContain(VISION_MODEL);
-    expect(scan.skipped.map((s) => s.folder)).not.toContain(VISION_MODEL);
-    expect(scan.notServedYet).toEqual([
-      { folder: VISION_MODEL, reason: 'a split qwen3_vl vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine does not serve vision-language models yet' },
-    ]);
+    expect(scan.notServedYet).toBeUndefined();
+    expect(scan.models.find((m) => m.id === VISION_MODEL)).toMatchObject({
+      task: 'chat', dtype: 'fp32', onnxFile: 'onnx/decoder_model_merged.onnx', contextLength: 32768, imageInput: true,
+      vision: { modelType: 'qwen3_vl', imageTokenId: config.image_token_id, visionStartTokenId: config.vision_start_token_id, patchSize: 16, mergeSize: 2, temporalPatchSize: 2, minPixels: 65536, maxPixels: 16777216 },
+    });
+    // Its weights are its three graphs', and a change to any of them (or to its image settings) changes its signature.
+    const info = scan.models.find((m) => m.id === VISION_MODEL)!;
+    const graphs = ['decoder_model_merged', 'embed_tokens', 'vision_encoder'].map((g) => fs.statSync(path.join(MODELS_DIR, VISION_MODEL, 'onnx', `${g}.onnx`)).size);
+    expect(modelFileBytes(info)).toBe(graphs.reduce((a, b) => a + b, 0));
+    const signed = JSON.parse(modelSignature(info)).files as string[];
+    expect(signed.filter((f) => /^onnx\/|preprocessor/.test(f)).map((f) => f.split(':')[0])).toEqual(['onnx/decoder_model_merged.onnx', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'preprocessor_config.json']);
   });
 });

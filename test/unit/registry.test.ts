@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
-import { MODELS_DIR, RERANK_MODEL } from '../helpers/paths.js';
+import { MODELS_DIR, RERANK_MODEL, VISION_MODEL } from '../helpers/paths.js';
 
 let dir: string;
 
@@ -35,7 +35,12 @@ beforeAll(() => {
   folder('zz-dup', { ...tokenizer, 'config.json': {}, 'manifest.json': { id: 'minilm' }, 'onnx/model.onnx': '' });
   // onnx-community's layout of a vision-language model: three graphs per dtype, no model*.onnx.
   const vlConfig = { architectures: ['Qwen2_5_VLForConditionalGeneration'], model_type: 'qwen2_5_vl', text_config: { max_position_embeddings: 128000 } };
-  folder('qwen-vl-like', { ...tokenizer, 'config.json': vlConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens_q4.onnx': '', 'onnx/vision_encoder_q4.onnx': '', 'onnx/decoder_model_merged_q4.onnx': '' });
+  const vlPreprocessor = { patch_size: 14, merge_size: 2, temporal_patch_size: 2, min_pixels: 3136, max_pixels: 12845056 };
+  folder('qwen-vl-like', { ...tokenizer, 'config.json': { ...vlConfig, image_token_id: 151655, vision_start_token_id: 151652 }, 'preprocessor_config.json': vlPreprocessor, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens_q4.onnx': '', 'onnx/vision_encoder_q4.onnx': '', 'onnx/decoder_model_merged_q4.onnx': '' });
+  // The same without its image processor's settings: a broken folder.
+  folder('qwen-vl-no-preprocessor', { ...tokenizer, 'config.json': { ...vlConfig, image_token_id: 151655, vision_start_token_id: 151652 }, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/vision_encoder.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
+  // Another family's split export: recognised, not served.
+  folder('gemma3-like', { ...tokenizer, 'config.json': { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3' }, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/vision_encoder.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
   // Two of the three graphs: not a vision export, a broken folder.
   folder('vl-partial', { ...tokenizer, 'config.json': vlConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
   folder('.building-partial', { ...tokenizer, 'config.json': {}, 'onnx/model.onnx': '' });
@@ -48,7 +53,9 @@ describe('scanModels', () => {
   it('describes Hugging Face layouts from their own files', () => {
     const { models } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
     const byId = Object.fromEntries(models.map((m) => [m.id, m]));
-    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'linked', 'llama-like', 'minilm']);
+    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'linked', 'llama-like', 'minilm', 'qwen-vl-like']);
+    // A split Qwen-VL export: its decoder in the dtype all three graphs have, the text model's context.
+    expect(byId['qwen-vl-like']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/decoder_model_merged_q4.onnx', contextLength: 128000, imageInput: true, vision: { modelType: 'qwen2_5_vl', imageTokenId: 151655, patchSize: 14, minPixels: 3136 } });
     expect(byId['llama-like']).toMatchObject({ task: 'chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', contextLength: 2048, poolSize: 1, externalDataChunks: 0 });
     expect(byId['jinja-template']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/model_q4.onnx' });
     expect(byId['minilm']).toMatchObject({ task: 'embedding', dtype: 'q8', externalDataChunks: 2, contextLength: 512, pooling: 'cls', poolSize: 3, aliases: ['mini'] });
@@ -66,13 +73,14 @@ describe('scanModels', () => {
       'bad-manifest': expect.stringMatching(/manifest.json is invalid: poolSize/),
       'zz-dup': expect.stringMatching(/"minilm" is already used/),
       'vl-partial': 'no onnx/model*.onnx file',
+      'qwen-vl-no-preprocessor': 'a split qwen2_5_vl vision-language export: no preprocessor_config.json',
     });
   });
 
-  it('holds a split vision-language export back as not served yet, apart from the skipped folders', () => {
+  it('holds a split vision-language export of another family than Qwen-VL back as not served yet, apart from the skipped folders', () => {
     const { notServedYet } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
     expect(notServedYet).toEqual([
-      { folder: 'qwen-vl-like', reason: 'a split qwen2_5_vl vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine does not serve vision-language models yet' },
+      { folder: 'gemma3-like', reason: "a split gemma3 vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine serves the Qwen-VL family's (qwen2_vl, qwen2_5_vl, qwen3_vl) only" },
     ]);
   });
 
@@ -81,8 +89,7 @@ describe('scanModels', () => {
     expect(models.find((m) => m.id === 'linked')!.randomWeights).toBeUndefined();
     const bundled = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models;
     expect(bundled.find((m) => m.id === RERANK_MODEL)!.randomWeights).toBe(true);
-    // (The bundled vision model says randomWeights too, but is not served yet.)
-    expect(bundled.filter((m) => m.randomWeights).map((m) => m.id)).toEqual([RERANK_MODEL]);
+    expect(bundled.filter((m) => m.randomWeights).map((m) => m.id).sort()).toEqual([RERANK_MODEL, VISION_MODEL].sort());
   });
 
   it('returns nothing for a missing folder', () => {

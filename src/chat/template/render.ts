@@ -22,10 +22,14 @@
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { rewriteTemplate } from './rewrite.js';
 
+/** A part of a message's content, as vision-language templates take it (an image stands for itself). */
+export type TemplatePart = { type: 'text'; text: string } | { type: 'image' };
+
 /** A message as chat templates take it (the Hugging Face convention). */
 export interface TemplateMessage {
   role: string;
-  content: string;
+  /** Parts only for a vision-language model's message with images (../prompt.ts). */
+  content: string | TemplatePart[];
   tool_calls?: Array<{ type: 'function'; id: string; function: { name: string; arguments: Record<string, unknown> } }>;
   reasoning_content?: string;
   /** gpt-oss's and LFM2's templates read the thought from `thinking`. */

@@ -21,7 +21,7 @@
  */
 import type { LlamaContextSequence, LlamaContextSequenceRepeatPenalty, Token, TokenBias } from 'node-llama-cpp';
 import type { PromptCacheStats } from '../../core/hooks.js';
-import { type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
+import { type LookupOptions, type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
 import { sample, samplingPlan } from '../sampler.js';
 import type { LlamaLoaded } from './load.js';
 import { maskBias } from './mask-bias.js';
@@ -47,7 +47,7 @@ class LlamaSequences implements SequenceEngine {
   }
 
   /** The request's sequence, claimed (waiting for one that fits), with the prefix of the prompt it keeps (./slots.ts). */
-  lookup(promptIds: readonly number[], maxTokens = 0, cancelled?: () => boolean): Promise<SequencePrefix> {
+  lookup(promptIds: readonly number[], maxTokens = 0, { cancelled }: LookupOptions = {}): Promise<SequencePrefix> {
     return this.slots.place(promptIds, maxTokens, cancelled);
   }
 

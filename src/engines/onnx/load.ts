@@ -5,14 +5,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  AutoImageProcessor,
   AutoModel,
   AutoModelForCausalLM,
+  AutoModelForImageTextToText,
 } from '@huggingface/transformers';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { prepareGraph } from './graph/prepare-graph.js';
 import { loadTokenizer } from '../../tokenize/load-tokenizer.js';
-import { batchDecoding, sessionOf } from './decode/session-info.js';
+import { batchDecoding, sessionOf, textConfig } from './decode/session-info.js';
+import type { OrtSession } from './tensors.js';
+import { DTYPE_SUFFIX } from '../../models/manifest.js';
 import { StepSession } from './decode/step-session.js';
 import type { LogFn } from '../../core/log.js';
 import type { LoadedModel } from './loaded-model.js';
@@ -51,7 +55,13 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
   // Chat models: the graph rewrites asked for. Every model: weights stored inline in the export are
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
-  const prepared = prepareGraph(info, { lastLogits: chat && engine.lastPositionLogits, fusedAttention: chat && engine.fusedAttention, halfKvCache: engine.kvCacheDtype === 'float16' });
+  // A vision-language decoder: last-position logits only (fused attention reads 1-D rotary positions,
+  // not M-RoPE). transformers.js names a split export's sessions itself (model_file_name applies to
+  // a `model` graph alone), so the derived decoder replaces its session after the load, below.
+  const visionGraph = info.vision && chat && engine.lastPositionLogits ? prepareGraph(info, { lastLogits: true, fusedAttention: false }) : undefined;
+  const prepared = info.vision
+    ? { notes: visionGraph?.notes ?? [], modelFileName: undefined, decodeStepFile: undefined }
+    : prepareGraph(info, { lastLogits: chat && engine.lastPositionLogits, fusedAttention: chat && engine.fusedAttention, halfKvCache: engine.kvCacheDtype === 'float16' });
   // The derived graph names its weight files itself; onnxruntime resolves them from its folder.
   if (prepared.modelFileName) graph = { model_file_name: prepared.modelFileName, use_external_data_format: false };
   notes.push(...prepared.notes);
@@ -75,10 +85,13 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
     },
     ...graph,
   };
-  const model = info.task === 'chat'
-    ? await AutoModelForCausalLM.from_pretrained(name, options)
-    : await AutoModel.from_pretrained(name, options);
-  const config = model.config as unknown as Record<string, any>;
+  const model = info.vision
+    ? await AutoModelForImageTextToText.from_pretrained(name, options)
+    : info.task === 'chat'
+      ? await AutoModelForCausalLM.from_pretrained(name, options)
+      : await AutoModel.from_pretrained(name, options);
+  const config = textConfig(model.config);
+  const sessions = (model as unknown as { sessions: Record<string, OrtSession> }).sessions;
   const generationConfig = ((model as unknown as { generation_config?: Record<string, any> }).generation_config ?? {}) as Record<string, any>;
   const eos = generationConfig.eos_token_id ?? config.eos_token_id ?? [];
   const loaded: LoadedModel = {
@@ -98,8 +111,19 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
     notes,
     engine,
     dynamicQuantization: info.task === 'chat' && graphHasOp(path.join(info.dir, info.onnxFile), 'DynamicQuantizeLinear'),
-    inputNames: (model as unknown as { sessions: Record<string, { inputNames: string[] }> }).sessions.model?.inputNames ?? [],
+    inputNames: [],
   };
+  if (info.vision) {
+    if (visionGraph?.modelFileName) {
+      const exported = sessions.decoder_model_merged!;
+      const file = path.join(info.dir, path.dirname(info.onnxFile), `${visionGraph.modelFileName}${DTYPE_SUFFIX[info.dtype]}.onnx`);
+      sessions.decoder_model_merged = await (exported.constructor as unknown as { create(file: string, options: Record<string, unknown>): Promise<OrtSession> }).create(file, { ...options.session_options, executionProviders: ['cpu'] });
+      await exported.release?.();
+    }
+    const processor = await AutoImageProcessor.from_pretrained(name, { local_files_only: true });
+    loaded.vision = { spec: info.vision, processor, embed: sessions.embed_tokens!, encoder: sessions.vision_encoder!, hiddenSize: loaded.hiddenSize ?? 0 };
+  }
+  loaded.inputNames = [...(sessionOf(loaded)?.inputNames ?? [])];
   const session = sessionOf(loaded);
   if (prepared.decodeStepFile && session && engine.inPlaceDecodeMinContext > 0) {
     loaded.decodeSteps = new StepSession(prepared.decodeStepFile, session, { ...options.session_options, executionProviders: ['cpu'] }, engine.inPlaceDecodeMinContext, (error) => {

@@ -9,6 +9,7 @@ import type { ModelInfo } from '../../models/registry.js';
 import type { LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 import type { GenerationDefaults } from '../sequence.js';
 import type { StepSession } from './decode/step-session.js';
+import type { VisionModel } from './decode/vision-inputs.js';
 
 export interface LoadedModel extends LoadedTokenizer {
   model: PreTrainedModel;
@@ -30,6 +31,8 @@ export interface LoadedModel extends LoadedTokenizer {
    * whatever tokens the forward pass holds), so a token's KV depends on which tokens shared its pass.
    */
   dynamicQuantization: boolean;
+  /** A split vision-language export's image processor and its embedding and vision graphs (./decode/vision-inputs.ts). */
+  vision?: VisionModel;
   /** Decoding steps at long context through the in-place step graph (./decode/step-session.ts), when the graph has one and it is asked for. */
   decodeSteps?: StepSession;
 }

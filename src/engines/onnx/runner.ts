@@ -17,9 +17,11 @@ import { cacheKeyOf } from '../../cache/cache-key.js';
 import type { LogFn } from '../../core/log.js';
 import type { CacheShape } from './tensors.js';
 import { samplingPlan } from '../sampler.js';
-import { cacheShape, supportsBatchDecoding } from './decode/session-info.js';
+import { batchDecoding, cacheShape, supportsBatchDecoding } from './decode/session-info.js';
+import { CoreError } from '../../core/errors.js';
 import { generateWithTransformers } from './generate-transformers.js';
 import type { LoadedModel } from './loaded-model.js';
+import { imageKeyedIds } from './decode/image-keys.js';
 
 const engines = new WeakMap<LoadedModel, SequenceEngine>();
 /** The disk tier of each engine that has one, for `flushPromptCache`. */
@@ -59,7 +61,14 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
     return {
       constrains: false,
       lookup: () => null,
-      run: async (spec) => (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1),
+      run: async (spec) => {
+        // transformers.js generate is fed token ids here: an image would be read as its placeholders.
+        if (loaded.vision) {
+          const reason = batchDecoding(loaded);
+          throw new CoreError('model_unavailable', `The model \`${loaded.info.id}\` cannot be served: its vision-language decoder is not one the batch decoder drives (${reason.ok ? 'unknown' : reason.reason}).`, { model: loaded.info.id });
+        }
+        return (await generateWithTransformers(loaded, decoderSpec(spec), loaded.eosTokenIds), 1);
+      },
     };
   }
   const { prefillChunkTokens } = loaded.engine;
@@ -70,12 +79,14 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
   return {
     constrains: true,
     // The admission (its length: the prefix reported), after any wait for a prompt being prefilled
-    // that shares a long prefix with this one (./decode/scheduler.ts admit).
-    lookup: (ids, _maxTokens, cancelled) => (cache ? decoder.admit(ids, cancelled) : null),
+    // that shares a long prefix with this one (./decode/scheduler.ts admit); image placeholders keyed
+    // by the images' bytes (./decode/image-keys.ts).
+    lookup: (ids, _maxTokens, { cancelled, images } = {}) => (cache ? decoder.admit(imageKeyedIds(ids, images), cancelled) : null),
     // Without a cache the decoder is told there is no prefix; with one, the caller's admission (or
     // undefined: the decoder looks it up at admission).
     run: (spec, prefix) => decoder.run({ ...decoderSpec(spec), ...(cache ? admitted(prefix as Admission | null | undefined) : { prefix: null }) }),
     ...(cache ? { promptCacheStats: () => cache.stats() } : {}),
+    ...(loaded.vision ? { checkImages: (images) => decoder.checkImages(images) } : {}),
   };
 }
 

@@ -24,6 +24,7 @@ export const ANTHROPIC_ERRORS: Record<ErrorCode, Row> = {
   wrong_model_task: invalid,
   template_rejected: invalid,
   image_input_unsupported: invalid,
+  image_unreadable: invalid,
   schema_unsupported: {
     ...invalid,
     message: ({ message, details: d }) => {

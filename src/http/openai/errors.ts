@@ -47,6 +47,7 @@ export const OPENAI_ERRORS: Record<ErrorCode, Row> = {
   wrong_model_task: { ...invalid, param: 'model' },
   template_rejected: { ...invalid, param: 'messages' },
   image_input_unsupported: { ...invalid, param: 'messages' },
+  image_unreadable: { ...invalid, param: 'messages' },
   // An output schema or a strict tool the grammar cannot enforce, named by chat completions' fields.
   schema_unsupported: schemaUnsupported({ output: 'response_format', schema: 'response_format.json_schema.schema', tool: (item) => `tools[${item}].function.parameters` }),
   prompt_too_long: {

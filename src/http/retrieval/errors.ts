@@ -30,6 +30,7 @@ export const TEI_ERRORS: Record<ErrorCode, Row> = {
   wrong_model_task: unprocessable,
   template_rejected: unprocessable,
   image_input_unsupported: unprocessable,
+  image_unreadable: unprocessable,
   schema_unsupported: unprocessable,
   prompt_too_long: validation,
   output_limit_exceeded: validation,

@@ -93,20 +93,26 @@ async function pullOnnx(options: PullOptions & { hubRepo: HubRepo; destination: 
   await get(configFile);
   const config = JSON.parse(fs.readFileSync(store.pathOf(configFile), 'utf8')) as Record<string, any>;
   const dtype = options.dtype ?? pickDtype(config);
-  const onnx = `onnx/model${DTYPE_SUFFIX[dtype]}.onnx`;
-  const onnxFile = mustHave(onnx);
+  // A split vision-language export (no onnx/model*.onnx; the scanner serves the Qwen-VL family's):
+  // its decoder, embedding and vision graphs, all of the dtype.
+  const suffix = DTYPE_SUFFIX[dtype];
+  const split = !expected(`onnx/model${suffix}.onnx`) && expected(`onnx/decoder_model_merged${suffix}.onnx`);
+  const graphs = (split ? ['decoder_model_merged', 'embed_tokens', 'vision_encoder'] : ['model']).map((g) => `onnx/${g}${suffix}.onnx`);
+  const graphFiles = graphs.map((rel) => mustHave(rel));
   log(`pulling ${where} (commit ${commit.slice(0, 12)}) as ${id} (dtype ${dtype})${toCache ? ` into ${options.hfCacheDir}` : ''}`);
   await get(tokenizerFile);
   for (const rel of OPTIONAL) {
     const file = expected(rel);
     if (file) await get(file);
   }
-  await get(onnxFile);
-  // External weights: model.onnx_data, then model.onnx_data_1, _2, ... as the export numbers them.
-  const data = expected(`${onnx}_data`);
-  if (data) {
-    await get(data);
-    for (let chunk = 1, file = expected(`${onnx}_data_${chunk}`); file; file = expected(`${onnx}_data_${++chunk}`)) await get(file);
+  for (const [i, onnx] of graphs.entries()) {
+    await get(graphFiles[i]!);
+    // External weights: model.onnx_data, then model.onnx_data_1, _2, ... as the export numbers them.
+    const data = expected(`${onnx}_data`);
+    if (data) {
+      await get(data);
+      for (let chunk = 1, file = expected(`${onnx}_data_${chunk}`); file; file = expected(`${onnx}_data_${++chunk}`)) await get(file);
+    }
   }
 
   const dir = store.finish({ files: fetched, manifest: { id, dtype, source: { repo: hubRepo.repo, revision: options.revision, commit, endpoint: options.endpoint, pulledAt: new Date().toISOString() }, files } });

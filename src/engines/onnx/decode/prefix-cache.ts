@@ -10,8 +10,10 @@
  * entries (looked up or stored) are dropped.
  *
  * Keys: one cache serves one loaded model in one worker (one decoder), so the model is implicit;
- * the KV of a token depends on the tokens before it and their positions (always 0..n-1 here), which
- * the token key covers. Nothing else (sampling, logits masks) reaches the KV.
+ * the KV of a token depends on the tokens before it and their positions (0..n-1; on a vision model,
+ * M-RoPE positions, which depend on the tokens and images before them alone), which the token key
+ * covers: a prompt's images are keyed by their bytes in it (./image-keys.ts). Nothing else
+ * (sampling, logits masks) reaches the KV.
  *
  * Why a scan and not a radix tree: whole-sequence entries keep each entry's KV one contiguous array
  * per layer, as the decoder wants it, and a lookup compares tokens only up to each entry's first

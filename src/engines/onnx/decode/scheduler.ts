@@ -23,6 +23,11 @@
  * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
  * shared cache is then unusable), not the ones being prefilled.
  *
+ * A vision-language decoder (a split Qwen-VL export) is fed inputs_embeds and 3-row M-RoPE
+ * positions in place of token ids (./vision-inputs.ts): a prompt's are made at its first prefill
+ * chunk (its images encoded then) and fed a chunk at a time; a step embeds each row's last token
+ * and places it at its cache length plus its sequence's delta. Everything else is the same.
+ *
  * Contract: worker thread; one decoder per loaded model (one session, one batch). `run` may be called
  * at any time; the loop runs while there is work, one forward pass at a time. A spec's callbacks are
  * called on this thread between forward passes, in order: logitsMask, then onToken, for each token.
@@ -32,10 +37,12 @@ import { KvBatch } from './kv-batch.js';
 import type { StepSession } from './step-session.js';
 import { noKvStore, type KvPrefix, type KvStore } from './kv-store.js';
 import { PrefixWaits, waitForShared, type Holder } from '../../prefix-waits.js';
-import type { LogitsMask, SequenceSpec } from '../../sequence.js';
+import type { LogitsMask, SequenceImage, SequenceSpec } from '../../sequence.js';
 import { sample, type SamplingPlan } from '../../sampler.js';
 import { cacheShape, kvMode, sessionOf } from './session-info.js';
 import { i64, lastLogits, type CacheShape, type KvArray, type OrtSession, type OrtTensor } from '../tensors.js';
+import { VisionInputs, type PromptInputs } from './vision-inputs.js';
+import { imageKeyedIds } from './image-keys.js';
 
 /**
  * A sequence as the decoder runs it: the engine-neutral spec (../../sequence.ts) with its sampling
@@ -80,16 +87,24 @@ export interface BatchDecoderOptions {
   sharedPrefixStallMs?: number;
 }
 
-/** A prompt part way through its prefill: its own one-row cache and how many prompt tokens it holds. */
+/**
+ * A prompt part way through its prefill: its own one-row cache and how many prompt tokens it holds
+ * (and, on a vision model, the prompt's inputs_embeds and positions: ./vision-inputs.ts).
+ */
 interface Prefill {
   row: KvBatch;
   done: number;
+  inputs?: PromptInputs;
 }
 
 interface Sequence {
   spec: DecoderSpec;
   /** What of its prompt others may take, as its prefill goes (../../prefix-waits.ts). */
   holder: Holder;
+  /** The prompt as the KV store knows it (its ids, images keyed by their bytes: ./image-keys.ts). */
+  key: readonly number[];
+  /** Added to the cache length for a decoded token's position (M-RoPE after an image; else 0). */
+  delta: number;
   /** Set from its first prefill chunk until it joins the batch. */
   prefill?: Prefill;
   /** Prompt and generated tokens; all but the last are in the cache. */
@@ -119,8 +134,13 @@ export class BatchDecoder {
   private readonly waits: PrefixWaits;
   /** Shortest prompt stored at the end of its prefill for later requests (Infinity: none). */
   private readonly sharedMin: number;
+  /** A vision model's decoder is fed inputs_embeds and M-RoPE positions, not token ids. */
+  private readonly vision?: VisionInputs;
+  private readonly hiddenSize: number;
 
   constructor(loaded: LoadedModel, options: BatchDecoderOptions = {}) {
+    if (loaded.vision) this.vision = new VisionInputs(loaded.vision, loaded.info.id);
+    this.hiddenSize = loaded.vision?.hiddenSize ?? 0;
     this.session = sessionOf(loaded)!;
     this.steps = loaded.decodeSteps;
     this.shape = cacheShape(loaded)!;
@@ -160,10 +180,11 @@ export class BatchDecoder {
 
   /** Generates for one request; resolves, with the largest batch it was part of, when it has stopped. */
   run(spec: DecoderSpec): Promise<number> {
+    const key = imageKeyedIds(spec.promptIds, spec.images);
     return new Promise((resolve, reject) => {
       let settled = false;
       const seq: Sequence = {
-        spec, holder: spec.holder ?? this.waits.hold(spec.promptIds), tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
+        spec, holder: spec.holder ?? this.waits.hold(key), key, delta: 0, tokens: [...spec.promptIds], generated: 0, peakBatch: 1,
         settle: (error?: unknown) => {
           if (settled) return;
           settled = true;
@@ -213,21 +234,23 @@ export class BatchDecoder {
       const prompt = seq.spec.promptIds;
       const n = prompt.length;
       if (!seq.prefill) {
-        const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(prompt) : (seq.spec.prefix ?? undefined);
-        seq.prefill = { row: KvBatch.prefill(this.shape, this.batch.mode, n, prefix), done: prefix?.length ?? 0 };
+        const prefix = seq.spec.prefix === undefined ? this.cachedPrefix(seq.key) : (seq.spec.prefix ?? undefined);
+        const done = prefix?.length ?? 0;
+        const vision = this.vision;
+        const inputs = vision ? await this.busyWhile([seq], () => vision.prompt(prompt, seq.spec.images ?? [], done)) : undefined;
+        seq.prefill = { row: KvBatch.prefill(this.shape, this.batch.mode, n, prefix), done, ...(inputs ? { inputs } : {}) };
+        seq.delta = inputs?.delta ?? 0;
       }
-      const { row, done } = seq.prefill;
+      const { row, done, inputs } = seq.prefill;
       // At most `chunk` new tokens per pass, each attending to the KV of the ones before, so
       // activations stay bounded whatever the prompt's length. Chunks end at multiples of the chunk
       // size (not `done + chunk`), so a prompt prefilled after a cached prefix is cut into the same
       // passes as when prefilled from the start.
       const end = Math.min(n, (Math.floor(done / this.chunk) + 1) * this.chunk);
-      const out = await this.forward([seq], {
-        input_ids: i64(prompt.slice(done, end), [1, end - done]),
-        attention_mask: row.stepMask(end - done),
-        position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]),
-        ...row.pastFeeds(),
-      }, row.fetches);
+      const tokens = inputs
+        ? VisionInputs.chunkFeeds(inputs, done, end, this.hiddenSize)
+        : { input_ids: i64(prompt.slice(done, end), [1, end - done]), position_ids: i64(Array.from({ length: end - done }, (_, i) => done + i), [1, end - done]) };
+      const out = await this.forward([seq], { ...tokens, attention_mask: row.stepMask(end - done), ...row.pastFeeds() }, row.fetches);
       row.advanceFrom(out, end - done);
       seq.prefill.done = end;
       if (end < n) {
@@ -261,7 +284,7 @@ export class BatchDecoder {
    */
   private share(seq: Sequence, end: number, store: boolean, readKv: (from: number) => KvArray[]): void {
     if (store) {
-      this.keep(seq.spec.promptIds.slice(0, end), readKv, this.exactOf(end), true);
+      this.keep(seq.key.slice(0, end), readKv, this.exactOf(end), true);
       this.waits.progress(seq.holder, end);
     } else {
       this.waits.progress(seq.holder);
@@ -273,12 +296,19 @@ export class BatchDecoder {
     return this.passDependent ? Math.floor(n / this.chunk) * this.chunk : n;
   }
 
-  /**
-   * The KV store's cached prefix of a prompt, for a caller that reports it before the prefill and
-   * hands it back as DecoderSpec.prefix; checked against the store's contract (a throw: a broken store).
-   */
-  lookup(prompt: readonly number[]): KvPrefix | undefined {
-    return this.cachedPrefix(prompt);
+  /** Decodes a prompt's images before its sequence starts (a vision model's; ./vision-inputs.ts). */
+  async checkImages(images: readonly SequenceImage[]): Promise<void> {
+    await this.vision?.check(images);
+  }
+
+  /** Runs `work` (an image's encoding, a step's embeddings) with the sequences marked busy, as a forward pass. */
+  private async busyWhile<T>(taking: readonly Sequence[], work: () => Promise<T>): Promise<T> {
+    for (const seq of taking) seq.spec.busy?.(true);
+    try {
+      return await work();
+    } finally {
+      for (const seq of taking) seq.spec.busy?.(false);
+    }
   }
 
   /** The store's prefix for a prompt, checked against the store's contract. */
@@ -297,12 +327,12 @@ export class BatchDecoder {
   private async step(): Promise<void> {
     const B = this.active.length;
     const session = this.steps?.forStep(this.batch.length + 1) ?? this.session;
-    const out = await this.forward(this.active, {
-      input_ids: i64(this.active.map((s) => s.tokens.at(-1)!), [B, 1]),
-      attention_mask: this.batch.stepMask(),
-      position_ids: i64(this.batch.rowLengths, [B, 1]),
-      ...this.batch.pastFeeds(),
-    }, this.batch.fetches, session);
+    const last = this.active.map((s) => s.tokens.at(-1)!);
+    const vision = this.vision;
+    const tokens = vision
+      ? await this.busyWhile(this.active, () => vision.stepFeeds(last, this.batch.rowLengths.map((n, r) => n + this.active[r]!.delta)))
+      : { input_ids: i64(last, [B, 1]), position_ids: i64(this.batch.rowLengths, [B, 1]) };
+    const out = await this.forward(this.active, { ...tokens, attention_mask: this.batch.stepMask(), ...this.batch.pastFeeds() }, this.batch.fetches, session);
     this.batch.advanceFrom(out);
     // A mask that throws fails its own sequence below.
     const masks = await Promise.all(this.active.map(async (seq) => {
@@ -334,13 +364,8 @@ export class BatchDecoder {
   }
 
   /** One forward pass, with the sequences taking part in it marked busy meanwhile. */
-  private async forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[], session = this.session): Promise<Record<string, OrtTensor>> {
-    for (const seq of taking) seq.spec.busy?.(true);
-    try {
-      return await (fetches ? session.run(feeds, fetches) : session.run(feeds));
-    } finally {
-      for (const seq of taking) seq.spec.busy?.(false);
-    }
+  private forward(taking: readonly Sequence[], feeds: Record<string, unknown>, fetches?: readonly string[], session = this.session): Promise<Record<string, OrtTensor>> {
+    return this.busyWhile(taking, () => (fetches ? session.run(feeds, fetches) : session.run(feeds)));
   }
 
   /** Samples row `row` of the logits for `seq` (under its mask) and hands it the token; true when the sequence is over. */
@@ -357,7 +382,8 @@ export class BatchDecoder {
   /** A sequence that ended: its KV goes to the store unless it was cancelled; then its promise resolves. */
   private finish(seq: Sequence, readKv: (from: number) => KvArray[]): void {
     if (!seq.spec.cancelled() && this.kvStore !== noKvStore) {
-      const fed = seq.tokens.slice(0, -1);
+      // The prompt as the store knows it (images keyed by their bytes), then the generated tokens fed back.
+      const fed = [...seq.key, ...seq.tokens.slice(seq.key.length)].slice(0, -1);
       // On a pass-dependent graph only the prompt's whole chunks hold the KV a cold prefill computes
       // (the last partial chunk and the generated tokens, decoded in batches, do not).
       this.keep(fed, readKv, this.passDependent ? this.exactOf(seq.spec.promptIds.length) : fed.length);

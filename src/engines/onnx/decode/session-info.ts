@@ -9,15 +9,23 @@
 import type { LoadedModel } from '../loaded-model.js';
 import { newKvOutput, type CacheShape, type KvMode, type OrtSession } from '../tensors.js';
 
+/** The causal LM's session: `model`, or a split vision-language export's decoder. */
 export function sessionOf(loaded: LoadedModel): OrtSession | undefined {
-  return (loaded.model as unknown as { sessions?: Record<string, OrtSession> }).sessions?.model;
+  const sessions = (loaded.model as unknown as { sessions?: Record<string, OrtSession> }).sessions;
+  return loaded.vision ? sessions?.decoder_model_merged : sessions?.model;
 }
+
+/** The text model's configuration: a vision-language config nests it under text_config. */
+export const textConfig = (config: unknown): Record<string, any> => {
+  const all = config as Record<string, any>;
+  return all.text_config && typeof all.text_config === 'object' ? { ...all, ...all.text_config } : all;
+};
 
 export function cacheShape(loaded: LoadedModel): CacheShape | undefined {
   const session = sessionOf(loaded);
   if (!session) return undefined;
   const layers = session.inputNames.filter((n) => /^past_key_values\.\d+\.key$/.test(n)).length;
-  const config = loaded.model.config as unknown as Record<string, number>;
+  const config = textConfig(loaded.model.config) as Record<string, number>;
   const heads = config.num_attention_heads;
   const kvHeads = config.num_key_value_heads ?? heads;
   const headDim = config.head_dim ?? (config.hidden_size && heads ? config.hidden_size / heads : undefined);
@@ -29,7 +37,8 @@ export function cacheShape(loaded: LoadedModel): CacheShape | undefined {
 export type BatchDecoding = { ok: true } | { ok: false; reason: string };
 
 /**
- * Whether the export takes exactly input_ids, attention_mask, position_ids and float32 or float16
+ * Whether the export takes exactly input_ids (a vision-language decoder: inputs_embeds, with 3-row
+ * M-RoPE position_ids: ./vision-inputs.ts), attention_mask, position_ids and float32 or float16
  * past_key_values.{i}.key/value (all of one type), and returns logits and present.{i}.key/value, or
  * new_key_values.{i}.key/value alone (a rewritten graph: src/engines/onnx/graph/prepare-graph.ts); if not,
  * why. Anything else falls back to transformers.js generate. (An onnxruntime-genai model-builder
@@ -37,10 +46,10 @@ export type BatchDecoding = { ok: true } | { ok: false; reason: string };
  */
 export function batchDecoding(loaded: LoadedModel): BatchDecoding {
   const session = sessionOf(loaded);
-  if (!session) return { ok: false, reason: 'no ONNX session named model' };
+  if (!session) return { ok: false, reason: `no ONNX session named ${loaded.vision ? 'decoder_model_merged' : 'model'}` };
   const shape = cacheShape(loaded);
   if (!shape) return { ok: false, reason: 'no past_key_values inputs, or config.json lacks the attention sizes' };
-  const expected = new Set(['input_ids', 'attention_mask', 'position_ids']);
+  const expected = new Set([loaded.vision ? 'inputs_embeds' : 'input_ids', 'attention_mask', 'position_ids']);
   for (let i = 0; i < shape.layers; i++) expected.add(`past_key_values.${i}.key`).add(`past_key_values.${i}.value`);
   const missing = [...expected].filter((n) => !session.inputNames.includes(n));
   const extra = session.inputNames.filter((n) => !expected.has(n));

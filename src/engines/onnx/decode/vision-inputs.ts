@@ -1,0 +1,182 @@
+/**
+ * What the decoder of a split Qwen-VL export is fed in place of token ids: `inputs_embeds` (the
+ * embed_tokens graph's rows for the tokens, with each image's placeholder rows replaced by the
+ * vision encoder's features for that image) and 3-row M-RoPE `position_ids` (temporal, height, width).
+ * The same computation as transformers.js 4.3.1's Qwen2VLForConditionalGeneration (its
+ * encode_image, default_merge_input_ids_with_image_features and get_rope_index), done per sequence
+ * so that the batch decoder can prefill it in chunks and decode it in a batch with others:
+ *
+ * - each image goes through the image processor alone (Qwen2VLImageProcessor stacks a list of images
+ *   along the temporal axis), and its grid must be the one the prompt was rendered with (the chat
+ *   layer counts an image from its header: src/models/vision.ts);
+ * - text tokens take one position each, all three rows alike, from one past the largest position
+ *   before them; an image's tokens, from one past the text before it, take t, h, w offsets over its
+ *   merged grid; after the prompt, a decoded token at cache length n sits at n + `delta`, where
+ *   delta = (largest prompt position + 1) - prompt length (0 for a text prompt; negative after an image).
+ *
+ * Contract: worker thread; one per loaded vision model, used by its decoder between forward passes.
+ */
+import { RawImage, Tensor, type ImageProcessor } from '@huggingface/transformers';
+import type { SequenceImage } from '../../sequence.js';
+import type { VisionSpec } from '../../../models/vision.js';
+import { f32, i64, i64Data, type OrtSession, type OrtTensor } from '../tensors.js';
+import { imageUnreadable } from '../../../core/errors.js';
+
+export interface VisionModel {
+  spec: VisionSpec;
+  /** The model's image processor (preprocessor_config.json). */
+  processor: ImageProcessor;
+  /** input_ids -> inputs_embeds. */
+  embed: OrtSession;
+  /** pixel_values, image_grid_thw -> image_features. */
+  encoder: OrtSession;
+  /** The text model's width: inputs_embeds' last dimension. */
+  hiddenSize: number;
+}
+
+/** A prompt's decoder inputs: its rows of inputs_embeds, its three rows of positions, and the offset of the positions after it. */
+export interface PromptInputs {
+  /** [n, hidden] row-major. */
+  embeds: Float32Array;
+  /** [3, n] row-major: temporal, height, width. */
+  positions: BigInt64Array;
+  delta: number;
+}
+
+const ortTensor = (tensor: Tensor) => (tensor as unknown as { ort_tensor: unknown }).ort_tensor;
+
+/** The 3 x n M-RoPE positions of a prompt and its delta (see the module comment). */
+export function mropePositions(n: number, images: readonly SequenceImage[], mergeSize: number): { positions: BigInt64Array; delta: number } {
+  const positions = new BigInt64Array(3 * n);
+  let next = 0;
+  let at = 0;
+  const text = (to: number) => {
+    for (; at < to; at++, next++) positions[at] = positions[n + at] = positions[2 * n + at] = BigInt(next);
+  };
+  for (const image of [...images].sort((a, b) => a.start - b.start)) {
+    text(image.start);
+    const [t, h, w] = [image.grid[0], image.grid[1] / mergeSize, image.grid[2] / mergeSize];
+    if (t * h * w !== image.length) throw new Error(`an image of ${image.length} tokens on a ${image.grid.join('x')} grid`);
+    let largest = next - 1;
+    for (let i = 0; i < image.length; i++, at++) {
+      const p = [next + Math.floor(i / (h * w)), next + (Math.floor(i / w) % h), next + (i % w)];
+      positions[at] = BigInt(p[0]!);
+      positions[n + at] = BigInt(p[1]!);
+      positions[2 * n + at] = BigInt(p[2]!);
+      largest = Math.max(largest, ...p);
+    }
+    next = largest + 1;
+  }
+  text(n);
+  return { positions, delta: next - n };
+}
+
+/** Decoded images kept from `check` for the prefill that follows it (each about width x height x 3 bytes). */
+const DECODED_KEPT = 4;
+
+export class VisionInputs {
+  /** Images `check` decoded, by hash, until their sequence's prefill takes them (the oldest dropped past DECODED_KEPT). */
+  private readonly decoded = new Map<string, RawImage>();
+
+  /** `modelId`: named by the error for an image that does not decode. */
+  constructor(private readonly model: VisionModel, private readonly modelId: string) {}
+
+  /**
+   * Decodes each image (refused, image_unreadable, when it does not), before its sequence starts;
+   * the prefill then takes the decoded image instead of decoding it again.
+   */
+  async check(images: readonly SequenceImage[]): Promise<void> {
+    for (const [index, image] of images.entries()) {
+      if (this.decoded.has(image.hash)) continue;
+      this.decoded.set(image.hash, await this.decode(image, index));
+      if (this.decoded.size > DECODED_KEPT) this.decoded.delete(this.decoded.keys().next().value!);
+    }
+  }
+
+  private async decode(image: SequenceImage, index: number): Promise<RawImage> {
+    try {
+      return await RawImage.fromBlob(new Blob([image.bytes as Uint8Array<ArrayBuffer>]));
+    } catch (error) {
+      throw unreadable(this.modelId, index, error);
+    }
+  }
+
+  /** Rows of inputs_embeds for `ids` ([rows of ids.length] x hidden). */
+  async embed(ids: readonly number[]): Promise<Float32Array> {
+    const out = await this.model.embed.run({ input_ids: i64(ids, [1, ids.length]) });
+    return out.inputs_embeds!.data as Float32Array;
+  }
+
+  /**
+   * A prompt's inputs. Images whose tokens all lie before `from` (a cached prefix holds them) are
+   * not encoded: their rows are never fed.
+   */
+  async prompt(ids: readonly number[], images: readonly SequenceImage[], from = 0): Promise<PromptInputs> {
+    const { hiddenSize, spec } = this.model;
+    const embeds = await this.embed(ids);
+    for (const [index, image] of images.entries()) {
+      if (image.start + image.length <= from) continue;
+      const features = await this.encode(image, index);
+      if (features.length !== image.length * hiddenSize) throw new Error(`the vision encoder gave ${features.length / hiddenSize} rows for an image of ${image.length} tokens`);
+      embeds.set(features, image.start * hiddenSize);
+    }
+    return { embeds, ...mropePositions(ids.length, images, spec.mergeSize) };
+  }
+
+  /**
+   * One image (the prompt's `index`-th) through the processor and the vision encoder: its
+   * image_features, [tokens x hidden]. Bytes whose header passed the edge's checks but whose pixels
+   * do not decode are the client's image_unreadable, not an internal error.
+   */
+  private async encode(image: SequenceImage, index: number): Promise<Float32Array> {
+    const raw = this.decoded.get(image.hash) ?? (await this.decode(image, index));
+    this.decoded.delete(image.hash);
+    let processed: { pixel_values: Tensor; image_grid_thw: Tensor };
+    try {
+      processed = await this.model.processor(raw) as unknown as typeof processed;
+    } catch (error) {
+      throw unreadable(this.modelId, index, error);
+    }
+    const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
+    if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
+    // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw (transformers.js image_grid_thw_name).
+    const gridName = this.model.encoder.inputNames.includes('grid_thw') ? 'grid_thw' : 'image_grid_thw';
+    const out = await this.model.encoder.run({
+      pixel_values: ortTensor(processed.pixel_values),
+      [gridName]: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
+    });
+    return out.image_features!.data as Float32Array;
+  }
+
+  /** Feeds for a prefill pass over rows [from, to) of a prompt's inputs. */
+  static chunkFeeds(inputs: PromptInputs, from: number, to: number, hiddenSize: number): Record<string, unknown> {
+    const n = inputs.positions.length / 3;
+    const count = to - from;
+    const positions = new BigInt64Array(3 * count);
+    for (let r = 0; r < 3; r++) positions.set(inputs.positions.subarray(r * n + from, r * n + to), r * count);
+    return {
+      inputs_embeds: f32(inputs.embeds.slice(from * hiddenSize, to * hiddenSize), [1, count, hiddenSize]),
+      position_ids: i64Data(positions, [3, 1, count]),
+    };
+  }
+
+  /** Feeds for a decoding step: each row's last token embedded, at its cache length plus its delta. */
+  async stepFeeds(tokens: readonly number[], at: readonly number[]): Promise<Record<string, unknown>> {
+    const B = tokens.length;
+    const embeds = await this.embed(tokens);
+    const positions = new BigInt64Array(3 * B);
+    for (let r = 0; r < 3; r++) for (let b = 0; b < B; b++) positions[r * B + b] = BigInt(at[b]!);
+    return {
+      inputs_embeds: f32(embeds, [B, 1, this.model.hiddenSize]),
+      position_ids: i64Data(positions, [3, B, 1]),
+    };
+  }
+}
+
+/** The client's image_unreadable for an image whose decoding or processing threw. */
+function unreadable(modelId: string, index: number, error: unknown) {
+  const detail = String((error as Error)?.message ?? error).split('\n')[0]!.slice(0, 200);
+  return imageUnreadable(modelId, index, `its bytes do not decode (${detail})`);
+}
+
+export type { OrtTensor };

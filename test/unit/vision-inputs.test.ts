@@ -1,0 +1,69 @@
+/**
+ * The pure parts of a vision prompt's decoder inputs: the KV store's keys for image tokens
+ * (src/engines/onnx/decode/image-keys.ts) and Qwen-VL's M-RoPE positions
+ * (src/engines/onnx/decode/vision-inputs.ts mropePositions), worked out by hand here; the model
+ * test (test/model/vision-engine.test.ts) holds them against transformers.js's generate.
+ */
+import { describe, expect, it } from 'vitest';
+import { imageKeyedIds } from '../../src/engines/onnx/decode/image-keys.js';
+import { mropePositions } from '../../src/engines/onnx/decode/vision-inputs.js';
+import type { SequenceImage } from '../../src/engines/sequence.js';
+
+const image = (start: number, grid: [number, number, number], hash: string): SequenceImage => ({ start, length: (grid[0] * grid[1] * grid[2]) / 4, grid, bytes: new Uint8Array(), hash });
+const rows = (positions: BigInt64Array) => {
+  const n = positions.length / 3;
+  return [0, 1, 2].map((r) => Array.from(positions.subarray(r * n, (r + 1) * n), Number));
+};
+
+describe('imageKeyedIds', () => {
+  const ids = [1, 2, 9, 7, 7, 7, 7, 8, 3];
+  it('keys an image\'s tokens and the one before them by its hash, above any vocabulary id, within uint32', () => {
+    const keyed = imageKeyedIds(ids, [image(3, [1, 4, 4], 'ab'.repeat(32))]);
+    expect(keyed.slice(0, 2)).toEqual([1, 2]);
+    expect(keyed.slice(7)).toEqual([8, 3]);
+    for (const key of keyed.slice(2, 7)) {
+      expect(key).toBeGreaterThanOrEqual(2 ** 31);
+      expect(key).toBeLessThan(2 ** 32);
+    }
+    // 0xabab...: its first 31-bit word.
+    expect(keyed[2]).toBe(2 ** 31 + (0xabababab >>> 1));
+  });
+
+  it('the same bytes, the same keys; another image of the same size differs from the token before it on', () => {
+    const a = imageKeyedIds(ids, [image(3, [1, 4, 4], '11'.repeat(32))]);
+    expect(imageKeyedIds(ids, [image(3, [1, 4, 4], '11'.repeat(32))])).toEqual(a);
+    const b = imageKeyedIds(ids, [image(3, [1, 4, 4], '12'.repeat(32))]);
+    expect(b.slice(0, 2)).toEqual(a.slice(0, 2));
+    expect(b[2]).not.toBe(a[2]);
+    expect(b[3]).not.toBe(a[3]);
+  });
+
+  it('a prompt without images is its ids', () => {
+    expect(imageKeyedIds(ids, undefined)).toBe(ids);
+    expect(imageKeyedIds(ids, [])).toBe(ids);
+  });
+});
+
+describe('mropePositions', () => {
+  it('text alone: 0..n-1 in all three rows, delta 0', () => {
+    const { positions, delta } = mropePositions(4, [], 2);
+    expect(rows(positions)).toEqual([[0, 1, 2, 3], [0, 1, 2, 3], [0, 1, 2, 3]]);
+    expect(delta).toBe(0);
+  });
+
+  it('an image: t, h, w over its merged grid from one past the text before it; text after from one past its largest', () => {
+    // 2 text tokens, an image on a 1 x 4 x 6 patch grid (merged 2x2: 2 rows of 3 tokens), 2 text tokens.
+    const { positions, delta } = mropePositions(10, [image(2, [1, 4, 6], 'x')], 2);
+    expect(rows(positions)).toEqual([
+      [0, 1, 2, 2, 2, 2, 2, 2, 5, 6],
+      [0, 1, 2, 2, 2, 3, 3, 3, 5, 6],
+      [0, 1, 2, 3, 4, 2, 3, 4, 5, 6],
+    ]);
+    // The next position is 7 at cache length 10.
+    expect(delta).toBe(-3);
+  });
+
+  it('refuses an image whose tokens are not its grid\'s', () => {
+    expect(() => mropePositions(10, [{ ...image(2, [1, 4, 6], 'x'), length: 5 }], 2)).toThrow(/an image of 5 tokens on a 1x4x6 grid/);
+  });
+});
