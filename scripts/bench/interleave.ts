@@ -12,9 +12,21 @@
  * Ratios against "alone" from the same round. Before chunked prefill was interleaved with decoding
  * (src/engines/onnx/decode/scheduler.ts), the short request waited for the whole prefill and the stream
  * stopped for it. Results: bench/results/interleave.md.
+ *
+ * On llama.cpp (issue 41): `--gguf` (the test GGUF, Qwen3's tokenizer, built as the tests build it)
+ * or `--gguf-file FILE`, served from a folder of its own whose manifest sets `--context` (default 32768,
+ * for the default prompt) tokens per sequence; there the prefill is fed in chunks of
+ * PREFILL_CHUNK_TOKENS (src/engines/llama/runner.ts) between the other sequences' decoding steps.
+ * Results: bench/results/interleave-gguf.md.
+ *
+ *   npm run bench:interleave -- --gguf --prompt-words 6000 --context 8192 --rounds 2
  */
+import fs from 'node:fs';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { ensureTestGguf, TEST_GGUF_FILE, TEST_GGUF_MODEL } from '../builders/gguf/test-model.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';
 
@@ -23,16 +35,37 @@ const { values } = parseArgs({
     'prompt-words': { type: 'string', default: '30000' },
     rounds: { type: 'string', default: '3' },
     model: { type: 'string', default: 'tiny-qwen3-random' },
+    /** A GGUF on llama.cpp: the test GGUF, or `--gguf-file`. */
+    gguf: { type: 'boolean', default: false },
+    'gguf-file': { type: 'string' },
+    context: { type: 'string', default: '32768' },
   },
 });
 const WORDS = Number(values['prompt-words']);
 const ROUNDS = Number(values.rounds);
-const MODEL = values.model;
+const GGUF = values.gguf || values['gguf-file'] ? ggufFolder(values['gguf-file']) : undefined;
+const MODEL = GGUF?.model ?? values.model;
 const HEADERS = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
 const VOCAB = 'river city people music market bright quiet storm garden paper engine report friend window history'.split(' ');
 const longPrompt = Array.from({ length: WORDS }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
 
-const server = await startServerProcess(['--allow-unauthenticated', '--prompt-cache-bytes', '0', '--workers-per-model', '1']);
+/** A models folder holding the GGUF alone, its manifest giving each sequence `--context` tokens. */
+function ggufFolder(file: string | undefined): { model: string; dir: string; file: string } {
+  let gguf = file && path.resolve(file);
+  if (!gguf) {
+    const modelsDir = path.resolve('test-artifacts/models-gguf');
+    ensureTestGguf({ bundledDir: path.resolve('models'), modelsDir, embedModelsDir: path.resolve('test-artifacts/models-gguf-embed') });
+    gguf = path.join(modelsDir, TEST_GGUF_MODEL, TEST_GGUF_FILE);
+  }
+  const model = file ? path.basename(gguf, '.gguf').toLowerCase().replace(/[^a-z0-9.-]+/g, '-') : TEST_GGUF_MODEL;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-interleave-'));
+  fs.mkdirSync(path.join(dir, model));
+  fs.symlinkSync(gguf, path.join(dir, model, path.basename(gguf)));
+  fs.writeFileSync(path.join(dir, model, 'manifest.json'), JSON.stringify({ contextLength: Number(values.context) }) + '\n');
+  return { model, dir, file: path.basename(gguf) };
+}
+
+const server = await startServerProcess(['--allow-unauthenticated', '--prompt-cache-bytes', '0', '--workers-per-model', '1', ...(GGUF ? ['--models-dir', GGUF.dir] : [])]);
 
 /** One Messages request, streamed; the times (ms from its start) of its first byte and of each text delta. */
 function streamed(content: string, maxTokens: number): Promise<{ totalMs: number; deltaMs: number[]; inputTokens: number }> {
@@ -91,10 +124,11 @@ try {
   }
 } finally {
   await server.stop();
+  if (GGUF) fs.rmSync(GGUF.dir, { recursive: true, force: true });
 }
 
 const med = (key: keyof Round) => median(rounds.map((r) => r[key]));
-writeResults('interleave', { words: WORDS, rounds }, [
+writeResults(GGUF ? 'interleave-gguf' : 'interleave', { words: WORDS, model: MODEL, ...(GGUF ? { gguf: GGUF.file, context: Number(values.context) } : {}), rounds }, [
   {
     title: `A ${Math.round(med('longTokens'))}-token prompt's prefill (${(med('longMs') / 1000).toFixed(1)} s alone) and the other requests of its worker (median of ${ROUNDS} rounds)`,
     columns: ['measure', 'alone ms', 'during the long prefill ms', 'ratio'],
@@ -104,5 +138,5 @@ writeResults('interleave', { words: WORDS, rounds }, [
     ],
   },
 ], [
-  `One worker, prompt cache off, prefill chunk 512 tokens (the default). "Alone": the same request with nothing else running, measured in the same round. A stream's median gap alone: ${med('gapAloneMedianMs').toFixed(1)} ms.`,
+  `${GGUF ? `${GGUF.file} on llama.cpp (node-llama-cpp), the server's defaults for its sequences, ${values.context} tokens each (its manifest); ` : `${MODEL} on onnxruntime, `}one worker, prompt cache off, prefill chunk 512 tokens (the default). "Alone": the same request with nothing else running, measured in the same round. A stream's median gap alone: ${med('gapAloneMedianMs').toFixed(1)} ms.`,
 ]);

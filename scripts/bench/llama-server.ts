@@ -18,8 +18,10 @@
  *     `ignore_eos` so random weights run to the limit, greedy): aggregate tok/s (every stream's
  *     tokens over the wall time, prefill included) and the one-stream rate after its first token.
  * Then peak memory: the sum of VmHWM over each process tree (our server and its model process).
- * Both servers are asked over their OpenAI chat route; each prompt's token count is checked against
- * the ids the chat layer renders (the ids node-llama-cpp is fed).
+ * Ours is asked over its OpenAI chat route; llama-server over its /completion with the token ids our
+ * chat layer renders (the ids node-llama-cpp is fed), each prompt's token count checked, and a logit
+ * bias disallowing the tokens that are not UTF-8 on their own (./utf8-bias.ts: its output parser
+ * answers a random-weight model's malformed UTF-8 with a 500).
  *
  *   npm run bench:llama-server -- --quick      (a few minutes: prompts 2k and 8k, 2 rounds, 32 tokens)
  *   npm run bench:llama-server                 (prompts 2k, 8k and 20k, 3 rounds, 64 tokens)
@@ -46,6 +48,7 @@ import { ensureLlamaServer } from './llama-server-build.js';
 import { peakOf } from './process-memory.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess } from './server-process.js';
+import { partialUtf8Tokens } from './utf8-bias.js';
 
 const { values } = parseArgs({
   options: {
@@ -141,9 +144,8 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 /**
  * Posts a completion, streamed when asked; times the first text and the end. `route`: our OpenAI chat
  * route (usage in its last chunk), or llama-server's own /completion fed token ids (its counts in
- * `tokens_evaluated` / `tokens_predicted`): its chat route ends a random-weight model's output with
- * a 500 when the text does not parse as the template's format (tags, calls), so it is given the ids
- * our chat layer renders, as node-llama-cpp is.
+ * `tokens_evaluated` / `tokens_predicted`), given the ids our chat layer renders, as node-llama-cpp
+ * is (its chat route could render the template differently).
  */
 function postChat(url: string, body: Record<string, unknown>, route = '/v1/chat/completions'): Promise<Chat> {
   return new Promise((resolve, reject) => {
@@ -159,7 +161,8 @@ function postChat(url: string, body: Record<string, unknown>, route = '/v1/chat/
       });
       res.on('end', () => {
         const total = performance.now() - started;
-        if (res.statusCode !== 200) return reject(new Error(`${url}: ${res.statusCode} ${text.slice(0, 500)}`));
+        // llama-server reports an error met mid-stream as an event of the 200 it has begun.
+        if (res.statusCode !== 200 || /^data: \{"error"/m.test(text)) return reject(new Error(`${url}: ${res.statusCode} ${text.slice(-500)}`));
         const usage = [...text.matchAll(/"usage":(\{[^{}]*(?:\{[^{}]*\}[^{}]*)*\})/g)].at(-1)?.[1];
         const evaluated = [...text.matchAll(/"tokens_evaluated":(\d+)/g)].at(-1)?.[1];
         const predicted = [...text.matchAll(/"tokens_predicted":(\d+)/g)].at(-1)?.[1];
@@ -171,7 +174,12 @@ function postChat(url: string, body: Record<string, unknown>, route = '/v1/chat/
         resolve({ ttftMs: ttft, decodeTps: (completionTokens - 1) / ((total - ttft) / 1000), totalMs: total, promptTokens, completionTokens });
       });
     });
-    req.on('error', reject);
+    req.on('error', (error: NodeJS.ErrnoException) => {
+      // A kept-alive socket the server closed as it was reused (llama-server closes idle ones after
+      // 5 s): sent again on a fresh one, as Node's documentation advises, timed from there.
+      if (req.reusedSocket && error.code === 'ECONNRESET') return postChat(url, body, route).then(resolve, reject);
+      reject(new Error(`${url}${route}: ${error.message}`));
+    });
     req.end(payload);
   });
 }
@@ -235,7 +243,7 @@ async function startLlamaServer(binary: string): Promise<Target> {
   }
   llamaServerArgs = args.join(' ');
   const body = ({ ids }: { ids: number[] }, maxTokens: number) => ({
-    prompt: ids, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, ...(maxTokens > 1 ? { stream: true } : {}),
+    prompt: ids, n_predict: maxTokens, temperature: 0, ignore_eos: true, cache_prompt: false, logit_bias: partialBias, ...(maxTokens > 1 ? { stream: true } : {}),
   });
   const chat = (p: { content: string; ids: number[] }, n: number) => served('llama-server', url, body, p, n, false, '/completion');
   return {
@@ -244,6 +252,9 @@ async function startLlamaServer(binary: string): Promise<Target> {
   };
 }
 let llamaServerArgs = '';
+/** llama-server's requests disallow the tokens that are not UTF-8 on their own (./utf8-bias.ts: its output parser's 500). */
+const partialTokens = partialUtf8Tokens(gguf);
+const partialBias = partialTokens.map((id) => [id, false]);
 
 async function startNodeLlamaCpp(): Promise<Target> {
   const child = await LlamaChild.start({ modelPath: gguf!, contextSize: CONTEXT, threads: THREADS, sequences: SEQUENCES });
@@ -347,7 +358,7 @@ writeResults(values.name!, {
   loads, samples: Object.fromEntries([...samples].map(([m, byTarget]) => [m, Object.fromEntries(byTarget)])),
 }, tables, [
   ...notes,
-  typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests to its /completion with the token ids our chat layer renders (its chat route answers a random-weight model's unparsable output with a 500), \`cache_prompt: false\`, \`ignore_eos\`.`,
+  typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests to its /completion with the token ids our chat layer renders, \`cache_prompt: false\`, \`ignore_eos\`, and a logit bias that disallows the ${partialTokens.length} tokens that are not valid UTF-8 on their own (llama-server parses every output, /completion's too, and answers a random-weight model's malformed UTF-8 with a 500; the bias leaves the compute per token as it is: one forward pass, one greedy sample after ${partialTokens.length} additions).`,
   `Ours: the compiled server (dist/src/main.js, as npm start runs it), the GGUF model in its own process, GENERATION_BATCH_SIZE=${SEQUENCES}, contextLength ${CONTEXT} (its manifest), INTRA_OP_THREADS=${THREADS}, PROMPT_CACHE_BYTES=0${Object.keys(SERVER_ENV).length ? `, ${JSON.stringify(SERVER_ENV)}` : ''}; requests with \`ignore_eos\`, \`reasoning_effort: none\`. node-llama-cpp: its prebuilt CPU binary in a child process (scripts/bench/llama-cpp-child.ts), ${SEQUENCES} sequences of ${CONTEXT}, batch 512, fed the token ids our chat layer renders.`,
   `TTFT: a request of max_tokens 1 answered whole (prefill and the first token), ${[...promptTokens].map(([k, v]) => `${k}: ${v} tokens`).join(', ')}. Decoding: prompts of ${SHORT_PROMPT} tokens, ${DECODE} tokens each, greedy, streamed; aggregate = streams × tokens over the wall time from the first request sent to the last answer. Peak RSS: VmHWM summed over each process tree (ours: server + model process), the lifetime peak. Ratios: ours / peer (TTFT and RSS: lower is better; tok/s: higher is better).`,
   ...[...mismatches].map((m) => `Prompt counts differ: ${m}.`),

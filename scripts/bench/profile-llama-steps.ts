@@ -8,6 +8,9 @@
  *
  *   npx tsx scripts/bench/profile-llama-steps.ts [--gguf FILE] [--streams 1,8] [--tokens 64] [--threads 2] [--mask]
  *
+ * Each table also gives the CPU time per token, all threads and the JavaScript thread's (Linux /proc):
+ * on a loaded machine the wall times swing, CPU time much less.
+ *
  * `--mask`: every sequence has a logits mask that allows every token but the end ids (what ignore_eos
  * costs: a small logit bias). Prints one table per stream count; writes nothing.
  */
@@ -88,13 +91,35 @@ const spec = (variant: number): SequenceSpec => ({
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const mean = (xs: number[]) => (xs.length ? sum(xs) / xs.length : NaN);
 
+/**
+ * CPU time (ms) of each of this process's threads, by thread id, from /proc (Linux; empty elsewhere):
+ * robust to a loaded machine where wall times are not. The JavaScript thread is the process's own id;
+ * llama.cpp's decode and sampleToken run on libuv's pool threads (one llama.cpp thread: the pool
+ * thread itself).
+ */
+function threadCpuMs(): Map<string, number> {
+  const tick = 10; // USER_HZ 100
+  const out = new Map<string, number>();
+  try {
+    for (const tid of fs.readdirSync('/proc/self/task')) {
+      const fields = fs.readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(tid, (Number(fields[11]) + Number(fields[12])) * tick);
+    }
+  } catch { /* not Linux */ }
+  return out;
+}
+
 for (const streams of [...STREAMS, ...STREAMS]) {
   log.batches = [];
   log.decodeMs = [];
   log.sampleMs = [];
+  const cpuBefore = threadCpuMs();
   const started = performance.now();
   await Promise.all(Array.from({ length: streams }, (_, i) => runner.run(spec(i + streams * 10))));
   const wall = performance.now() - started;
+  const cpu = [...threadCpuMs()].map(([tid, ms]) => [tid, ms - (cpuBefore.get(tid) ?? 0)] as const);
+  const jsCpu = cpu.find(([tid]) => tid === String(process.pid))?.[1] ?? NaN;
+  const allCpu = sum(cpu.map(([, ms]) => ms));
   // Steps after the prefills: the batches of one token per sequence.
   const steps = log.batches.map((b, i) => [b, log.decodeMs[i]!] as const).filter(([b]) => b <= streams);
   const decodeSteps = steps.length;
@@ -104,6 +129,7 @@ for (const streams of [...STREAMS, ...STREAMS]) {
     `  llama_decode per step ${mean(steps.map(([, ms]) => ms)).toFixed(2)} ms, all decode calls ${sum(log.decodeMs).toFixed(0)} ms = ${((100 * sum(log.decodeMs)) / wall).toFixed(0)}% of wall`,
     `  sampleToken ${log.sampleMs.length} calls, mean ${mean(log.sampleMs).toFixed(2)} ms, sum ${sum(log.sampleMs).toFixed(0)} ms`,
     `  wall per step ${(wall / Math.max(1, decodeSteps)).toFixed(2)} ms; outside decode ${(((wall - sum(log.decodeMs)) / Math.max(1, decodeSteps))).toFixed(2)} ms per step`,
+    `  CPU per token: ${(allCpu / (streams * TOKENS)).toFixed(2)} ms in all threads, of it ${(jsCpu / (streams * TOKENS)).toFixed(2)} ms on the JavaScript thread (the rest: llama.cpp on libuv's pool, V8's helpers)`,
     '',
   ].join('\n'));
 }

@@ -48,10 +48,12 @@ class Reader {
   }
 
   u32 = () => this.bytes(4).readUInt32LE(0);
+  /** Two halves, no BigInt: skipping a vocabulary reads one length per token (151,669 for Qwen3's). */
   u64(): number {
-    const value = this.bytes(8).readBigUInt64LE(0);
-    if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new Error(`${path.basename(this.file)}: a length of ${value} in the GGUF header`);
-    return Number(value);
+    const b = this.bytes(8);
+    const high = b.readUInt32LE(4);
+    if (high > 0x1fffff) throw new Error(`${path.basename(this.file)}: a length of ${b.readBigUInt64LE(0)} in the GGUF header`);
+    return high * 2 ** 32 + b.readUInt32LE(0);
   }
   string = () => this.bytes(this.u64()).toString('utf8');
 
@@ -79,8 +81,28 @@ export interface ReadGgufOptions {
   maxArray?: number;
 }
 
+/**
+ * The scanner's reads (long arrays skipped, so small), by file, with the size and modification time
+ * they were read at. The models folder is scanned again every few seconds (MODELS_RESCAN_MS) on the
+ * server's event loop, where walking past a 151k-token vocabulary took 200 ms or more each time on
+ * 2 loaded cores: every stream stalled that long (issue 41).
+ */
+const scannerReads = new Map<string, { stamp: string; metadata: GgufMetadata }>();
+
 /** The metadata of a GGUF file (the first part of a split model holds it all). */
 export function readGgufMetadata(file: string, options: ReadGgufOptions = {}): GgufMetadata {
+  if (options.maxArray === undefined) return readMetadata(file, options);
+  const stat = fs.statSync(file);
+  const stamp = `${options.maxArray}/${stat.size}/${stat.mtimeMs}/${stat.ino}`;
+  const known = scannerReads.get(file);
+  // A copy: the caller may add to its map.
+  if (known?.stamp === stamp) return new Map(known.metadata);
+  const metadata = readMetadata(file, options);
+  scannerReads.set(file, { stamp, metadata });
+  return new Map(metadata);
+}
+
+function readMetadata(file: string, options: ReadGgufOptions): GgufMetadata {
   const fd = fs.openSync(file, 'r');
   try {
     const r = new Reader(fd, file);

@@ -160,7 +160,7 @@ function keepsEveryByte(config: PreTokenizerConfig | null | undefined): boolean 
 }
 
 /** The 256 characters GPT-2's byte-level encoding writes bytes as (bytes_to_unicode). */
-const BYTE_LEVEL_ALPHABET: string[] = (() => {
+export const BYTE_LEVEL_ALPHABET: readonly string[] = (() => {
   const printable = (b: number) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   let shifted = 0;
   return Array.from({ length: 256 }, (_, b) => String.fromCharCode(printable(b) ? b : 256 + shifted++));

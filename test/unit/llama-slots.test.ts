@@ -142,3 +142,29 @@ describe('the llama.cpp engine\'s placement of requests', () => {
     expect(await slots.place(tokens(60), 10)).toMatchObject({ length: 0 });
   });
 });
+
+describe('a claim that erases a sequence\'s KV', () => {
+  it('is waited for by erasesDone while its erase runs (the runner queues no chunk or step meanwhile), and then no longer', async () => {
+    const slots = slotsOf([[1, 4096]], { promptCacheBytes: 0 });
+    const first = await slots.place(tokens(10), 10);
+    const sequence = first.slot.sequence as unknown as FakeSequence;
+    sequence.contextTokens = tokens(20);
+    first.release();
+    expect(slots.erasesDone()).toBeUndefined();
+    // The erase waits, as node-llama-cpp's does for its context's lock.
+    let unlock!: () => void;
+    const locked = new Promise<void>((resolve) => (unlock = resolve));
+    const erase = sequence.eraseContextTokenRanges.bind(sequence);
+    sequence.eraseContextTokenRanges = async (ranges) => (await locked, erase(ranges));
+    const claim = slots.place(tokens(10, 100), 10);
+    await new Promise((resolve) => setImmediate(resolve));
+    const done = slots.erasesDone();
+    expect(done).toBeInstanceOf(Promise);
+    expect(await settled(done!)).toBe(false);
+    unlock();
+    await claim;
+    expect(await settled(done!)).toBe(true);
+    expect(sequence.nextTokenIndex).toBe(0);
+    expect(slots.erasesDone()).toBeUndefined();
+  });
+});

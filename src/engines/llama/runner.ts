@@ -7,6 +7,11 @@
  *
  * - Steps: the decoding sequences ask for their next tokens together (./step-gate.ts), so each step
  *   is one batch of all of them, as llama-server steps its slots.
+ * - Claims first: a request claiming a sequence erases its old KV under node-llama-cpp's context
+ *   lock, which node-llama-cpp's batch loop holds for as long as anything is queued; a long prefill's
+ *   chunks beside another sequence's steps kept it queued, and a 2-token request waited 2.3-3.2 s for
+ *   an 8k prefill to end. No chunk or step is queued while a claim erases (./slots.ts erasesDone):
+ *   the queue drains, the erase runs, the work resumes (the request then took 0.26-0.43 s).
  * - Sampling: llama.cpp's own samplers (temperature, top-k, top-p, a seed, penalties) on the fast
  *   path; a logits mask (a grammar, a thinking tag) becomes a logit bias of -inf on every token it
  *   disallows, end-of-generation tokens included, handed to the addon as typed arrays made once per
@@ -85,6 +90,7 @@ class LlamaSequences implements SequenceEngine {
     const last = Math.max(0, input.length - chunk);
     for (let at = 0; at < last; at += chunk) {
       if (spec.cancelled()) return -1;
+      await this.slots.erasesDone();
       spec.busy?.(true);
       try {
         await sequence.evaluateWithoutGeneratingNewTokens(input.slice(at, Math.min(at + chunk, last)) as Token[]);
@@ -115,6 +121,7 @@ class LlamaSequences implements SequenceEngine {
       let replacement: Token | undefined;
       for (;;) {
         await this.gate.arrive();
+        await this.slots.erasesDone();
         spec.busy?.(true);
         step();
         const next = await iterator.next(replacement);

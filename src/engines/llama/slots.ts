@@ -99,6 +99,9 @@ export class LlamaSlots {
   private readonly stats = { hits: 0, misses: 0, tokensReused: 0, evictions: 0 };
   /** Worth a wait: a prefill chunk (../prefix-waits.ts says why). */
   private readonly waits: PrefixWaits;
+  /** Claims erasing a sequence's KV now, and who waits for them to be done (erasesDone). */
+  private erasing = 0;
+  private erased: Array<() => void> = [];
 
   constructor(private readonly loaded: LlamaLoaded) {
     this.waits = new PrefixWaits({ minTokens: loaded.engine.prefillChunkTokens });
@@ -160,7 +163,12 @@ export class LlamaSlots {
       }
       if (sequence.nextTokenIndex > length) {
         if (length === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
-        await sequence.eraseContextTokenRanges([{ start: length, end: sequence.nextTokenIndex }]);
+        this.erasing++;
+        try {
+          await sequence.eraseContextTokenRanges([{ start: length, end: sequence.nextTokenIndex }]);
+        } finally {
+          if (--this.erasing === 0) for (const done of this.erased.splice(0)) done();
+        }
       }
     } catch (error) {
       release();
@@ -206,6 +214,15 @@ export class LlamaSlots {
       return 0;
     }
     return reusable(target.sequence, promptIds);
+  }
+
+  /**
+   * Resolves once no claim is erasing KV (undefined when none is). An erase takes the context's lock,
+   * which node-llama-cpp's batch loop holds for as long as anything is queued: the runner queues
+   * nothing new meanwhile (./runner.ts), or the claim could wait for a whole long prefill.
+   */
+  erasesDone(): Promise<void> | undefined {
+    return this.erasing === 0 ? undefined : new Promise((resolve) => this.erased.push(resolve));
   }
 
   /** The free sequence that fits and holds the longest prefix of the prompt worth its erasure, if any holds one. */
