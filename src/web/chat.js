@@ -1,6 +1,7 @@
-// The chat view: the conversation list, the log (a user's message as text, a reply as Markdown
-// built from DOM nodes by markdown.js, a classic script that defines the global Markdown), editing,
-// regenerating, and streaming a turn from /v1/chat/completions.
+// The chat view: the conversation list, the log (a user's message as text with its images as
+// thumbnails, a reply as Markdown built from DOM nodes by markdown.js, a classic script that defines
+// the global Markdown), attaching images, editing, regenerating, and streaming a turn from
+// /v1/chat/completions.
 import { api, errorMessage, retryAfterKey } from './api.js';
 import { messagesOf, newConversation, readConversations, saveConversations as store, titleOf } from './conversations.js';
 import { $, el } from './dom.js';
@@ -86,7 +87,7 @@ let running = null;
 function drawConversation() {
   $('log').replaceChildren();
   current.entries.forEach((entry, index) => {
-    const view = addMessage(entry.role, entry.text);
+    const view = addMessage(entry.role, entry.text, entry.images);
     view.item.dataset.index = String(index);
     if (typeof entry.thinking === 'string') thinkingOf(view).textContent = entry.thinking;
     if (typeof entry.stats === 'string') addStats(view, entry.stats, entry.failed === true);
@@ -94,9 +95,10 @@ function drawConversation() {
   drawActions();
 }
 
-/** A message in the log: a user's as text, a reply's as Markdown (built from DOM nodes, never HTML). */
-function addMessage(role, text) {
+/** A message in the log: a user's as text (its images as thumbnails above it), a reply's as Markdown (built from DOM nodes, never HTML). */
+function addMessage(role, text, images) {
   const item = el('li', `msg ${role}`);
+  if (images && images.length > 0) item.append(thumbnails(images));
   const body = el('div', 'text');
   item.append(body);
   const view = { item, body, role };
@@ -104,6 +106,20 @@ function addMessage(role, text) {
   $('log').append(item);
   item.scrollIntoView({ block: 'end' });
   return view;
+}
+
+/** A user message's images, each as a thumbnail of the data URL sent (an img's src, never markup). */
+function thumbnails(images) {
+  const row = el('div', 'images');
+  images.forEach((url, i) => row.append(thumbnail(url, `Image ${i + 1} of ${images.length}`)));
+  return row;
+}
+
+function thumbnail(url, alt) {
+  const img = el('img', 'thumb');
+  img.alt = alt;
+  img.src = url;
+  return img;
 }
 
 function setText(view, text) {
@@ -175,9 +191,10 @@ function startEdit(item, index) {
   form.append(area, row);
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    if (area.value.trim() === '' || running) return;
+    if ((area.value.trim() === '' && !entry.images) || running) return;
     current.entries = current.entries.slice(0, index);
-    current.entries.push({ role: 'user', text: area.value });
+    // The edited message keeps its images.
+    current.entries.push({ role: 'user', text: area.value, ...(entry.images ? { images: entry.images } : {}) });
     drawConversation();
     runTurn(current);
   });
@@ -210,14 +227,66 @@ function regenerate() {
 function send() {
   if (running) return;
   const text = $('prompt').value;
-  if (text.trim() === '' || !$('chat-model').value) return;
+  if ((text.trim() === '' && attached.length === 0) || !$('chat-model').value) return;
   $('prompt').value = '';
+  const images = attached.map((a) => a.url);
+  attached = [];
+  drawAttached();
   const conversation = current;
-  conversation.entries.push({ role: 'user', text });
-  const view = addMessage('user', text);
+  conversation.entries.push({ role: 'user', text, ...(images.length > 0 ? { images } : {}) });
+  const view = addMessage('user', text, images);
   view.item.dataset.index = String(conversation.entries.length - 1);
   runTurn(conversation);
 }
+
+// ------------------------------------------------ attaching images
+
+/**
+ * The images to send with the next message: {url (a data URL, as read from the file), name}. They
+ * are sent as they are: the server checks each (its type from its bytes, its size from its header)
+ * and its answer, a refusal included, shows under the reply.
+ */
+let attached = [];
+
+/** The images waiting to be sent, each with a button that removes it. */
+function drawAttached() {
+  $('attachments').replaceChildren(...attached.map((a, i) => {
+    const li = el('li', 'attachment');
+    const remove = el('button', 'attachment-remove', '×');
+    remove.type = 'button';
+    remove.title = `Remove ${a.name}`;
+    remove.setAttribute('aria-label', `Remove the image ${a.name}`);
+    remove.addEventListener('click', () => {
+      attached.splice(i, 1);
+      drawAttached();
+    });
+    li.append(thumbnail(a.url, a.name), remove);
+    return li;
+  }));
+}
+
+const readAsDataUrl = (file) => new Promise((resolve, reject) => {
+  const reader = new FileReader();
+  reader.onload = () => resolve(reader.result);
+  reader.onerror = () => reject(reader.error);
+  reader.readAsDataURL(file);
+});
+
+$('attach-button').addEventListener('click', () => $('attach').click());
+$('attach').addEventListener('change', async () => {
+  const files = [...$('attach').files];
+  // Emptied, so that choosing the same file again is a change too.
+  $('attach').value = '';
+  for (const file of files) {
+    try {
+      attached.push({ url: await readAsDataUrl(file), name: file.name });
+    } catch (error) {
+      $('attach-info').textContent = `Could not read ${file.name}: ${error.message}`;
+    }
+  }
+  drawAttached();
+  $('prompt').focus();
+});
 
 /** How often a streaming reply's Markdown is drawn again (each draw parses the whole reply). */
 const REDRAW_MS = 50;

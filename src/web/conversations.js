@@ -3,8 +3,9 @@
 
 /**
  * Conversations are kept in this browser (localStorage), several of them: each a list of entries
- * {role, text, thinking?, stats?, failed?, excluded?}, drawn again as they were after a reload.
- * `excluded`: a user message whose turn failed before any text; it is shown but not sent again.
+ * {role, text, images?, thinking?, stats?, failed?, excluded?}, drawn again as they were after a reload.
+ * `images`: a user message's attached images, as data URLs. `excluded`: a user message whose turn
+ * failed before any text; it is shown but not sent again.
  */
 const CONVERSATIONS_STORAGE = 'local-inference-server.conversations';
 /** Where the first version of the page kept its one conversation: read once, then moved. */
@@ -17,11 +18,20 @@ export function saveConversations(conversations, current) {
   try {
     // An empty conversation is not listed (a new one is made again after a reload).
     const kept = conversations.filter((c) => c.entries.length > 0);
-    localStorage.setItem(CONVERSATIONS_STORAGE, JSON.stringify({ version: 1, current: current.id, conversations: kept }));
+    const write = (list) => localStorage.setItem(CONVERSATIONS_STORAGE, JSON.stringify({ version: 1, current: current.id, conversations: list }));
+    try {
+      write(kept);
+    } catch {
+      // Images fill storage first (a screenshot is a megabyte or more): the text is kept without them.
+      write(kept.map((c) => ({ ...c, entries: c.entries.map(({ images, ...rest }) => rest) })));
+    }
   } catch {
     // storage full or disabled: the conversations stay in the page only
   }
 }
+
+/** An image the page attached: a base64 data URL of an image type (anything else read back is dropped). */
+const isImageUrl = (url) => typeof url === 'string' && /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/]*={0,2}$/.test(url);
 
 /** Entries read back from storage, keeping only what the page wrote (strings where strings were). */
 function validEntries(list) {
@@ -31,6 +41,7 @@ function validEntries(list) {
     .map((e) => ({
       role: e.role,
       text: e.text,
+      ...(e.role === 'user' && Array.isArray(e.images) && e.images.length > 0 && e.images.every(isImageUrl) ? { images: e.images } : {}),
       ...(typeof e.thinking === 'string' ? { thinking: e.thinking } : {}),
       ...(typeof e.stats === 'string' ? { stats: e.stats } : {}),
       ...(e.failed === true ? { failed: true } : {}),
@@ -74,14 +85,23 @@ export function readConversations() {
   return { conversations, current };
 }
 
-/** What a conversation sends: its messages, less failed turns and empty replies. */
+/**
+ * What a conversation sends: its messages, less failed turns and empty replies. A message with
+ * images is the OpenAI dialect's list of parts: its text, then each image as an image_url data URL.
+ */
 export const messagesOf = (conversation) =>
-  conversation.entries.filter((e) => !e.excluded && (e.role === 'user' || e.text !== '')).map((e) => ({ role: e.role, content: e.text }));
+  conversation.entries.filter((e) => !e.excluded && (e.role === 'user' || e.text !== '')).map((e) => ({ role: e.role, content: contentOf(e) }));
+
+function contentOf(entry) {
+  if (!entry.images || entry.images.length === 0) return entry.text;
+  const images = entry.images.map((url) => ({ type: 'image_url', image_url: { url } }));
+  return entry.text === '' ? images : [{ type: 'text', text: entry.text }, ...images];
+}
 
 /** A conversation's name in the list: its first message, cut short. */
 export function titleOf(conversation) {
   const first = conversation.entries.find((e) => e.role === 'user');
   const line = first ? first.text.trim().split('\n')[0] : '';
-  if (!line) return 'New conversation';
+  if (!line) return first && first.images ? 'An image' : 'New conversation';
   return line.length > 48 ? `${line.slice(0, 47)}…` : line;
 }

@@ -48,6 +48,7 @@ function describeChatModel() {
   const model = models.find((m) => m.id === $('chat-model').value);
   if (!model) {
     $('chat-model-info').textContent = 'No chat model is served.';
+    offerImages(null);
     return;
   }
   const state = model.state ? (model.state === 'loaded' ? 'loaded' : `${model.state}: loads on first use, which takes a moment`) : '';
@@ -56,6 +57,19 @@ function describeChatModel() {
   $('thinking').disabled = !thinks;
   if (!thinks) $('thinking').checked = false;
   if (model.max_tokens && Number($('max-tokens').value) > model.max_tokens) $('max-tokens').value = String(model.max_tokens);
+  offerImages(model);
+}
+
+/** The attach control, for a model whose capabilities say it takes images; else disabled, with why. */
+function offerImages(model) {
+  const sees = Boolean(model && model.capabilities && model.capabilities.image_input && model.capabilities.image_input.supported);
+  $('attach').disabled = !sees;
+  $('attach-button').disabled = !sees;
+  const why = !model ? 'No chat model is served.'
+    : sees ? 'Takes images: PNG, JPEG, WebP or GIF (its first frame), by Image… beside Send.'
+    : `Takes no images (a text-only ${model.engine} model): Image… is off.`;
+  $('attach-button').title = why;
+  $('attach-info').textContent = model ? why : '';
 }
 $('chat-model').addEventListener('change', describeChatModel);
 

@@ -18,9 +18,13 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const CANDIDATES = [HERE, path.resolve(HERE, '..', '..', '..', 'src', 'web')];
 export const WEB_DIR = CANDIDATES.find((dir) => fs.existsSync(path.join(dir, 'index.html'))) ?? HERE;
 
-/** No inline script or style, nothing from another origin; the page may only call this server. */
+/**
+ * No inline script or style, nothing from another origin; the page may only call this server.
+ * Images may also be data: URLs: the thumbnails of images a person attached (read from their own
+ * files, never fetched; an image runs no script).
+ */
 export const CONTENT_SECURITY_POLICY = [
-  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'",
+  "default-src 'self'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
   "object-src 'none'", "base-uri 'none'", "form-action 'none'", "frame-ancestors 'none'",
 ].join('; ');
 

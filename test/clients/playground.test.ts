@@ -8,7 +8,9 @@ import path from 'node:path';
 import type { Browser, Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatRequest } from '../../src/core/types.js';
-import { CHAT_MODEL, EMBED_MODEL, ROOT, SERVED_MODELS_DIR } from '../helpers/paths.js';
+import sharp from 'sharp';
+import { pngBomb } from '../../scripts/fuzz/images.js';
+import { CHAT_MODEL, EMBED_MODEL, MODELS_DIR, ROOT, SERVED_MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
 import { modelVariant } from '../helpers/model-variant.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 import { CHROMIUM, launchChromium, warnIfNoChromium, watchedPage, type Watched } from '../helpers/browser.js';
@@ -67,12 +69,15 @@ const EXAMPLE_REPLY = [
 /** The bundled chat model again under another id (a manifest of its own), to switch between two. */
 const SECOND_MODEL = 'tiny-qwen3-second';
 
-/** A models folder with both bundled models (their files linked) and SECOND_MODEL; the caller removes it. */
+/**
+ * A models folder with both bundled models (their files linked), SECOND_MODEL, and the bundled vision
+ * model (ONNX on either engine's pass: from models/); the caller removes it.
+ */
 function modelsFolder(): string {
   const dir = modelVariant(CHAT_MODEL, SECOND_MODEL, { 'manifest.json': { contextLength: 4096 } });
-  for (const id of [CHAT_MODEL, EMBED_MODEL]) {
+  for (const [from, id] of [[SERVED_MODELS_DIR, CHAT_MODEL], [SERVED_MODELS_DIR, EMBED_MODEL], [MODELS_DIR, VISION_MODEL]] as const) {
     fs.mkdirSync(path.join(dir, id));
-    for (const entry of fs.readdirSync(path.join(SERVED_MODELS_DIR, id))) fs.symlinkSync(path.join(SERVED_MODELS_DIR, id, entry), path.join(dir, id, entry));
+    for (const entry of fs.readdirSync(path.join(from, id))) fs.symlinkSync(path.join(from, id, entry), path.join(dir, id, entry));
   }
   return dir;
 }
@@ -139,7 +144,8 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
     modelsDir = modelsFolder();
     // SECOND_MODEL is not pinned: it loads on first use and has an idle timer (the server view shows it).
     const lifecycle = { pinned: [CHAT_MODEL, EMBED_MODEL], keepAliveMs: IDLE_MS, maxLoadedModels: 0, loadTimeoutMs: PAGE_TIMEOUT_MS };
-    server = await startRealServer({ apiKeys: [KEY], modelsDir, only: [CHAT_MODEL, SECOND_MODEL, EMBED_MODEL], script, lifecycle });
+    // VISION_MODEL is not pinned either: only the image test loads it.
+    server = await startRealServer({ apiKeys: [KEY], modelsDir, only: [CHAT_MODEL, SECOND_MODEL, EMBED_MODEL, VISION_MODEL], script, lifecycle });
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -170,7 +176,9 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
     try {
       await page.goto(server.url, { waitUntil: 'networkidle0' });
       await page.waitForSelector('#chat-model option');
-      expect((await page.$$eval('#chat-model option', (o) => o.map((x) => x.textContent))).sort()).toEqual([CHAT_MODEL, SECOND_MODEL].sort());
+      expect((await page.$$eval('#chat-model option', (o) => o.map((x) => x.textContent))).sort()).toEqual([CHAT_MODEL, SECOND_MODEL, VISION_MODEL].sort());
+      // The first listed is chosen: the text model every other test talks to.
+      expect(await page.$eval('#chat-model', (n) => (n as HTMLSelectElement).value)).toBe(CHAT_MODEL);
       expect(await page.$$eval('#embed-model option', (o) => o.map((x) => x.textContent))).toEqual([EMBED_MODEL]);
       expect(consoleErrors).toEqual([]);
       expect(requests.length).toBeGreaterThan(3);
@@ -263,6 +271,82 @@ describe.skipIf(!CHROMIUM)('the playground page in headless Chromium', () => {
       await context.close();
     }
   });
+
+  it('a vision model takes an attached image: sent as an image_url data URL, shown as a thumbnail, counted in the usage; a refused one shows the server\'s message', async () => {
+    const { page, context, consoleErrors, requests } = await openPage({ key: KEY });
+    /** The messages of each chat request the page sends. */
+    const sent: unknown[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname === '/v1/chat/completions') sent.push((JSON.parse(request.postData() ?? '{}') as { messages: unknown }).messages);
+    });
+    // A 300x200 PNG: 70 image tokens by hand from the model's preprocessor_config.json (test/model/vision-model.test.ts), and its two markers.
+    const raw = Buffer.alloc(300 * 200 * 3, 90);
+    const png = await sharp(raw, { raw: { width: 300, height: 200, channels: 3 } }).png().toBuffer();
+    const imageTokens = 70 + 2;
+    fs.mkdirSync(ARTIFACTS, { recursive: true });
+    const pngFile = path.join(ARTIFACTS, 'attach-300x200.png');
+    const bombFile = path.join(ARTIFACTS, 'attach-bomb.png');
+    fs.writeFileSync(pngFile, png);
+    fs.writeFileSync(bombFile, Buffer.from(pngBomb(), 'base64'));
+    const attach = async (file: string) => {
+      const before = await page.$$eval('#attachments img.thumb', (n) => n.length);
+      await (await page.$('input#attach'))!.uploadFile(file);
+      await page.waitForFunction((n: number) => document.querySelectorAll('#attachments img.thumb').length > n, { timeout: PAGE_TIMEOUT_MS }, before);
+    };
+    const attachOffered = () => page.$eval('#attach-button', (b) => ({ disabled: (b as HTMLButtonElement).disabled, why: document.getElementById('attach-info')!.textContent }));
+    try {
+      await page.goto(server.url);
+      await page.waitForSelector('#chat-model option');
+      // The text model (chosen first): no attaching, and why.
+      const engine = ((await (await fetch(`${server.url}/v1/models/${CHAT_MODEL}`, { headers: { authorization: `Bearer ${KEY}` } })).json()) as { engine: string }).engine;
+      expect(await attachOffered()).toEqual({ disabled: true, why: `Takes no images (a text-only ${engine} model): Image… is off.` });
+
+      await page.select('#chat-model', VISION_MODEL);
+      expect(await attachOffered()).toEqual({ disabled: false, why: expect.stringMatching(/^Takes images: PNG, JPEG, WebP or GIF/) });
+      await attach(pngFile);
+      const dataUrl = `data:image/png;base64,${png.toString('base64')}`;
+      expect(await page.$eval('#attachments img.thumb', (n) => (n as HTMLImageElement).src)).toBe(dataUrl);
+      const reply = await chat(page, 'fixed please', { temperature: 0, maxTokens: 64 });
+      expect(reply.text).toBe(FIXED_REPLY);
+      expect(reply.stats).toMatch(/first token \d+ ms/);
+      expect(sent.at(-1)).toEqual([{ role: 'user', content: [{ type: 'text', text: 'fixed please' }, { type: 'image_url', image_url: { url: dataUrl } }] }]);
+      // Sent: the strip is empty, the user's turn shows the image.
+      expect(await page.$$('#attachments li')).toHaveLength(0);
+      expect(await page.$$eval('.msg.user img.thumb', (n) => n.map((i) => (i as HTMLImageElement).src))).toEqual([dataUrl]);
+      expect(await page.$eval('.msg.user img.thumb', (i) => (i as HTMLImageElement).naturalWidth)).toBe(300);
+      // The image's tokens, over the same text without it.
+      const textOnly = await api('/v1/chat/completions', { model: VISION_MODEL, messages: [{ role: 'user', content: 'fixed please' }], temperature: 0, max_tokens: 64 });
+      const textUsage = ((await textOnly.json()) as { usage: { prompt_tokens: number } }).usage;
+      expect(shownUsage(reply.stats).prompt).toBe(textUsage.prompt_tokens + imageTokens);
+      await shot(page, 'chat-image');
+
+      // A decompression bomb (a 100000x100000 header): the server's 400, in its words, under the reply.
+      await attach(bombFile);
+      const refused = await chat(page, 'fixed please', { temperature: 0, maxTokens: 64 });
+      const [first, , last] = sent.at(-1) as [unknown, unknown, { content: unknown[] }];
+      // The history carries the first image again; the new turn, the bomb.
+      expect(first).toEqual((sent.at(-2) as unknown[])[0]);
+      expect(last.content[1]).toEqual({ type: 'image_url', image_url: { url: `data:image/png;base64,${pngBomb()}` } });
+      // The same messages from the API: the message names the block by its place in them.
+      const answer = await api('/v1/chat/completions', { model: VISION_MODEL, messages: sent.at(-1), max_tokens: 8 });
+      expect(answer.status).toBe(400);
+      const message = ((await answer.json()) as { error: { message: string } }).error.message;
+      expect(refused.stats).toBe(`Error: 400: ${message}`);
+      expect(await page.$eval('.msg.assistant:last-child .stats', (n) => n.classList.contains('error'))).toBe(true);
+
+      // Kept with the conversation: drawn again after a reload, thumbnails and all.
+      await page.reload();
+      await page.waitForSelector('.msg.assistant .stats');
+      expect(await page.$$eval('.msg.user img.thumb', (n) => n.length)).toBe(2);
+      expect(requests.filter((u) => !u.startsWith(server.url) && !u.startsWith('data:'))).toEqual([]);
+      // The browser's own line for the refused request; nothing else (a thumbnail the CSP blocked would be one).
+      expect(consoleErrors).toEqual(['Failed to load resource: the server responded with a status of 400 (Bad Request)']);
+    } finally {
+      await context.close();
+      // The tests after this one run with the models they ran with before it.
+      await api('/models/unload', { model: VISION_MODEL });
+    }
+  }, SLOW_TEST_TIMEOUT_MS);
 
   it('Escape stops a streaming reply, and with it the generation on the server', async () => {
     const stats = () => server.service.counters.of(CHAT_MODEL);

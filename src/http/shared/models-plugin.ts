@@ -43,7 +43,7 @@ function capabilities(model: ModelDescription) {
     context_management: { supported: false, clear_thinking_20251015: no, clear_tool_uses_20250919: no, compact_20260112: no },
     // A template that takes a reasoning level (gpt-oss) gets the request's effort as low / medium / high.
     effort: effortSupport(chat && (model.chatFormat?.effortLevels ?? false)),
-    // What GET /v1/models says of images (issue 42): every model is text-only until the vision engine lands.
+    // Images (issue 42): split Qwen-VL ONNX exports take them (the playground offers its attach control by this).
     image_input: support(chat && model.imageInput === true),
     pdf_input: no,
     server_tools: { supported: false, code_execution: no, web_search: no },

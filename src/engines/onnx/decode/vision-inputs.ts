@@ -45,6 +45,23 @@ export interface PromptInputs {
 
 const ortTensor = (tensor: Tensor) => (tensor as unknown as { ort_tensor: unknown }).ort_tensor;
 
+/** What the image processor makes of one image: the vision encoder's inputs. */
+export interface ProcessedImage {
+  pixel_values: Tensor;
+  image_grid_thw: Tensor;
+}
+
+/** One processed image through the vision encoder: its image_features, [tokens x hidden] (also timed by scripts/bench/vision.ts). */
+export async function runVisionEncoder(encoder: OrtSession, processed: ProcessedImage): Promise<Float32Array> {
+  // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw (transformers.js image_grid_thw_name).
+  const gridName = encoder.inputNames.includes('grid_thw') ? 'grid_thw' : 'image_grid_thw';
+  const out = await encoder.run({
+    pixel_values: ortTensor(processed.pixel_values),
+    [gridName]: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
+  });
+  return out.image_features!.data as Float32Array;
+}
+
 /** The 3 x n M-RoPE positions of a prompt and its delta (see the module comment). */
 export function mropePositions(n: number, images: readonly SequenceImage[], mergeSize: number): { positions: BigInt64Array; delta: number } {
   const positions = new BigInt64Array(3 * n);
@@ -131,21 +148,15 @@ export class VisionInputs {
   private async encode(image: SequenceImage, index: number): Promise<Float32Array> {
     const raw = this.decoded.get(image.hash) ?? (await this.decode(image, index));
     this.decoded.delete(image.hash);
-    let processed: { pixel_values: Tensor; image_grid_thw: Tensor };
+    let processed: ProcessedImage;
     try {
-      processed = await this.model.processor(raw) as unknown as typeof processed;
+      processed = await this.model.processor(raw) as unknown as ProcessedImage;
     } catch (error) {
       throw unreadable(this.modelId, index, error);
     }
     const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
     if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
-    // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw (transformers.js image_grid_thw_name).
-    const gridName = this.model.encoder.inputNames.includes('grid_thw') ? 'grid_thw' : 'image_grid_thw';
-    const out = await this.model.encoder.run({
-      pixel_values: ortTensor(processed.pixel_values),
-      [gridName]: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
-    });
-    return out.image_features!.data as Float32Array;
+    return runVisionEncoder(this.model.encoder, processed);
   }
 
   /** Feeds for a prefill pass over rows [from, to) of a prompt's inputs. */
