@@ -1,0 +1,171 @@
+/**
+ * Exact cache reads on a sliding-window model (issue 40), at the engine level on real llama.cpp: a
+ * random-weight `cohere2` GGUF (scripts/builders/gguf/swa-gguf.ts: a 64-token window on its first
+ * layer, a full second layer, the Qwen3 vocabulary and chat template) served as the server serves it
+ * (scanned, loaded by src/engines/llama/load.ts, its full-size SWA cache). A 1,500-token prompt, far
+ * longer than the window, then requests that extend it, that part from it inside the window and
+ * before it: the count each reports (`lookup`, the figure sent as cache reads) is the tokens
+ * llama.cpp did not evaluate again, measured apart from the slots' code by node-llama-cpp's token
+ * meter on the sequence (every token decoded, prompt or fed-back output, across the lookup, where a
+ * kept prefix is cut, and the run); and the greedy output, warm, is the output of the same prompt
+ * decoded cold (on a second context of the model, with the prompt cache off).
+ *
+ * For contrast, the same requests on a context without the full-size cache (llama.cpp's default
+ * window-sized SWA cache, which drops positions behind the window): node-llama-cpp then evaluates a
+ * kept prefix again when the KV is cut (shown on the sequence directly: what reporting that prefix
+ * as read would over-report), so the engine reuses only what nothing is cut of, still exactly.
+ */
+import path from 'node:path';
+import type { LlamaContextSequence } from 'node-llama-cpp';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureSwaGguf, SWA_GGUF_MODEL, SWA_GGUF_WINDOW } from '../../scripts/builders/gguf/swa-gguf.js';
+import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../../src/engines/llama/load.js';
+import { llamaEngine } from '../../src/engines/llama/runner.js';
+import type { SequenceEngine, SequenceSpec } from '../../src/engines/sequence.js';
+import { scanModels, type ModelInfo } from '../../src/models/registry.js';
+import { testEngine } from '../helpers/engine.js';
+import { MODELS_DIR, ROOT } from '../helpers/paths.js';
+
+const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
+const OUTPUT = 8;
+const LONG = 1500;
+
+/** `length` token ids of ordinary words (ids far below the special tokens), a pattern per `seed`. */
+const tokens = (length: number, seed: number) => Array.from({ length }, (_, i) => 1000 + ((i * (37 + 2 * seed) + seed * 1009) % 90_000));
+
+let info: ModelInfo;
+let loaded: LlamaLoaded;
+/** The model on a context of its own with the prompt cache off: every prompt evaluated from its first token. */
+let cold: LlamaLoaded;
+
+/** Another one-sequence context on the loaded model, sized as load.ts sizes the engine's, with or without the full-size SWA cache. */
+const anotherContext = (swaFullCache: boolean) =>
+  loaded.model.createContext({ contextSize: loaded.contexts![0]!.contextSize, sequences: 1, batchSize: loaded.engine.prefillChunkTokens, swaFullCache, threads: 1 });
+
+beforeAll(async () => {
+  const modelsDir = ensureSwaGguf({ bundledDir: MODELS_DIR, modelsDir: path.join(ROOT, 'test-artifacts', 'models-gguf-swa') });
+  info = scanModels({ modelsDir: path.dirname(modelsDir), defaultPoolSize: 1 }).models.find((m) => m.id === SWA_GGUF_MODEL)!;
+  // One sequence: each request runs on the one the previous left.
+  loaded = await loadLlamaModel(info, testEngine({ generationBatchSize: 1 }));
+  cold = { ...loaded, engine: testEngine({ generationBatchSize: 1, promptCacheBytes: 0 }), contexts: [await anotherContext(true)] };
+}, 120_000);
+afterAll(async () => {
+  await cold?.contexts![0]!.dispose();
+  if (loaded) await disposeLlamaModel(loaded);
+});
+
+interface Outcome {
+  /** The count `lookup` reported: what the chat task sends as cache reads. */
+  reported: number;
+  /** Tokens node-llama-cpp decoded on the sequence for the request, its meter's count. */
+  evaluated: number;
+  output: number[];
+}
+
+const sequences = new WeakMap<SequenceEngine, LlamaContextSequence>();
+
+/** The engine's one sequence (a claim of a 2-token prompt on an empty sequence, given back: nothing is evaluated or cut). */
+async function sequenceOf(engine: SequenceEngine): Promise<LlamaContextSequence> {
+  let sequence = sequences.get(engine);
+  if (!sequence) {
+    const prefix = await engine.lookup([1, 2], 1);
+    if (!prefix) throw new Error('the llama.cpp engine claims a sequence in its lookup');
+    sequence = (prefix as unknown as { slot: { sequence: LlamaContextSequence } }).slot.sequence;
+    prefix.release?.();
+    sequences.set(engine, sequence);
+  }
+  return sequence;
+}
+
+/** A greedy request as the chat task runs it (lookup, then run), metered on the sequence from before its lookup to its end. */
+async function request(engine: SequenceEngine, promptIds: number[]): Promise<Outcome> {
+  const sequence = await sequenceOf(engine);
+  const meter = () => sequence.tokenMeter.usedInputTokens + sequence.tokenMeter.usedOutputTokens;
+  const before = meter();
+  const prefix = await engine.lookup(promptIds, OUTPUT);
+  if (!prefix) throw new Error('the llama.cpp engine claims a sequence in its lookup');
+  const output: number[] = [];
+  const spec: SequenceSpec = { promptIds, maxTokens: OUTPUT, sampling: GREEDY, onToken: (id) => (output.push(id), false), cancelled: () => false };
+  await engine.run(spec, prefix);
+  return { reported: prefix.length, evaluated: meter() - before, output };
+}
+
+/**
+ * The prompts, in the order they are sent: a long one; the conversation extended (its output, then
+ * a new turn); that prompt parting 20 tokens before its end (inside the window); parting at 700
+ * (far behind the window); one sharing nothing.
+ */
+async function conversation(engine: SequenceEngine) {
+  const first = tokens(LONG, 1);
+  const a = await request(engine, first);
+  const extended = [...first, ...a.output, ...tokens(300, 2)];
+  const b = await request(engine, extended);
+  const inside = [...extended.slice(0, extended.length - 20), ...tokens(100, 3)];
+  const c = await request(engine, inside);
+  const before = [...inside.slice(0, 700), ...tokens(300, 4)];
+  const d = await request(engine, before);
+  const other = tokens(LONG, 5);
+  const e = await request(engine, other);
+  return { prompts: [first, extended, inside, before, other], outcomes: [a, b, c, d, e] };
+}
+
+/** Every token a request decodes beyond its prompt's unread part: its output fed back, but the last. */
+const FED_BACK = OUTPUT - 1;
+
+describe('cache reads on a sliding-window GGUF (cohere2, a 64-token window)', () => {
+  it('is served as a chat model with its template, and llama.cpp runs it with a sliding window and the full-size cache', async () => {
+    expect(info.task).toBe('chat');
+    expect(info.chatTemplate).toContain('<|im_start|>');
+    expect(loaded.model.fileInsights.swaSize).toBe(SWA_GGUF_WINDOW);
+    const sequence = await sequenceOf(llamaEngine(loaded));
+    // The full-size cache cuts like any other: node-llama-cpp needs no checkpoints to reuse a prefix.
+    expect(sequence.needsCheckpoints).toBe(false);
+  });
+
+  it('a long prompt, then one extending it, one parting inside the window and one before it: each reports exactly what llama.cpp did not evaluate again, and decodes as cold', { timeout: 120_000 }, async () => {
+    const engine = llamaEngine(loaded);
+    const { prompts, outcomes } = await conversation(engine);
+    const [first, extended, inside] = prompts as [number[], number[], number[]];
+    // The sequence held each previous prompt and its output fed back (the last output token is never evaluated).
+    expect(outcomes.map((o) => o.reported)).toEqual([0, first.length + FED_BACK, extended.length - 20, 700, 0]);
+    for (const [k, o] of outcomes.entries()) expect(o.evaluated, `request ${k}`).toBe(prompts[k]!.length - o.reported + FED_BACK);
+    expect(inside.length).toBeGreaterThan(SWA_GGUF_WINDOW * 10);
+    // Every position stayed in the cache (none dropped behind the window).
+    expect((await sequenceOf(engine)).stateCellsStartIndex).toBe(0);
+    const coldEngine = llamaEngine(cold);
+    for (const [k, prompt] of prompts.entries()) {
+      const reference = await request(coldEngine, prompt);
+      expect(reference.reported).toBe(0);
+      expect(reference.evaluated).toBe(prompt.length + FED_BACK);
+      expect(outcomes[k]!.output, `request ${k}`).toEqual(reference.output);
+    }
+  });
+
+  it('without the full-size cache (contrast): a cut prefix is evaluated again, so the engine reuses only prefixes it need not cut, still exactly', { timeout: 120_000 }, async () => {
+    const context = await anotherContext(false);
+    try {
+      const windowed: LlamaLoaded = { ...loaded, contexts: [context] };
+      const engine = llamaEngine(windowed);
+      const sequence = await sequenceOf(engine);
+      expect(sequence.needsCheckpoints).toBe(true);
+      const { prompts, outcomes } = await conversation(engine);
+      const [first] = prompts as [number[]];
+      // Only the extension keeps what it reads uncut; the partings read nothing.
+      expect(outcomes.map((o) => o.reported)).toEqual([0, first.length + FED_BACK, 0, 0, 0]);
+      for (const [k, o] of outcomes.entries()) expect(o.evaluated, `request ${k}`).toBe(prompts[k]!.length - o.reported + FED_BACK);
+      // llama.cpp dropped the positions behind the window (its SWA cache holds the window and a prefill chunk)...
+      expect(sequence.stateCellsStartIndex).toBeGreaterThan(700);
+      const meter = () => sequence.tokenMeter.usedInputTokens + sequence.tokenMeter.usedOutputTokens;
+      // ...so a cut inside the window is clean (the positions it needs are kept), but a cut behind it
+      // evaluates the whole kept prefix again: what a count of that prefix would over-report.
+      let before = meter();
+      await sequence.eraseContextTokenRanges([{ start: sequence.nextTokenIndex - 20, end: sequence.nextTokenIndex }]);
+      expect(meter() - before).toBe(0);
+      before = meter();
+      await sequence.eraseContextTokenRanges([{ start: 700, end: sequence.nextTokenIndex }]);
+      expect(meter() - before).toBe(700);
+    } finally {
+      await context.dispose();
+    }
+  });
+});
