@@ -15,12 +15,16 @@
  * kept prefix again when the KV is cut (shown on the sequence directly: what reporting that prefix
  * as read would over-report), so the engine reuses only what nothing is cut of, still exactly.
  */
+import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import type { LlamaContextSequence } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSwaGguf, SWA_GGUF_MODEL, SWA_GGUF_WINDOW } from '../../scripts/builders/gguf/swa-gguf.js';
 import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../../src/engines/llama/load.js';
 import { llamaEngine } from '../../src/engines/llama/runner.js';
+import { attachSlotDiskCache, saveSlotDiskCache } from '../../src/engines/llama/slot-disk.js';
+import { copySequenceState } from '../../src/engines/llama/state-file.js';
 import type { SequenceEngine, SequenceSpec } from '../../src/engines/sequence.js';
 import { scanModels, type ModelInfo } from '../../src/models/registry.js';
 import { testEngine } from '../helpers/engine.js';
@@ -38,9 +42,9 @@ let loaded: LlamaLoaded;
 /** The model on a context of its own with the prompt cache off: every prompt evaluated from its first token. */
 let cold: LlamaLoaded;
 
-/** Another one-sequence context on the loaded model, sized as load.ts sizes the engine's, with or without the full-size SWA cache. */
-const anotherContext = (swaFullCache: boolean) =>
-  loaded.model.createContext({ contextSize: loaded.contexts![0]!.contextSize, sequences: 1, batchSize: loaded.engine.prefillChunkTokens, swaFullCache, threads: 1 });
+/** Another context on the loaded model, sized as load.ts sizes the engine's, with or without the full-size SWA cache. */
+const anotherContext = (swaFullCache: boolean, sequences = 1) =>
+  loaded.model.createContext({ contextSize: loaded.contexts![0]!.contextSize, sequences, batchSize: loaded.engine.prefillChunkTokens, swaFullCache, threads: 1 });
 
 beforeAll(async () => {
   const modelsDir = ensureSwaGguf({ bundledDir: MODELS_DIR, modelsDir: path.join(ROOT, 'test-artifacts', 'models-gguf-swa') });
@@ -138,6 +142,52 @@ describe('cache reads on a sliding-window GGUF (cohere2, a 64-token window)', ()
       expect(reference.reported).toBe(0);
       expect(reference.evaluated).toBe(prompt.length + FED_BACK);
       expect(outcomes[k]!.output, `request ${k}`).toEqual(reference.output);
+    }
+  });
+
+  it('a prefix behind another sequence\'s session is neither copied nor written to disk (a saved state keeps the window only): the request reads nothing and says so', { timeout: 120_000 }, async () => {
+    const context = await anotherContext(true, 2);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'swa-cache-'));
+    try {
+      const withDisk: LlamaLoaded = { ...loaded, engine: testEngine({ generationBatchSize: 2, promptCacheDir: dir }), contexts: [context] };
+      attachSlotDiskCache(withDisk, () => {});
+      const engine = llamaEngine(withDisk);
+      // Both sequences, claimed at once and given back, for the meter.
+      const claims = await Promise.all([engine.lookup([1, 2], 1), engine.lookup([3, 4], 1)]);
+      const both = claims.map((c) => (c as unknown as { slot: { sequence: LlamaContextSequence } }).slot.sequence);
+      for (const c of claims) c?.release?.();
+      const meter = () => both.reduce((n, q) => n + q.tokenMeter.usedInputTokens + q.tokenMeter.usedOutputTokens, 0);
+      const shared = tokens(LONG, 6);
+      // A session of 3,500 tokens; the second prompt shares its first 1,500, fewer than the 2,000 it
+      // would erase, so it takes the empty sequence, where the engine would copy the session's state
+      // into it on a model whose states are full prefixes (src/engines/llama/slots.ts).
+      const session = [...shared, ...tokens(2000, 7)];
+      const prompts = [session, [...shared, ...tokens(100, 8)]];
+      const outcomes: Outcome[] = [];
+      for (const prompt of prompts) {
+        const before = meter();
+        const prefix = (await engine.lookup(prompt, OUTPUT))!;
+        const output: number[] = [];
+        await engine.run({ promptIds: prompt, maxTokens: OUTPUT, sampling: GREEDY, onToken: (id) => (output.push(id), false), cancelled: () => false }, prefix);
+        outcomes.push({ reported: prefix.length, evaluated: meter() - before, output });
+      }
+      expect(outcomes.map((o) => o.reported)).toEqual([0, 0]);
+      for (const [k, o] of outcomes.entries()) expect(o.evaluated, `request ${k}`).toBe(prompts[k]!.length - o.reported + FED_BACK);
+      for (const [k, prompt] of prompts.entries()) expect(outcomes[k]!.output, `request ${k}`).toEqual((await request(llamaEngine(cold), prompt)).output);
+      // Released (an unload): nothing written, so nothing is read back as a prefix it is not.
+      await saveSlotDiskCache(withDisk);
+      expect(fs.readdirSync(dir, { recursive: true })).toEqual([]);
+      // Why: the session's state, copied, holds the sliding-window layer's last cells only, and a cut
+      // at the shared prefix evaluates all of it again (what reporting it read would over-report).
+      const [from, to] = both[0]!.nextTokenIndex === session.length + FED_BACK ? [both[0]!, both[1]!] : [both[1]!, both[0]!];
+      await copySequenceState(from, to, dir);
+      expect(to.stateCellsStartIndex).toBeGreaterThan(session.length - SWA_GGUF_WINDOW * 2);
+      const before = meter();
+      await to.eraseContextTokenRanges([{ start: LONG, end: to.nextTokenIndex }]);
+      expect(meter() - before).toBe(LONG);
+    } finally {
+      await context.dispose();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 
