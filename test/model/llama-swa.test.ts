@@ -10,15 +10,20 @@
  * kept prefix is cut, and the run); and the greedy output, warm, is the output of the same prompt
  * decoded cold (on a second context of the model, with the prompt cache off).
  *
+ * A session's state copied to another sequence, or written to disk, would keep the sliding-window
+ * layer's window only (llama.cpp's state_write): the engine does neither on this model, and the
+ * test shows why.
+ *
  * For contrast, the same requests on a context without the full-size cache (llama.cpp's default
- * window-sized SWA cache, which drops positions behind the window): node-llama-cpp then evaluates a
- * kept prefix again when the KV is cut (shown on the sequence directly: what reporting that prefix
- * as read would over-report), so the engine reuses only what nothing is cut of, still exactly.
+ * window-sized SWA cache, which drops positions behind the window): the engine reuses only what
+ * nothing is cut of, still exactly; cut by hand, that cache is evaluated again behind its oldest
+ * position (what reporting the kept prefix as read would over-report) and, less than a window
+ * after it, decodes unlike cold without being evaluated again.
  */
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LlamaContextSequence } from 'node-llama-cpp';
+import type { LlamaContextSequence, Token } from 'node-llama-cpp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureSwaGguf, SWA_GGUF_MODEL, SWA_GGUF_WINDOW } from '../../scripts/builders/gguf/swa-gguf.js';
 import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../../src/engines/llama/load.js';
@@ -113,6 +118,13 @@ async function conversation(engine: SequenceEngine) {
   return { prompts: [first, extended, inside, before, other], outcomes: [a, b, c, d, e] };
 }
 
+/** OUTPUT greedy tokens after `tail`, decoded on the sequence as it is (no slots: nothing reused or cut). */
+async function decodeDirectly(sequence: LlamaContextSequence, tail: number[]): Promise<number[]> {
+  const decoded: number[] = [];
+  for await (const token of sequence.evaluate(tail as Token[], { temperature: 0 })) if (decoded.push(token) >= OUTPUT) break;
+  return decoded;
+}
+
 /** Every token a request decodes beyond its prompt's unread part: its output fed back, but the last. */
 const FED_BACK = OUTPUT - 1;
 
@@ -135,7 +147,8 @@ describe('cache reads on a sliding-window GGUF (cohere2, a 64-token window)', ()
     for (const [k, o] of outcomes.entries()) expect(o.evaluated, `request ${k}`).toBe(prompts[k]!.length - o.reported + FED_BACK);
     expect(inside.length).toBeGreaterThan(SWA_GGUF_WINDOW * 10);
     // Every position stayed in the cache (none dropped behind the window).
-    expect((await sequenceOf(engine)).stateCellsStartIndex).toBe(0);
+    const sequence = await sequenceOf(engine);
+    expect(sequence.stateCellsStartIndex).toBe(0);
     const coldEngine = llamaEngine(cold);
     for (const [k, prompt] of prompts.entries()) {
       const reference = await request(coldEngine, prompt);
@@ -143,6 +156,10 @@ describe('cache reads on a sliding-window GGUF (cohere2, a 64-token window)', ()
       expect(reference.evaluated).toBe(prompt.length + FED_BACK);
       expect(outcomes[k]!.output, `request ${k}`).toEqual(reference.output);
     }
+    // The sequence cut by hand anywhere and decoded directly also decodes as cold (the contrast below cuts the same way).
+    const tail = tokens(10, 9);
+    await sequence.eraseContextTokenRanges([{ start: 760, end: sequence.nextTokenIndex }]);
+    expect(await decodeDirectly(sequence, tail)).toEqual((await request(coldEngine, [...prompts[4]!.slice(0, 760), ...tail])).output);
   });
 
   it('a prefix behind another sequence\'s session is neither copied nor written to disk (a saved state keeps the window only): the request reads nothing and says so', { timeout: 120_000 }, async () => {
@@ -204,13 +221,23 @@ describe('cache reads on a sliding-window GGUF (cohere2, a 64-token window)', ()
       expect(outcomes.map((o) => o.reported)).toEqual([0, first.length + FED_BACK, 0, 0, 0]);
       for (const [k, o] of outcomes.entries()) expect(o.evaluated, `request ${k}`).toBe(prompts[k]!.length - o.reported + FED_BACK);
       // llama.cpp dropped the positions behind the window (its SWA cache holds the window and a prefill chunk)...
-      expect(sequence.stateCellsStartIndex).toBeGreaterThan(700);
+      const oldest = sequence.stateCellsStartIndex;
+      expect(oldest).toBeGreaterThan(700);
       const meter = () => sequence.tokenMeter.usedInputTokens + sequence.tokenMeter.usedOutputTokens;
-      // ...so a cut inside the window is clean (the positions it needs are kept), but a cut behind it
-      // evaluates the whole kept prefix again: what a count of that prefix would over-report.
+      // ...so a cut 20 tokens from the end is clean (the window it needs is kept)...
       let before = meter();
       await sequence.eraseContextTokenRanges([{ start: sequence.nextTokenIndex - 20, end: sequence.nextTokenIndex }]);
       expect(meter() - before).toBe(0);
+      // ...one less than a window after the oldest position kept is not evaluated again either (node-llama-cpp
+      // checks that position, not the window), but the window lost its first cells: it decodes unlike cold,
+      // which is why the engine cuts nothing on this cache...
+      const cut = oldest + 20;
+      const tail = tokens(10, 9);
+      before = meter();
+      await sequence.eraseContextTokenRanges([{ start: cut, end: sequence.nextTokenIndex }]);
+      expect(meter() - before).toBe(0);
+      expect(await decodeDirectly(sequence, tail)).not.toEqual((await request(llamaEngine(cold), [...prompts[4]!.slice(0, cut), ...tail])).output);
+      // ...and a cut behind it evaluates the whole kept prefix again: what a count of that prefix would over-report.
       before = meter();
       await sequence.eraseContextTokenRanges([{ start: 700, end: sequence.nextTokenIndex }]);
       expect(meter() - before).toBe(700);
