@@ -34,7 +34,7 @@ async function withFile(held: number[]) {
   const store = new PromptDiskStore({ dir, budgetBytes: 1 << 30, minTokens: MIN_TOKENS, key, log: () => {} });
   const state = new Uint8Array(64);
   expect(await store.write({ header: { exact: held.length, meta: { llamaStateBytes: state.byteLength } }, tokens: held, payload: [state] })).toBe(true);
-  const slots = [{ sequence: { contextSize: SIZE, needsCheckpoints: false } as unknown as LlamaContextSequence, busy: false, lastUsed: 0 }];
+  const slots = [{ sequence: { contextSize: SIZE, needsCheckpoints: false, model: { fileInsights: {} } } as unknown as LlamaContextSequence, busy: false, lastUsed: 0 }];
   return { cache: new SlotDiskCache(loaded, () => {}), slots };
 }
 

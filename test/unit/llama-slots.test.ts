@@ -1,9 +1,9 @@
 /**
  * Where a request runs on the llama.cpp engine (src/engines/llama/slots.ts), on stand-ins for
  * node-llama-cpp's contexts and sequences (what slots.ts reads of them: their sizes, the tokens a
- * sequence holds, erasing its end): a request goes to the shortest room its prompt plus max_tokens
- * fits, waits in arrival order when no such sequence is free, and a reported prefix is one that
- * is kept as it is.
+ * sequence holds, erasing its end, its model's sliding window): a request goes to the shortest room
+ * its prompt plus max_tokens fits, waits in arrival order when no such sequence is free, and a
+ * reported prefix is one that is kept as it is.
  */
 import { describe, expect, it } from 'vitest';
 import type { LlamaLoaded } from '../../src/engines/llama/load.js';
@@ -11,6 +11,8 @@ import { LlamaSlots, type Placement } from '../../src/engines/llama/slots.js';
 
 class FakeSequence {
   contextTokens: number[] = [];
+  /** Not a sliding-window model (no swaSize): its saved state is a full prefix. */
+  readonly model = { fileInsights: {} };
   /** Its KV cannot be cut at any position (a recurrent or hybrid model). */
   constructor(readonly needsCheckpoints = false) {}
   get nextTokenIndex() {

@@ -15,8 +15,8 @@
  *   least promptCacheMinTokens is written. Not at the end of each request: saveStateToFile holds the
  *   context's lock, so every other sequence would wait for the write.
  *
- * Models whose sequences need checkpoints (sliding-window and recurrent ones: node-llama-cpp's
- * `needsCheckpoints`) are not saved: their kept KV is not a full prefix to hand on.
+ * Sliding-window, recurrent and hybrid models are not saved: their saved state is not a full prefix
+ * to hand on (./state-file.ts savesFullPrefix).
  *
  * Contract: worker thread; one per loaded GGUF chat model, attached by the worker after the load.
  */
@@ -25,7 +25,7 @@ import type { LogFn } from '../../core/log.js';
 import { PromptDiskStore } from '../../cache/disk-store.js';
 import type { SequencePrefix } from '../sequence.js';
 import type { LlamaLoaded } from './load.js';
-import { findSequenceState, llamaCacheKey, restoreSequenceState, saveSequenceState, type FoundState } from './state-file.js';
+import { findSequenceState, llamaCacheKey, restoreSequenceState, savesFullPrefix, saveSequenceState, type FoundState } from './state-file.js';
 
 /** What the slots hand the disk cache: a slot's sequence and whether a request holds it. */
 interface SlotLike {
@@ -55,7 +55,7 @@ export class SlotDiskCache {
   lookup<S extends SlotLike>(promptIds: readonly number[], inMemory: number, slots: readonly S[], fits: (slot: S) => boolean = () => true): DiskSlotPrefix<S> | undefined {
     this.slots = slots;
     const slot = slots.filter((s) => !s.busy && fits(s)).sort((a, b) => a.lastUsed - b.lastUsed)[0];
-    if (!slot || slot.sequence.needsCheckpoints) return undefined;
+    if (!slot || !savesFullPrefix(slot.sequence)) return undefined;
     const found = findSequenceState(this.storeFor(slot.sequence), promptIds, Math.max(inMemory, this.loaded.engine.promptCacheMinTokens - 1));
     return found ? { slot, length: found.length, fromDisk: found } : undefined;
   }
@@ -78,7 +78,7 @@ export class SlotDiskCache {
   /** Writes every sequence worth keeping (the model is being released: no request holds one). */
   async saveAll(): Promise<void> {
     for (const { sequence } of this.slots) {
-      if (sequence.needsCheckpoints || sequence.contextTokens.length === 0) continue;
+      if (!savesFullPrefix(sequence) || sequence.contextTokens.length === 0) continue;
       try {
         await saveSequenceState(sequence, this.storeFor(sequence));
       } catch (error) {

@@ -24,7 +24,7 @@
  *   inside `eraseContextTokenRanges` (from a checkpoint, or from the start); such a sequence is
  *   reused only when nothing of it is erased (the prompt extends all it holds), so what is reported
  *   read was not evaluated again. Sliding-window models get llama.cpp's full-size cache (./load.ts),
- *   which cuts like any other.
+ *   which cuts like any other (test/model/llama-swa.test.ts).
  * - Shared prefixes (issue 40; ../prefix-waits.ts): a request whose prompt shares a prefix at least
  *   a prefill chunk longer than its sequence's with a prompt that another sequence is evaluating now
  *   waits, on its own claimed sequence, until that prefix is evaluated there, then takes a copy of
@@ -32,7 +32,8 @@
  *   sequence-to-sequence copy, and its state save and load through a scratch file take 4-8 ms for
  *   2,048 tokens on the test GGUF where prefilling them takes 180-440 ms; waiting for the holder's
  *   sequence itself would wait for its whole generation). The tokens it takes count as cache reads:
- *   they are not evaluated again. Not on a model whose KV cannot be cut (below). The same copy serves
+ *   they are not evaluated again. Not on a sliding-window, recurrent or hybrid model, whose saved
+ *   state is not a full prefix to cut (./state-file.ts savesFullPrefix). The same copy serves
  *   a request from a free sequence holding a prefix of its prompt a chunk longer than its own, when
  *   that sequence keeps a conversation not worth erasing for it (above).
  * - The context never shifts: a sequence that would outgrow its context throws (the chat turn keeps
@@ -48,7 +49,7 @@ import { PrefixWaits, waitForShared, type Holder } from '../prefix-waits.js';
 import type { LlamaLoaded } from './load.js';
 import { acceptMaskBias } from './mask-bias.js';
 import { slotDiskCache } from './slot-disk.js';
-import { copySequenceState } from './state-file.js';
+import { copySequenceState, savesFullPrefix } from './state-file.js';
 
 export interface Slot {
   sequence: LlamaContextSequence;
@@ -142,7 +143,7 @@ export class LlamaSlots {
     const claimed = slot;
     const { sequence } = slot;
     // Announced at once (before any wait), so that a request placed a moment later finds it.
-    const holder = reuses && !sequence.needsCheckpoints ? (slot.holder = this.waits.hold(promptIds, length)) : undefined;
+    const holder = reuses && savesFullPrefix(sequence) ? (slot.holder = this.waits.hold(promptIds, length)) : undefined;
     let released = false;
     const release = () => {
       if (released) return;
@@ -191,7 +192,7 @@ export class LlamaSlots {
     let best: Slot | undefined;
     let bestLength = had + this.loaded.engine.prefillChunkTokens - 1;
     for (const slot of this.slots) {
-      if (slot === target || slot.busy || slot.sequence.needsCheckpoints || slot.sequence.nextTokenIndex > target.size) continue;
+      if (slot === target || slot.busy || !savesFullPrefix(slot.sequence) || slot.sequence.nextTokenIndex > target.size) continue;
       const length = reusable(slot.sequence, promptIds);
       if (length > bestLength) [best, bestLength] = [slot, length];
     }

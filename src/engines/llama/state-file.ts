@@ -34,6 +34,20 @@ export function llamaCacheKey(info: ModelInfo, engine: Pick<EngineSettings, 'kvC
 }
 
 /**
+ * Whether a saved state of `sequence` holds the KV of every token it names, so that a sequence
+ * loading it can be cut anywhere: not on a recurrent or hybrid model (node-llama-cpp's
+ * `needsCheckpoints`: a recurrent layer's state is its last one), nor on a sliding-window model even
+ * with the full-size cache (./load.ts), since llama.cpp writes a sliding-window layer's cells inside
+ * its window only (llama-kv-cache.cpp state_write skips the cells the window masks): a cut before the
+ * window's start has node-llama-cpp evaluate the whole kept prefix again (measured on a 64-token
+ * window: a copied 3,507-token state cut to 1,500 evaluated those 1,500 again,
+ * test/model/llama-swa.test.ts).
+ */
+export function savesFullPrefix(sequence: LlamaContextSequence): boolean {
+  return !sequence.needsCheckpoints && !((sequence.model.fileInsights.swaSize ?? 0) > 0);
+}
+
+/**
  * Writes what `sequence` holds now (its contextTokens and their KV) to the store, when the store
  * finds it worth keeping. `exact`: how many leading tokens a later prompt may take (default: all;
  * fewer on a sliding-window model whose kept KV is not a full prefix). False when nothing was written.
