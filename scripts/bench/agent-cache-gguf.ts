@@ -17,7 +17,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { ensureTestGguf, TEST_GGUF_FILE, TEST_GGUF_MODEL } from '../builders/gguf/test-model.js';
+import { ggufFolder } from './gguf-folder.js';
 import { median } from './report.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
 
@@ -40,21 +40,6 @@ export interface GgufSessionOptions {
 
 export interface GgufRow { run: number; turn: number; mode: GgufMode; ms: number; inputTokens: number; cacheRead: number }
 
-/** The file, in a models folder of its own with no manifest (so the server reads its trained context). */
-function modelFolder(gguf: string | undefined): { modelsDir: string; model: string } {
-  let file = gguf && path.resolve(gguf);
-  if (!file) {
-    const modelsDir = path.resolve('test-artifacts/models-gguf');
-    ensureTestGguf({ bundledDir: path.resolve('models'), modelsDir, embedModelsDir: path.resolve('test-artifacts/models-gguf-embed') });
-    file = path.join(modelsDir, TEST_GGUF_MODEL, TEST_GGUF_FILE);
-  }
-  const model = gguf ? path.basename(file, '.gguf').toLowerCase().replace(/[^a-z0-9.-]+/g, '-') : TEST_GGUF_MODEL;
-  const modelsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-agent-cache-gguf-'));
-  fs.mkdirSync(path.join(modelsDir, model));
-  fs.symlinkSync(file, path.join(modelsDir, model, path.basename(file)));
-  return { modelsDir, model };
-}
-
 /** The body of turn `turn` (1-based): the first request, then one exchange per turn since. */
 function turnBody(first: Record<string, unknown>, model: string, session: string, turn: number): Record<string, unknown> {
   const messages = [...(first.messages as unknown[])];
@@ -72,7 +57,8 @@ async function post(server: ServerProcess, route: string, body: unknown): Promis
 }
 
 export async function ggufSession(options: GgufSessionOptions): Promise<{ model: string; rows: GgufRow[] }> {
-  const { modelsDir, model } = modelFolder(options.gguf);
+  // No manifest: the server reads the file's trained context.
+  const { dir: modelsDir, model } = ggufFolder(options.gguf, 'bench-agent-cache-gguf');
   const cacheDirs = Object.fromEntries(GGUF_MODES.map((mode) => [mode, fs.mkdtempSync(path.join(os.tmpdir(), `bench-agent-cache-${mode}-`))])) as Record<GgufMode, string>;
   const envOf = (mode: GgufMode): Record<string, string> => ({
     PROMPT_CACHE_DIR: cacheDirs[mode],

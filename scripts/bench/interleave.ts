@@ -23,10 +23,9 @@
  */
 import fs from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureTestGguf, TEST_GGUF_FILE, TEST_GGUF_MODEL } from '../builders/gguf/test-model.js';
+import { ggufFolder } from './gguf-folder.js';
 import { median, writeResults } from './report.js';
 import { startServerProcess } from './server-process.js';
 
@@ -43,27 +42,13 @@ const { values } = parseArgs({
 });
 const WORDS = Number(values['prompt-words']);
 const ROUNDS = Number(values.rounds);
-const GGUF = values.gguf || values['gguf-file'] ? ggufFolder(values['gguf-file']) : undefined;
+// A models folder holding the GGUF alone, its manifest giving each sequence `--context` tokens.
+const GGUF = values.gguf || values['gguf-file'] ? ggufFolder(values['gguf-file'], 'bench-interleave', { contextLength: Number(values.context) }) : undefined;
 const MODEL = GGUF?.model ?? values.model;
 const HEADERS = { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' };
 const VOCAB = 'river city people music market bright quiet storm garden paper engine report friend window history'.split(' ');
 const longPrompt = Array.from({ length: WORDS }, (_, i) => VOCAB[i % VOCAB.length]).join(' ');
 
-/** A models folder holding the GGUF alone, its manifest giving each sequence `--context` tokens. */
-function ggufFolder(file: string | undefined): { model: string; dir: string; file: string } {
-  let gguf = file && path.resolve(file);
-  if (!gguf) {
-    const modelsDir = path.resolve('test-artifacts/models-gguf');
-    ensureTestGguf({ bundledDir: path.resolve('models'), modelsDir, embedModelsDir: path.resolve('test-artifacts/models-gguf-embed') });
-    gguf = path.join(modelsDir, TEST_GGUF_MODEL, TEST_GGUF_FILE);
-  }
-  const model = file ? path.basename(gguf, '.gguf').toLowerCase().replace(/[^a-z0-9.-]+/g, '-') : TEST_GGUF_MODEL;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-interleave-'));
-  fs.mkdirSync(path.join(dir, model));
-  fs.symlinkSync(gguf, path.join(dir, model, path.basename(gguf)));
-  fs.writeFileSync(path.join(dir, model, 'manifest.json'), JSON.stringify({ contextLength: Number(values.context) }) + '\n');
-  return { model, dir, file: path.basename(gguf) };
-}
 
 const server = await startServerProcess(['--allow-unauthenticated', '--prompt-cache-bytes', '0', '--workers-per-model', '1', ...(GGUF ? ['--models-dir', GGUF.dir] : [])]);
 
@@ -128,7 +113,7 @@ try {
 }
 
 const med = (key: keyof Round) => median(rounds.map((r) => r[key]));
-writeResults(GGUF ? 'interleave-gguf' : 'interleave', { words: WORDS, model: MODEL, ...(GGUF ? { gguf: GGUF.file, context: Number(values.context) } : {}), rounds }, [
+writeResults(GGUF ? 'interleave-gguf' : 'interleave', { words: WORDS, model: MODEL, ...(GGUF ? { gguf: path.basename(GGUF.gguf), context: Number(values.context) } : {}), rounds }, [
   {
     title: `A ${Math.round(med('longTokens'))}-token prompt's prefill (${(med('longMs') / 1000).toFixed(1)} s alone) and the other requests of its worker (median of ${ROUNDS} rounds)`,
     columns: ['measure', 'alone ms', 'during the long prefill ms', 'ratio'],
@@ -138,5 +123,5 @@ writeResults(GGUF ? 'interleave-gguf' : 'interleave', { words: WORDS, model: MOD
     ],
   },
 ], [
-  `${GGUF ? `${GGUF.file} on llama.cpp (node-llama-cpp), the server's defaults for its sequences, ${values.context} tokens each (its manifest); ` : `${MODEL} on onnxruntime, `}one worker, prompt cache off, prefill chunk 512 tokens (the default). "Alone": the same request with nothing else running, measured in the same round. A stream's median gap alone: ${med('gapAloneMedianMs').toFixed(1)} ms.`,
+  `${GGUF ? `${path.basename(GGUF.gguf)} on llama.cpp (node-llama-cpp), the server's defaults for its sequences, ${values.context} tokens each (its manifest); ` : `${MODEL} on onnxruntime, `}one worker, prompt cache off, prefill chunk 512 tokens (the default). "Alone": the same request with nothing else running, measured in the same round. A stream's median gap alone: ${med('gapAloneMedianMs').toFixed(1)} ms.`,
 ]);

@@ -42,8 +42,8 @@ import { parseArgs } from 'node:util';
 import { renderPrompt } from '../../src/chat/prompt.js';
 import { scanModels } from '../../src/models/registry.js';
 import { loadGgufTokenizer } from '../../src/tokenize/load-tokenizer.js';
-import { ensureTestGguf, TEST_GGUF_FILE, TEST_GGUF_MODEL } from '../builders/gguf/test-model.js';
 import { LlamaChild } from './llama-cpp-child-client.js';
+import { ggufFolder } from './gguf-folder.js';
 import { ensureLlamaServer } from './llama-server-build.js';
 import { peakOf } from './process-memory.js';
 import { median, writeResults, type Table } from './report.js';
@@ -87,17 +87,7 @@ if (PROMPTS.some((p) => p + 8 > CONTEXT)) throw new Error(`--context ${CONTEXT} 
 
 // --- the file and its prompts -------------------------------------------------------------------
 
-let gguf = values.gguf && path.resolve(values.gguf);
-if (!gguf) {
-  const modelsDir = path.resolve('test-artifacts/models-gguf');
-  ensureTestGguf({ bundledDir: path.resolve('models'), modelsDir, embedModelsDir: path.resolve('test-artifacts/models-gguf-embed') });
-  gguf = path.join(modelsDir, TEST_GGUF_MODEL, TEST_GGUF_FILE);
-}
-const MODEL = values.gguf ? path.basename(gguf, '.gguf').toLowerCase().replace(/[^a-z0-9.-]+/g, '-') : TEST_GGUF_MODEL;
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-llama-server-'));
-fs.mkdirSync(path.join(dir, MODEL));
-fs.symlinkSync(gguf, path.join(dir, MODEL, path.basename(gguf)));
-fs.writeFileSync(path.join(dir, MODEL, 'manifest.json'), JSON.stringify({ contextLength: CONTEXT }) + '\n');
+const { dir, model: MODEL, gguf } = ggufFolder(values.gguf, 'bench-llama-server', { contextLength: CONTEXT });
 const info = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models.find((m) => m.id === MODEL)!;
 const tokenizer = await loadGgufTokenizer(info);
 
@@ -226,7 +216,7 @@ const freePort = () => new Promise<number>((resolve) => {
 async function startLlamaServer(binary: string): Promise<Target> {
   const port = await freePort();
   const args = [
-    '-m', gguf!, '--host', '127.0.0.1', '--port', String(port), '-t', String(THREADS), '-tb', String(THREADS),
+    '-m', gguf, '--host', '127.0.0.1', '--port', String(port), '-t', String(THREADS), '-tb', String(THREADS),
     '-np', String(SEQUENCES), '-c', String(SEQUENCES * CONTEXT), '--no-kv-unified', '-fa', 'auto', '--cache-ram', '0', '--no-webui', '--jinja',
     ...values['llama-server-args']!.split(/\s+/).filter(Boolean),
   ];
@@ -257,7 +247,7 @@ const partialTokens = partialUtf8Tokens(gguf);
 const partialBias = partialTokens.map((id) => [id, false]);
 
 async function startNodeLlamaCpp(): Promise<Target> {
-  const child = await LlamaChild.start({ modelPath: gguf!, contextSize: CONTEXT, threads: THREADS, sequences: SEQUENCES });
+  const child = await LlamaChild.start({ modelPath: gguf, contextSize: CONTEXT, threads: THREADS, sequences: SEQUENCES });
   return {
     name: 'node-llama-cpp',
     pid: child.pid,
