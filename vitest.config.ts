@@ -2,13 +2,17 @@ import os from 'node:os';
 import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
+/** Files of the main pass that the end-to-end pass runs instead (vitest.e2e.config.ts). */
+export const MAIN_E2E = ['test/clients/playground.test.ts'];
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The slow end-to-end files (*.e2e.test.ts: test models of every model family built and served on
     // both engines) run in their own pass, `npm run test:e2e` (vitest.e2e.config.ts), which .ci/run
     // runs after `npm test`: the suite's own time stays within 20 minutes on two cores.
-    exclude: ['test/**/*.e2e.test.ts', '**/node_modules/**'],
+    // The page's browser test (about 2 minutes of a worker) runs there too, for the same reason.
+    exclude: ['test/**/*.e2e.test.ts', ...MAIN_E2E, '**/node_modules/**'],
     // Builds the bundled models once if they are absent (a fresh clone that skipped npm install's hook).
     globalSetup: ['test/helpers/global-setup.ts'],
     // Hermetic: the Hugging Face cache of whoever runs the tests is never served (servers read it by
