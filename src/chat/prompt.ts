@@ -79,6 +79,11 @@ export function renderPrompt(loaded: ChatTokenizer, prompt: ChatPrompt): Rendere
     const reason = (error as Error).message;
     throw new CoreError('template_rejected', `The model's chat template rejected the conversation: ${reason}`, { reason });
   }
+  // Gemma 3's template renders an image as its boi token alone; its processor (Gemma3Processor) puts
+  // the image's whole sequence there before tokenizing: blank lines, boi, the soft tokens, eoi. Here
+  // with one soft token, which widenImages makes the image's tokens. Message text cannot hold a boi
+  // token here: special-token text is hidden above.
+  if (vision?.family === 'gemma3') text = text.replaceAll(vision.boiToken, vision.imageSequence);
   text += prefill;
   const context = loaded.info.contextLength;
   // At most context - 1 prompt tokens: one position must be left for output.

@@ -65,7 +65,7 @@ export interface SamplingSettings {
 export interface SequenceImage {
   start: number;
   length: number;
-  /** Temporal, height and width patches, as the image processor's image_grid_thw. */
+  /** Temporal, height and width patches, as the image processor's image_grid_thw (Gemma 3: [1, 1, its tokens]). */
   grid: [number, number, number];
   bytes: Uint8Array;
   hash: string;

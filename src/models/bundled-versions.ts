@@ -19,6 +19,8 @@ export const BUNDLED_MODEL_VERSIONS = {
   'tiny-bert-reranker-random': 2,
   // 1: Qwen3-VL-shaped split export (embed_tokens, vision_encoder, decoder_model_merged), hidden 32, 2 layers (scripts/builders/bundled/vision-model.ts).
   'tiny-qwen3-vl-random': 1,
+  // 1: Gemma 3-shaped split export on Gemma 3's tokenizer, 64x64 images of 16 soft tokens, hidden 32, 2 layers (scripts/builders/bundled/gemma3-vision-model.ts).
+  'tiny-gemma3-vl-random': 1,
 } as const satisfies Record<string, number>;
 
 export type BundledModelId = keyof typeof BUNDLED_MODEL_VERSIONS;

@@ -12,7 +12,7 @@ import { groupGgufFiles, quantOf, type GgufModelFiles } from './gguf.js';
 import type { GgufKvSettings } from './gguf-kv.js';
 import { describeGguf } from './gguf-model.js';
 import { DTYPES, DTYPE_SUFFIX, manifestSchema, MODEL_ID_PATTERN, type Dtype, type ModelManifest } from './manifest.js';
-import { QWEN_VL_TYPES, readVisionSpec, type VisionSpec } from './vision.js';
+import { VISION_TYPES, readVisionSpec, type VisionSpec } from './vision.js';
 
 export type { ModelTask };
 
@@ -163,7 +163,7 @@ export function describeModel(dir: string, defaultPoolSize: number, options: { i
     throw new Error('chat model without a chat template (tokenizer_config.json chat_template or chat_template.jinja)');
   }
 
-  const vision = visionExport(dir, config);
+  const vision = visionExport(dir, config, tokenizerConfig);
   const base = vision ? 'decoder_model_merged' : 'model';
   const dtype = chooseDtype(dir, manifest.dtype ?? configDtype(config), base);
   const onnxFile = `onnx/${base}${DTYPE_SUFFIX[dtype]}.onnx`;
@@ -245,17 +245,22 @@ function chooseDtype(dir: string, wanted: Dtype | undefined, base = 'model'): Dt
 
 /**
  * A split vision-language export (the three graphs, no onnx/model*.onnx): its vision spec when it
- * is of the Qwen-VL family the engine serves; held back (NotServedYet) when of another family;
- * undefined when the folder is not such an export.
+ * is of a family the engine serves (Qwen-VL, Gemma 3); held back (NotServedYet) when of another
+ * family; undefined when the folder is not such an export.
  */
-function visionExport(dir: string, config: Record<string, any>): VisionSpec | undefined {
+function visionExport(dir: string, config: Record<string, any>, tokenizerConfig: Record<string, any>): VisionSpec | undefined {
   const visionGraphs = VISION_EXPORT_GRAPHS.filter((name) => onnxGraphExists(dir, name));
   if (visionGraphs.length < VISION_EXPORT_GRAPHS.length || DTYPES.some((d) => fs.existsSync(path.join(dir, 'onnx', `model${DTYPE_SUFFIX[d]}.onnx`)))) return undefined;
   const kind = typeof config.model_type === 'string' ? config.model_type : '';
-  if (!(QWEN_VL_TYPES as readonly string[]).includes(kind)) {
-    throw new NotServedYet(`a split ${kind ? `${kind} ` : ''}vision-language export (onnx/${VISION_EXPORT_GRAPHS.join(', onnx/')}); the ONNX engine serves the Qwen-VL family's (${QWEN_VL_TYPES.join(', ')}) only`);
+  if (!VISION_TYPES.includes(kind)) {
+    throw new NotServedYet(`a split ${kind ? `${kind} ` : ''}vision-language export (onnx/${VISION_EXPORT_GRAPHS.join(', onnx/')}); the ONNX engine serves the Qwen-VL family's and Gemma 3's (${VISION_TYPES.join(', ')}) only`);
   }
-  const spec = readVisionSpec(config, readJson(path.join(dir, 'preprocessor_config.json')));
+  const spec = readVisionSpec({
+    config,
+    preprocessor: readJson(path.join(dir, 'preprocessor_config.json')),
+    processor: readJson(path.join(dir, 'processor_config.json')),
+    tokenizerConfig,
+  });
   if (typeof spec === 'string') throw new Error(`a split ${kind} vision-language export: ${spec}`);
   return spec;
 }

@@ -1,23 +1,37 @@
 /**
  * What a split vision-language export says about its images, read once at the scan from its
- * config.json and preprocessor_config.json (plain data: crosses threads with the model's info), and
- * the number of tokens an image of a given size becomes, which the chat layer needs to render and
- * count a prompt without decoding the image.
+ * config.json, preprocessor_config.json (and, for Gemma 3, processor_config.json and
+ * tokenizer_config.json) (plain data: crosses threads with the model's info), and the number of
+ * tokens an image of a given size becomes, which the chat layer needs to render and count a prompt
+ * without decoding the image.
  *
- * Served: the Qwen-VL family (qwen2_vl, qwen2_5_vl, qwen3_vl), whose processor is transformers.js's
- * Qwen2VLImageProcessor and whose decoder takes 3-row M-RoPE positions. Other vision-language exports
- * (Gemma 3, SmolVLM, ...) are recognised and held back by the scanner (./registry.ts).
+ * Served:
+ * - the Qwen-VL family (qwen2_vl, qwen2_5_vl, qwen3_vl), whose processor is transformers.js's
+ *   Qwen2VLImageProcessor (an image's tokens depend on its size) and whose decoder takes 3-row
+ *   M-RoPE positions;
+ * - Gemma 3 (gemma3), whose processor resizes every image to one fixed size and whose prompt holds
+ *   each image as `\n\n<start_of_image>` + image_seq_length soft tokens + `<end_of_image>\n\n`
+ *   (transformers.js's Gemma3Processor), fed to a decoder with plain 1-D positions.
+ * Other vision-language exports (SmolVLM, LFM2-VL, ...) are recognised and held back by the scanner
+ * (./registry.ts).
  */
 
-/** The model types whose split export the ONNX engine serves. */
+/** The model types whose split export the ONNX engine serves, by family. */
 export const QWEN_VL_TYPES = ['qwen2_vl', 'qwen2_5_vl', 'qwen3_vl'] as const;
+export const GEMMA3_TYPES = ['gemma3'] as const;
+export const VISION_TYPES: readonly string[] = [...QWEN_VL_TYPES, ...GEMMA3_TYPES];
 
-export interface VisionSpec {
-  /** config.json model_type (one of QWEN_VL_TYPES). */
+interface VisionSpecBase {
+  /** config.json model_type. */
   modelType: string;
-  /** The placeholder one image token is (`<|image_pad|>`), and the marker before an image. */
+  /** The placeholder one image token is (Qwen-VL's `<|image_pad|>`, Gemma 3's `<image_soft_token>`). */
   imageTokenId: number;
+  /** The marker just before an image's tokens (`<|vision_start|>`, `<start_of_image>`). */
   visionStartTokenId: number;
+}
+
+export interface QwenVlSpec extends VisionSpecBase {
+  family: 'qwen-vl';
   /** Qwen2VLImageProcessor's settings (preprocessor_config.json). */
   patchSize: number;
   mergeSize: number;
@@ -26,9 +40,27 @@ export interface VisionSpec {
   maxPixels: number;
 }
 
+export interface Gemma3Spec extends VisionSpecBase {
+  family: 'gemma3';
+  /** Soft tokens per image, whatever its size (processor_config.json's image_seq_length). */
+  imageSeqLength: number;
+  /** The size every image is resized to (preprocessor_config.json's size). */
+  height: number;
+  width: number;
+  /**
+   * The text the template renders for an image (tokenizer_config.json's boi_token) and what
+   * Gemma3Processor replaces it with before tokenizing, with one soft token (the chat layer widens
+   * it to imageSeqLength): `\n\n` + boi + image_token + eoi + `\n\n`.
+   */
+  boiToken: string;
+  imageSequence: string;
+}
+
+export type VisionSpec = QwenVlSpec | Gemma3Spec;
+
 /** The image's size as the processor resizes it, and its grid of merged tokens. */
 export interface ImageGrid {
-  /** Temporal, height and width patches (image_grid_thw). */
+  /** Temporal, height and width patches (image_grid_thw); a Gemma 3 image's tokens as one row, [1, 1, image_seq_length]. */
   thw: [number, number, number];
   /** Image tokens: t * h * w / merge². */
   tokens: number;
@@ -36,22 +68,48 @@ export interface ImageGrid {
 
 const positiveInt = (value: unknown): value is number => typeof value === 'number' && Number.isInteger(value) && value > 0;
 
-/** The vision spec of a Qwen-VL export, or why it cannot be served (a missing or odd setting). */
-export function readVisionSpec(config: Record<string, any>, preprocessor: Record<string, any> | undefined): VisionSpec | string {
+/** The files readVisionSpec reads (undefined where absent). */
+export interface VisionFiles {
+  config: Record<string, any>;
+  preprocessor?: Record<string, any>;
+  processor?: Record<string, any>;
+  tokenizerConfig?: Record<string, any>;
+}
+
+/** The vision spec of a Qwen-VL or Gemma 3 export, or why it cannot be served (a missing or odd setting). */
+export function readVisionSpec(files: VisionFiles): VisionSpec | string {
+  const { config, preprocessor } = files;
   if (!preprocessor) return 'no preprocessor_config.json';
-  const spec = {
-    modelType: String(config.model_type),
-    imageTokenId: config.image_token_id ?? config.image_token_index,
-    visionStartTokenId: config.vision_start_token_id,
-    patchSize: preprocessor.patch_size,
-    mergeSize: preprocessor.merge_size,
-    temporalPatchSize: preprocessor.temporal_patch_size,
-    minPixels: preprocessor.min_pixels ?? preprocessor.size?.shortest_edge,
-    maxPixels: preprocessor.max_pixels ?? preprocessor.size?.longest_edge,
-  };
-  const odd = Object.entries(spec).filter(([key, value]) => key !== 'modelType' && !positiveInt(value)).map(([key]) => key);
+  const modelType = String(config.model_type);
+  const spec = (GEMMA3_TYPES as readonly string[]).includes(modelType)
+    ? {
+        family: 'gemma3',
+        modelType,
+        imageTokenId: config.image_token_index ?? config.image_token_id,
+        visionStartTokenId: config.boi_token_index,
+        // Gemma3Processor reads it from processor_config.json (uses_processor_config); exports also repeat it in preprocessor_config.json.
+        imageSeqLength: files.processor?.image_seq_length ?? preprocessor.image_seq_length,
+        height: preprocessor.size?.height,
+        width: preprocessor.size?.width,
+      }
+    : {
+        family: 'qwen-vl',
+        modelType,
+        imageTokenId: config.image_token_id ?? config.image_token_index,
+        visionStartTokenId: config.vision_start_token_id,
+        patchSize: preprocessor.patch_size,
+        mergeSize: preprocessor.merge_size,
+        temporalPatchSize: preprocessor.temporal_patch_size,
+        minPixels: preprocessor.min_pixels ?? preprocessor.size?.shortest_edge,
+        maxPixels: preprocessor.max_pixels ?? preprocessor.size?.longest_edge,
+      };
+  const odd = Object.entries(spec).filter(([key, value]) => key !== 'modelType' && key !== 'family' && !positiveInt(value)).map(([key]) => key);
   if (odd.length > 0) return `config.json or preprocessor_config.json lacks ${odd.join(', ')}`;
-  return spec as VisionSpec;
+  if (spec.family === 'qwen-vl') return spec as QwenVlSpec;
+  const tokens = files.tokenizerConfig ?? {};
+  const [boi, image, eoi] = [tokens.boi_token, tokens.image_token, tokens.eoi_token];
+  if (![boi, image, eoi].every((t) => typeof t === 'string' && t !== '')) return 'tokenizer_config.json lacks boi_token, image_token or eoi_token';
+  return { ...spec, boiToken: boi, imageSequence: `\n\n${boi}${image}${eoi}\n\n` } as Gemma3Spec;
 }
 
 /** Thrown for an image the processor cannot take (an aspect ratio over 200). */
@@ -65,6 +123,8 @@ export class ImageShapeError extends Error {}
  * patch. The engine checks the processor's own grid against it (src/engines/onnx/decode/vision-inputs.ts).
  */
 export function imageGrid(spec: VisionSpec, width: number, height: number): ImageGrid {
+  // Gemma 3: every image is resized to one size and becomes imageSeqLength tokens, in one row.
+  if (spec.family === 'gemma3') return { thw: [1, 1, spec.imageSeqLength], tokens: spec.imageSeqLength };
   const factor = spec.patchSize * spec.mergeSize;
   let h = height;
   let w = width;

@@ -7,8 +7,9 @@ export const MODELS_DIR = path.join(ROOT, 'models');
 export const EMBED_MODEL = 'glove-sif-100d';
 /** The bundled cross-encoder (random weights, a real WordPiece tokenizer): task rerank. */
 export const RERANK_MODEL = 'tiny-bert-reranker-random';
-/** The bundled vision-language model (a split Qwen3-VL-shaped ONNX export; not served yet). */
+/** The bundled vision-language models: split Qwen3-VL-shaped and Gemma 3-shaped ONNX exports. */
 export const VISION_MODEL = 'tiny-qwen3-vl-random';
+export const GEMMA_VISION_MODEL = 'tiny-gemma3-vl-random';
 /** The bundled chat model (ONNX). */
 export const ONNX_CHAT_MODEL = 'tiny-qwen3-random';
 /**

@@ -36,6 +36,7 @@ describe('checkBundledModels', () => {
     upToDate('glove-sif-100d');
     upToDate('tiny-bert-reranker-random');
     upToDate('tiny-qwen3-vl-random');
+    upToDate('tiny-gemma3-vl-random');
     expect(checkBundledModels(modelsDir, { packageRoot: root, cwd: root })).toEqual([
       `[models] bundled model tiny-qwen3-random is missing from ${modelsDir}: run \`npm run build:models\` to build it`,
     ]);
@@ -45,6 +46,7 @@ describe('checkBundledModels', () => {
     upToDate('tiny-qwen3-random');
     upToDate('tiny-bert-reranker-random');
     upToDate('tiny-qwen3-vl-random');
+    upToDate('tiny-gemma3-vl-random');
     built('glove-sif-100d', { bundled: { version: BUNDLED_MODEL_VERSIONS['glove-sif-100d'] - 1 } });
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(1);
@@ -60,6 +62,7 @@ describe('checkBundledModels', () => {
     fs.writeFileSync(path.join(modelsDir, 'tiny-qwen3-random', 'manifest.json'), '{ not json');
     upToDate('tiny-bert-reranker-random');
     upToDate('tiny-qwen3-vl-random');
+    upToDate('tiny-gemma3-vl-random');
     const lines = checkBundledModels(modelsDir, { packageRoot: root, cwd: root });
     expect(lines).toHaveLength(2);
     for (const line of lines) expect(line).toMatch(/is stale \(its manifest\.json has no bundled builder version\): run `npm run build:models`/);

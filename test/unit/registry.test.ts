@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
-import { MODELS_DIR, RERANK_MODEL, VISION_MODEL } from '../helpers/paths.js';
+import { GEMMA_VISION_MODEL, MODELS_DIR, RERANK_MODEL, VISION_MODEL } from '../helpers/paths.js';
 
 let dir: string;
 
@@ -39,8 +39,19 @@ beforeAll(() => {
   folder('qwen-vl-like', { ...tokenizer, 'config.json': { ...vlConfig, image_token_id: 151655, vision_start_token_id: 151652 }, 'preprocessor_config.json': vlPreprocessor, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens_q4.onnx': '', 'onnx/vision_encoder_q4.onnx': '', 'onnx/decoder_model_merged_q4.onnx': '' });
   // The same without its image processor's settings: a broken folder.
   folder('qwen-vl-no-preprocessor', { ...tokenizer, 'config.json': { ...vlConfig, image_token_id: 151655, vision_start_token_id: 151652 }, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/vision_encoder.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
+  // A split Gemma 3 export: soft tokens per image from processor_config.json, markers from tokenizer_config.json.
+  folder('gemma3-like', {
+    ...tokenizer,
+    'config.json': { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3', image_token_index: 262144, boi_token_index: 255999, text_config: { max_position_embeddings: 131072 } },
+    'preprocessor_config.json': { image_processor_type: 'Gemma3ImageProcessor', image_seq_length: 256, size: { height: 896, width: 896 } },
+    'processor_config.json': { image_seq_length: 256, processor_class: 'Gemma3Processor' },
+    'tokenizer_config.json': { chat_template: '{{x}}', boi_token: '<start_of_image>', image_token: '<image_soft_token>', eoi_token: '<end_of_image>' },
+    'onnx/embed_tokens.onnx': '',
+    'onnx/vision_encoder.onnx': '',
+    'onnx/decoder_model_merged.onnx': '',
+  });
   // Another family's split export: recognised, not served.
-  folder('gemma3-like', { ...tokenizer, 'config.json': { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3' }, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/vision_encoder.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
+  folder('smolvlm-like', { ...tokenizer, 'config.json': { architectures: ['SmolVLMForConditionalGeneration'], model_type: 'smolvlm' }, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/vision_encoder.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
   // Two of the three graphs: not a vision export, a broken folder.
   folder('vl-partial', { ...tokenizer, 'config.json': vlConfig, 'tokenizer_config.json': { chat_template: '{{x}}' }, 'onnx/embed_tokens.onnx': '', 'onnx/decoder_model_merged.onnx': '' });
   folder('.building-partial', { ...tokenizer, 'config.json': {}, 'onnx/model.onnx': '' });
@@ -53,9 +64,16 @@ describe('scanModels', () => {
   it('describes Hugging Face layouts from their own files', () => {
     const { models } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
     const byId = Object.fromEntries(models.map((m) => [m.id, m]));
-    expect(Object.keys(byId).sort()).toEqual(['jinja-template', 'linked', 'llama-like', 'minilm', 'qwen-vl-like']);
+    expect(Object.keys(byId).sort()).toEqual(['gemma3-like', 'jinja-template', 'linked', 'llama-like', 'minilm', 'qwen-vl-like']);
     // A split Qwen-VL export: its decoder in the dtype all three graphs have, the text model's context.
     expect(byId['qwen-vl-like']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/decoder_model_merged_q4.onnx', contextLength: 128000, imageInput: true, vision: { modelType: 'qwen2_5_vl', imageTokenId: 151655, patchSize: 14, minPixels: 3136 } });
+    expect(byId['gemma3-like']).toMatchObject({
+      task: 'chat',
+      onnxFile: 'onnx/decoder_model_merged.onnx',
+      contextLength: 131072,
+      imageInput: true,
+      vision: { family: 'gemma3', imageTokenId: 262144, visionStartTokenId: 255999, imageSeqLength: 256, height: 896, width: 896, imageSequence: '\n\n<start_of_image><image_soft_token><end_of_image>\n\n' },
+    });
     expect(byId['llama-like']).toMatchObject({ task: 'chat', dtype: 'fp32', onnxFile: 'onnx/model.onnx', contextLength: 2048, poolSize: 1, externalDataChunks: 0 });
     expect(byId['jinja-template']).toMatchObject({ task: 'chat', dtype: 'q4', onnxFile: 'onnx/model_q4.onnx' });
     expect(byId['minilm']).toMatchObject({ task: 'embedding', dtype: 'q8', externalDataChunks: 2, contextLength: 512, pooling: 'cls', poolSize: 3, aliases: ['mini'] });
@@ -77,10 +95,10 @@ describe('scanModels', () => {
     });
   });
 
-  it('holds a split vision-language export of another family than Qwen-VL back as not served yet, apart from the skipped folders', () => {
+  it('holds a split vision-language export of another family than Qwen-VL and Gemma 3 back as not served yet, apart from the skipped folders', () => {
     const { notServedYet } = scanModels({ modelsDir: dir, defaultPoolSize: 1 });
     expect(notServedYet).toEqual([
-      { folder: 'gemma3-like', reason: "a split gemma3 vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine serves the Qwen-VL family's (qwen2_vl, qwen2_5_vl, qwen3_vl) only" },
+      { folder: 'smolvlm-like', reason: "a split smolvlm vision-language export (onnx/embed_tokens, onnx/vision_encoder, onnx/decoder_model_merged); the ONNX engine serves the Qwen-VL family's and Gemma 3's (qwen2_vl, qwen2_5_vl, qwen3_vl, gemma3) only" },
     ]);
   });
 
@@ -89,7 +107,7 @@ describe('scanModels', () => {
     expect(models.find((m) => m.id === 'linked')!.randomWeights).toBeUndefined();
     const bundled = scanModels({ modelsDir: MODELS_DIR, defaultPoolSize: 1 }).models;
     expect(bundled.find((m) => m.id === RERANK_MODEL)!.randomWeights).toBe(true);
-    expect(bundled.filter((m) => m.randomWeights).map((m) => m.id).sort()).toEqual([RERANK_MODEL, VISION_MODEL].sort());
+    expect(bundled.filter((m) => m.randomWeights).map((m) => m.id).sort()).toEqual([RERANK_MODEL, VISION_MODEL, GEMMA_VISION_MODEL].sort());
   });
 
   it('returns nothing for a missing folder', () => {

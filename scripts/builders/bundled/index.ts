@@ -10,6 +10,7 @@ import { buildGloveEmbedder } from './glove-embedder.js';
 import { buildMiniLmShape } from './minilm-shape.js';
 import { buildTestReranker } from './test-reranker.js';
 import { buildTinyVisionModel } from './vision-model.js';
+import { buildTinyGemma3VisionModel } from './gemma3-vision-model.js';
 import { buildBenchLm, buildBenchLmQwen3Tokenizer, buildModelBuilderBenchLm, QWEN25_05B_SHAPE, SMOLLM2_135M_SHAPE, SMOLLM2_135M_SHAPE_32K } from './bench-lm.js';
 import { writeJson, type BuildContext } from './build-context.js';
 import type { ModelManifest } from '../../../src/models/manifest.js';
@@ -43,10 +44,14 @@ export const BUNDLED_MODELS: BundledModel[] = [
     build: buildTestReranker,
   },
   {
-    // Not served yet (the scanner holds split vision-language exports back until the engine takes them).
     manifest: { id: 'tiny-qwen3-vl-random', task: 'chat', dtype: 'fp32', randomWeights: true },
     version: BUNDLED_MODEL_VERSIONS['tiny-qwen3-vl-random'],
     build: buildTinyVisionModel,
+  },
+  {
+    manifest: { id: 'tiny-gemma3-vl-random', task: 'chat', dtype: 'fp32', randomWeights: true },
+    version: BUNDLED_MODEL_VERSIONS['tiny-gemma3-vl-random'],
+    build: buildTinyGemma3VisionModel,
   },
 ];
 

@@ -41,18 +41,19 @@ export interface CausalLmBuildOptions {
   /**
    * The decoder of a split vision-language export (`decoder_model_merged.onnx`): fed
    * `inputs_embeds` [B,S,H] (text embeddings with the image features merged in) instead of
-   * input_ids, and Qwen-VL multimodal rotary positions, `position_ids` [3,B,S] (temporal, height,
-   * width rows), each rotary frequency taking its angle from one row.
+   * input_ids, and with `mropeSection` Qwen-VL multimodal rotary positions, `position_ids` [3,B,S]
+   * (temporal, height, width rows), each rotary frequency taking its angle from one row; without
+   * it (Gemma 3) plain `position_ids` [B,S].
    */
   vision?: VisionDecoderOptions;
   onProgress?: (message: string) => void;
 }
 
 export interface VisionDecoderOptions {
-  /** Frequencies per row (temporal, height, width); they sum to headDim / 2. */
-  mropeSection: [number, number, number];
+  /** Frequencies per row (temporal, height, width); they sum to headDim / 2. Absent: 1-D positions. */
+  mropeSection?: [number, number, number];
   /** Qwen3-VL's layout (frequency j takes row j % 3 while that row's section lasts); Qwen2-VL's is contiguous blocks. */
-  interleaved: boolean;
+  interleaved?: boolean;
   /**
    * The output head as the sum of a [H, block] matrix tiled across the vocabulary and a [H, V/block]
    * one repeated within each block: every token's column differs, and a 151,936-row vocabulary
@@ -62,7 +63,7 @@ export interface VisionDecoderOptions {
 }
 
 /** Which position row (0 temporal, 1 height, 2 width) each of the headDim / 2 rotary frequencies reads. */
-export function mropeRows(v: Pick<VisionDecoderOptions, 'mropeSection' | 'interleaved'>): number[] {
+export function mropeRows(v: { mropeSection: [number, number, number]; interleaved?: boolean }): number[] {
   const [t, h, w] = v.mropeSection;
   const half = t + h + w;
   if (!v.interleaved) return Array.from({ length: half }, (_, j) => (j < t ? 0 : j < t + h ? 1 : 2));
@@ -91,7 +92,8 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   const vision = options.vision;
   const inputIds = vision ? g.input('inputs_embeds', 'float32', ['batch_size', 'sequence_length', s.hiddenSize]) : g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
-  const positionIds = g.input('position_ids', 'int64', vision ? [3, 'batch_size', 'sequence_length'] : ['batch_size', 'sequence_length']);
+  const mrope = vision?.mropeSection ? { mropeSection: vision.mropeSection, interleaved: vision.interleaved } : undefined;
+  const positionIds = g.input('position_ids', 'int64', mrope ? [3, 'batch_size', 'sequence_length'] : ['batch_size', 'sequence_length']);
   const pastNames = Array.from({ length: s.numLayers }, (_, i) => ({
     key: g.input(`past_key_values.${i}.key`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
     value: g.input(`past_key_values.${i}.value`, 'float32', ['batch_size', s.numKvHeads, 'past_sequence_length', D]),
@@ -105,11 +107,11 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
   const axis1 = g.int64s([1]);
   let cos: string;
   let sin: string;
-  if (vision) {
+  if (mrope) {
     // M-RoPE: angles computed from all three rows ([3,B,S,D]; no tables, so a long context costs
     // nothing in the file), each frequency keeping the row it reads (a one-hot mask over the rows,
     // both rotary halves alike), the rows then summed away.
-    const rows = mropeRows(vision);
+    const rows = mropeRows(mrope);
     if (rows.length !== half) throw new Error(`mropeSection sums to ${rows.length}, headDim / 2 is ${half}`);
     const invFreq = new Float32Array(D);
     const rowMask = new Float32Array(3 * D);
@@ -122,6 +124,13 @@ function causalLmGraph(options: CausalLmBuildOptions): GraphBuilder {
     const pick = (trig: string) => g.op1('Unsqueeze', [g.op1('ReduceSum', [g.op1('Mul', [g.op1(trig, [angles]), mask]), g.int64s([0])], { keepdims: 0 }), axis1]);
     cos = pick('Cos');
     sin = pick('Sin');
+  } else if (vision) {
+    // 1-D positions, angles computed as above ([B,S,D], no tables).
+    const invFreq = new Float32Array(D);
+    for (let j = 0; j < half; j++) invFreq[j] = invFreq[j + half] = 1 / Math.pow(s.ropeTheta, (2 * j) / D);
+    const angles = g.op1('Mul', [g.op1('Unsqueeze', [g.op1('Cast', [positionIds], { to: 1 }), g.int64s([-1])]), g.weight('rope.inv_freq', [D], invFreq)]);
+    cos = g.op1('Unsqueeze', [g.op1('Cos', [angles]), axis1]);
+    sin = g.op1('Unsqueeze', [g.op1('Sin', [angles]), axis1]);
   } else {
     const cosTable = new Float32Array(s.maxPositions * D);
     const sinTable = new Float32Array(s.maxPositions * D);

@@ -32,7 +32,7 @@ export type { PullDestination, PullOptions, PullResult };
 
 
 const REQUIRED = ['config.json', 'tokenizer.json'];
-const OPTIONAL = ['generation_config.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'preprocessor_config.json'];
+const OPTIONAL = ['generation_config.json', 'tokenizer_config.json', 'special_tokens_map.json', 'chat_template.jinja', 'preprocessor_config.json', 'processor_config.json'];
 
 /**
  * Pulls a GGUF quantization when one is named, or when the repository holds GGUF files and no
@@ -93,7 +93,7 @@ async function pullOnnx(options: PullOptions & { hubRepo: HubRepo; destination: 
   await get(configFile);
   const config = JSON.parse(fs.readFileSync(store.pathOf(configFile), 'utf8')) as Record<string, any>;
   const dtype = options.dtype ?? pickDtype(config);
-  // A split vision-language export (no onnx/model*.onnx; the scanner serves the Qwen-VL family's):
+  // A split vision-language export (no onnx/model*.onnx; the scanner serves the Qwen-VL family's and Gemma 3's):
   // its decoder, embedding and vision graphs, all of the dtype.
   const suffix = DTYPE_SUFFIX[dtype];
   const split = !expected(`onnx/model${suffix}.onnx`) && expected(`onnx/decoder_model_merged${suffix}.onnx`);

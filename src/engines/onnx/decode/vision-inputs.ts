@@ -1,10 +1,14 @@
 /**
- * What the decoder of a split Qwen-VL export is fed in place of token ids: `inputs_embeds` (the
- * embed_tokens graph's rows for the tokens, with each image's placeholder rows replaced by the
- * vision encoder's features for that image) and 3-row M-RoPE `position_ids` (temporal, height, width).
- * The same computation as transformers.js 4.3.1's Qwen2VLForConditionalGeneration (its
- * encode_image, default_merge_input_ids_with_image_features and get_rope_index), done per sequence
- * so that the batch decoder can prefill it in chunks and decode it in a batch with others:
+ * What the decoder of a split vision-language export is fed in place of token ids: `inputs_embeds`
+ * (the embed_tokens graph's rows for the tokens, with each image's placeholder rows replaced by the
+ * vision encoder's features for that image) and `position_ids`: 3-row M-RoPE positions (temporal,
+ * height, width) for Qwen-VL, one row for Gemma 3. The same computation as transformers.js 4.3.1's
+ * Qwen2VLForConditionalGeneration (its encode_image, default_merge_input_ids_with_image_features
+ * and get_rope_index) and Gemma3ForConditionalGeneration (LlavaForConditionalGeneration's merge,
+ * decoder_forward's positions), done per sequence so that the batch decoder can prefill it in
+ * chunks and decode it in a batch with others.
+ *
+ * Qwen-VL:
  *
  * - each image goes through the image processor alone (Qwen2VLImageProcessor stacks a list of images
  *   along the temporal axis), and its grid must be the one the prompt was rendered with (the chat
@@ -13,6 +17,18 @@
  *   before them; an image's tokens, from one past the text before it, take t, h, w offsets over its
  *   merged grid; after the prompt, a decoded token at cache length n sits at n + `delta`, where
  *   delta = (largest prompt position + 1) - prompt length (0 for a text prompt; negative after an image).
+ *
+ * Gemma 3:
+ * - every image is resized to one size, and the vision encoder gives image_seq_length rows for it;
+ * - positions are 1-D and 1-indexed, as transformers.js makes them for gemma3 (decoder_forward's
+ *   start_index 1, following Python's Gemma3, whose positions are cache_position + 1): token i of the
+ *   prompt at i + 1, a decoded token at cache length n at n + 1 (delta 1, images or not);
+ * - attention is causal throughout, an image's soft tokens included. Python transformers' Gemma 3
+ *   lets one image's tokens attend to each other both ways in prefill (its token_type_ids mask), but
+ *   the ONNX exports transformers.js runs take no token_type_ids (decoder_model_merged: inputs_embeds,
+ *   attention_mask, position_ids, past KV, with the causal mask built inside), and transformers.js
+ *   feeds none: we match what that decoder does, which also keeps an image's KV a prefix like any
+ *   text's (a prefill cut inside an image, or a cached prefix ending in one, reads the same values).
  *
  * Contract: worker thread; one per loaded vision model, used by its decoder between forward passes.
  */
@@ -34,12 +50,13 @@ export interface VisionModel {
   hiddenSize: number;
 }
 
-/** A prompt's decoder inputs: its rows of inputs_embeds, its three rows of positions, and the offset of the positions after it. */
+/** A prompt's decoder inputs: its rows of inputs_embeds, its rows of positions, and the offset of the positions after it. */
 export interface PromptInputs {
   /** [n, hidden] row-major. */
   embeds: Float32Array;
-  /** [3, n] row-major: temporal, height, width. */
+  /** [rows, n] row-major: Qwen-VL's three (temporal, height, width), Gemma 3's one. */
   positions: BigInt64Array;
+  rows: 1 | 3;
   delta: number;
 }
 
@@ -48,18 +65,25 @@ const ortTensor = (tensor: Tensor) => (tensor as unknown as { ort_tensor: unknow
 /** What the image processor makes of one image: the vision encoder's inputs. */
 export interface ProcessedImage {
   pixel_values: Tensor;
-  image_grid_thw: Tensor;
+  /** Qwen-VL's; Gemma 3's processor makes no grid. */
+  image_grid_thw?: Tensor;
 }
 
 /** One processed image through the vision encoder: its image_features, [tokens x hidden] (also timed by scripts/bench/vision.ts). */
 export async function runVisionEncoder(encoder: OrtSession, processed: ProcessedImage): Promise<Float32Array> {
-  // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw (transformers.js image_grid_thw_name).
-  const gridName = encoder.inputNames.includes('grid_thw') ? 'grid_thw' : 'image_grid_thw';
+  // Qwen2-VL's exports name the grid input grid_thw, Qwen2.5-VL's and Qwen3-VL's image_grid_thw
+  // (transformers.js image_grid_thw_name); Gemma 3's takes pixel_values alone.
+  const gridName = ['grid_thw', 'image_grid_thw'].find((name) => encoder.inputNames.includes(name));
   const out = await encoder.run({
     pixel_values: ortTensor(processed.pixel_values),
-    [gridName]: i64Data(processed.image_grid_thw.data as BigInt64Array, [1, 3]),
+    ...(gridName ? { [gridName]: i64Data(processed.image_grid_thw!.data as BigInt64Array, [1, 3]) } : {}),
   });
   return out.image_features!.data as Float32Array;
+}
+
+/** Gemma 3's positions: 1-D, from 1 (see the module comment). */
+export function gemmaPositions(n: number): { positions: BigInt64Array; delta: number } {
+  return { positions: BigInt64Array.from({ length: n }, (_, i) => BigInt(i + 1)), delta: 1 };
 }
 
 /** The 3 x n M-RoPE positions of a prompt and its delta (see the module comment). */
@@ -137,7 +161,7 @@ export class VisionInputs {
       if (features.length !== image.length * hiddenSize) throw new Error(`the vision encoder gave ${features.length / hiddenSize} rows for an image of ${image.length} tokens`);
       embeds.set(features, image.start * hiddenSize);
     }
-    return { embeds, ...mropePositions(ids.length, images, spec.mergeSize) };
+    return spec.family === 'gemma3' ? { embeds, rows: 1, ...gemmaPositions(ids.length) } : { embeds, rows: 3, ...mropePositions(ids.length, images, spec.mergeSize) };
   }
 
   /**
@@ -154,20 +178,27 @@ export class VisionInputs {
     } catch (error) {
       throw unreadable(this.modelId, index, error);
     }
-    const grid = Array.from(processed.image_grid_thw.data as BigInt64Array, Number);
-    if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
+    const spec = this.model.spec;
+    if (spec.family === 'gemma3') {
+      const dims = processed.pixel_values.dims.join('x');
+      if (dims !== `1x3x${spec.height}x${spec.width}`) throw new Error(`the image processor made ${dims} pixel_values where the prompt counted a ${spec.height}x${spec.width} image`);
+    } else {
+      const grid = Array.from(processed.image_grid_thw!.data as BigInt64Array, Number);
+      if (grid.join() !== image.grid.join()) throw new Error(`the image processor made a ${grid.join('x')} grid of an image the prompt counted as ${image.grid.join('x')}`);
+    }
     return runVisionEncoder(this.model.encoder, processed);
   }
 
   /** Feeds for a prefill pass over rows [from, to) of a prompt's inputs. */
   static chunkFeeds(inputs: PromptInputs, from: number, to: number, hiddenSize: number): Record<string, unknown> {
-    const n = inputs.positions.length / 3;
+    const { rows } = inputs;
+    const n = inputs.positions.length / rows;
     const count = to - from;
-    const positions = new BigInt64Array(3 * count);
-    for (let r = 0; r < 3; r++) positions.set(inputs.positions.subarray(r * n + from, r * n + to), r * count);
+    const positions = new BigInt64Array(rows * count);
+    for (let r = 0; r < rows; r++) positions.set(inputs.positions.subarray(r * n + from, r * n + to), r * count);
     return {
       inputs_embeds: f32(inputs.embeds.slice(from * hiddenSize, to * hiddenSize), [1, count, hiddenSize]),
-      position_ids: i64Data(positions, [3, 1, count]),
+      position_ids: i64Data(positions, rows === 3 ? [3, 1, count] : [1, count]),
     };
   }
 
@@ -175,11 +206,12 @@ export class VisionInputs {
   async stepFeeds(tokens: readonly number[], at: readonly number[]): Promise<Record<string, unknown>> {
     const B = tokens.length;
     const embeds = await this.embed(tokens);
-    const positions = new BigInt64Array(3 * B);
-    for (let r = 0; r < 3; r++) for (let b = 0; b < B; b++) positions[r * B + b] = BigInt(at[b]!);
+    const rows = this.model.spec.family === 'gemma3' ? 1 : 3;
+    const positions = new BigInt64Array(rows * B);
+    for (let r = 0; r < rows; r++) for (let b = 0; b < B; b++) positions[r * B + b] = BigInt(at[b]!);
     return {
       inputs_embeds: f32(embeds, [B, 1, this.model.hiddenSize]),
-      position_ids: i64Data(positions, [3, B, 1]),
+      position_ids: i64Data(positions, rows === 3 ? [3, B, 1] : [B, 1]),
     };
   }
 }
