@@ -24,9 +24,9 @@ function graphFiles(info: ModelInfo): string[] {
   return [onnx, ...Array.from({ length: info.externalDataChunks }, (_, i) => `${onnx}_data${i === 0 ? '' : `_${i}`}`)];
 }
 
-/** The files that make the model: its graph files, config, tokenizer, manifest (and a vision model's image processor settings). */
+/** The files that make the model: its graph files, config, tokenizer, manifest (and a vision model's image processor settings; Gemma 3's soft tokens per image are processor_config.json's). */
 function modelFiles(info: ModelInfo): string[] {
-  const own = info.gguf ? ['tokenizer.json', 'tokenizer_config.json', 'manifest.json'] : ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'manifest.json', 'chat_template.jinja', ...(info.vision ? ['preprocessor_config.json'] : [])];
+  const own = info.gguf ? ['tokenizer.json', 'tokenizer_config.json', 'manifest.json'] : ['config.json', 'tokenizer.json', 'tokenizer_config.json', 'manifest.json', 'chat_template.jinja', ...(info.vision ? ['preprocessor_config.json'] : []), ...(info.vision?.family === 'gemma3' ? ['processor_config.json'] : [])];
   return [...graphFiles(info), ...own.map((f) => path.join(info.dir, f))];
 }
 

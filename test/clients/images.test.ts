@@ -8,6 +8,11 @@
  * 500x333 -> 160) plus its two markers (<|vision_start|>, <|vision_end|>), over the same text
  * without it; a repeated image is a cache read, another image of the same size is not.
  *
+ * On the bundled Gemma 3-shaped model (tiny-gemma3-vl-random): an `openai` image_url counted
+ * exactly (its processor_config.json's 16 soft tokens per image, its markers and blank lines,
+ * by hand) and read from the cache when repeated, and an image turn streamed under a forced tool
+ * call's grammar.
+ *
  * On the bundled text model: an image block, in a user turn or a tool_result, and an image_url part
  * each get a 400 whose message names the model and why it takes no image, raised as the SDKs'
  * BadRequestError; and the service itself refuses images for such a model before anything reaches
@@ -19,7 +24,7 @@ import OpenAI from 'openai';
 import { CoreError } from '../../src/core/errors.js';
 import { NO_IMAGE_INPUT } from '../../src/core/model.js';
 import sharp from 'sharp';
-import { CHAT_MODEL, MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
+import { CHAT_MODEL, GEMMA_VISION_MODEL, MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
 import { promptTokens, startRealServer, type RealServer } from '../helpers/real-server.js';
 import { bytesOf, dataUrl, IMAGES } from '../../scripts/fuzz/images.js';
 
@@ -199,5 +204,50 @@ describe('image input served by the bundled vision model, through the SDKs', () 
     };
     const text = await count([{ type: 'input_text', text: 'Two pictures' }]);
     expect(await count([{ type: 'input_text', text: 'Two pictures' }, { type: 'input_image', image_url: dataUrl(small) }, { type: 'input_image', image_url: dataUrl(wide) }])).toBe(text + SMALL_TOKENS + WIDE_TOKENS);
+  });
+});
+
+describe('image input served by the bundled Gemma 3-shaped model, through the SDKs', () => {
+  let gemma: RealServer;
+  let small: string;
+  beforeAll(async () => {
+    gemma = await startRealServer({ apiKeys: [KEY], modelsDir: MODELS_DIR, only: [GEMMA_VISION_MODEL] });
+    small = await png(300, 200);
+  });
+  afterAll(() => gemma?.close());
+
+  it('openai: an image_url after the text, counted exactly; the repeated request is a cache read', async () => {
+    const openai = new OpenAI({ baseURL: `${gemma.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    const ask = (url?: string) => openai.chat.completions.create({
+      model: GEMMA_VISION_MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Describe this picture.' }, ...(url ? [{ type: 'image_url' as const, image_url: { url } }] : [])] }],
+    });
+    const text = (await ask()).usage!.prompt_tokens;
+    // By hand: Gemma 3's template renders the image as <start_of_image> after "picture.", which
+    // Gemma3Processor makes "\n\n" <start_of_image> + image_seq_length (16, processor_config.json)
+    // soft tokens + <end_of_image> "\n\n" before <end_of_turn>: 16 + 2 markers + 2 blank-line tokens,
+    // whatever the image's size (every image is resized to 64x64).
+    const first = await ask(dataUrl(small));
+    expect(first.usage!.prompt_tokens).toBe(text + 20);
+    const again = await ask(dataUrl(small));
+    expect(again.usage!.prompt_tokens_details?.cached_tokens).toBe(text + 20 - 1);
+  });
+
+  it("@anthropic-ai/sdk: an image turn streams under a forced tool call's grammar", async () => {
+    const anthropic = new Anthropic({ baseURL: gemma.url, apiKey: KEY, maxRetries: 0 });
+    const stream = anthropic.messages.stream({
+      model: GEMMA_VISION_MODEL, max_tokens: 200,
+      tools: [{ name: 'click', description: 'Click a point on the screen', input_schema: { type: 'object', properties: { x: { type: 'integer' }, y: { type: 'integer' } }, required: ['x', 'y'], additionalProperties: false } }],
+      tool_choice: { type: 'tool', name: 'click' },
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'Click the button.' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: small } }] }],
+    });
+    let events = 0;
+    stream.on('streamEvent', () => events++);
+    const message = await stream.finalMessage();
+    expect(events).toBeGreaterThan(3);
+    expect(message.stop_reason).toBe('tool_use');
+    const call = message.content.find((b) => b.type === 'tool_use');
+    expect(call).toMatchObject({ name: 'click', input: { x: expect.any(Number), y: expect.any(Number) } });
+    expect(Object.keys(call!.input as object).sort()).toEqual(['x', 'y']);
   });
 });

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BUNDLED_MODEL_VERSIONS } from '../../src/models/bundled-versions.js';
-import { CHAT_MODEL, EMBED_MODEL, ENGINE, MODELS_DIR, ROOT, SERVED_MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
+import { CHAT_MODEL, EMBED_MODEL, ENGINE, MODELS_DIR, ROOT, SERVED_MODELS_DIR, VISION_MODEL, GEMMA_VISION_MODEL } from '../helpers/paths.js';
 
 const STARTUP_TIMEOUT_MS = 60_000;
 let child: ChildProcess | undefined;
@@ -74,8 +74,8 @@ describe('src/main.ts', () => {
   });
 
   it('by default loads a model on its first request; --preload loads it at start; X-Model-Keep-Alive: 0 unloads it after the request', async () => {
-    // The bundled vision model is served (unloaded until asked) where the folder has it: ONNX's, not the GGUF test folder.
-    const vision = ENGINE.missingBundled.includes(VISION_MODEL) ? {} : { [VISION_MODEL]: 'unloaded' };
+    // The bundled vision models are served (unloaded until asked) where the folder has them: ONNX's, not the GGUF test folder.
+    const vision = Object.fromEntries([VISION_MODEL, GEMMA_VISION_MODEL].filter((id) => !ENGINE.missingBundled.includes(id)).map((id) => [id, 'unloaded']));
     const states = async (url: string) => Object.fromEntries(((await (await fetch(`${url}/v1/models`)).json()) as { data: Array<{ id: string; state: string }> }).data.map((m) => [m.id, m.state]));
     const lazy = await start([]);
     expect(lazy.stderr()).toMatch(/glove-sif-100d \(embedding, loads on first request\)/);

@@ -50,7 +50,7 @@ interface EngineRow {
 const ENGINES: Record<ChatEngine, EngineRow> = {
   onnx: { chatModel: ONNX_CHAT_MODEL, modelsDir: MODELS_DIR, listedDtype: 'fp32', oneFile: false, missingBundled: [], prefillHoldsOthers: false },
   // The GGUF test folder holds the bundled embedder and reranker but, by design, not the bundled ONNX chat model.
-  llama: { chatModel: GGUF_CHAT_MODEL, modelsDir: GGUF_MODELS_DIR, listedDtype: 'F32', oneFile: true, missingBundled: [ONNX_CHAT_MODEL, VISION_MODEL], prefillHoldsOthers: true },
+  llama: { chatModel: GGUF_CHAT_MODEL, modelsDir: GGUF_MODELS_DIR, listedDtype: 'F32', oneFile: true, missingBundled: [ONNX_CHAT_MODEL, VISION_MODEL, GEMMA_VISION_MODEL], prefillHoldsOthers: true },
 };
 
 /**

@@ -8,7 +8,7 @@ import type { ModelInfo } from '../../src/models/registry.js';
 import { scanModelSources } from '../../src/models/sources.js';
 import { Counters } from './counters.js';
 import { TEST_ENGINE, testEngine } from './engine.js';
-import { SERVED_MODELS_DIR, VISION_MODEL } from './paths.js';
+import { GEMMA_VISION_MODEL, SERVED_MODELS_DIR, VISION_MODEL } from './paths.js';
 
 /** Starts real worker pools on the bundled models (the GGUF test model's folder under TEST_CHAT_ENGINE=llama; or on `modelsDir`). */
 export const TEST_BATCHING = { enabled: true, maxBatchTokens: 16_384, maxWaitMs: 0, truncate: false };
@@ -39,10 +39,10 @@ export async function startRealService(
 ): Promise<RealService> {
   const { models, skipped } = scanModelSources({ modelsDir: options.modelsDir ?? SERVED_MODELS_DIR, hfCacheDir: options.hfCacheDir ?? null, defaultPoolSize: 1 });
   if (skipped.length) throw new Error(`unexpected skipped model folders: ${JSON.stringify(skipped)}`);
-  // The bundled vision model is served where a test names it in `only`: every other server of the
-  // suite would start its workers (and load its three graphs) for nothing.
+  // The bundled vision models are served where a test names them in `only`: every other server of
+  // the suite would start their workers (and load their three graphs) for nothing.
   const chosen: ModelInfo[] = models
-    .filter((m) => (options.only ? options.only.includes(m.id) : m.id !== VISION_MODEL))
+    .filter((m) => (options.only ? options.only.includes(m.id) : m.id !== VISION_MODEL && m.id !== GEMMA_VISION_MODEL))
     .map((m) => ({ ...m, poolSize: options.poolSize?.[m.id] ?? m.poolSize }));
   const counters = new Counters();
   const service = await LocalInferenceService.start({
