@@ -123,6 +123,29 @@ describe('the Gemma 3-shaped vision model on the ONNX engine', () => {
     expect(prompt.ids.filter((id) => id === SOFT)).toHaveLength(48);
   });
 
+  it("an image in a tool result: Gemma 3's template has no tool role, so the result is the next user turn's text with its image", () => {
+    const prompt = renderPrompt(loaded, {
+      model: MODEL,
+      messages: [
+        { role: 'user', content: 'What is on my screen?' },
+        { role: 'assistant', content: '', toolCalls: [{ id: 'c1', name: 'shot', input: {} }] },
+        { role: 'tool', content: 'the screen', callId: 'c1', name: 'shot', images: [{ ...small, offset: 0 }] },
+      ],
+      tools: [{ name: 'shot', inputSchema: { type: 'object', properties: {} } }],
+    });
+    expect(prompt.images).toEqual([expect.objectContaining({ length: 16 })]);
+    const image = prompt.images![0]!;
+    expect(prompt.ids.slice(image.start - 1, image.start + 17)).toEqual([BOI, ...Array<number>(16).fill(SOFT), EOI]);
+    expect(prompt.text.indexOf('<start_of_image>')).toBeGreaterThan(prompt.text.lastIndexOf('<start_of_turn>user'));
+  });
+
+  it('is served by the scanner as a split Gemma 3 export: its decoder, the text model\'s context, its image settings', () => {
+    expect(loaded.info).toMatchObject({
+      task: 'chat', dtype: 'fp32', onnxFile: 'onnx/decoder_model_merged.onnx', contextLength: 32768, imageInput: true,
+      vision: { family: 'gemma3', modelType: 'gemma3', imageTokenId: SOFT, visionStartTokenId: BOI, imageSeqLength: 16, height: 64, width: 64 },
+    });
+  });
+
   it('greedy tokens equal transformers.js generate on the same inputs: no image, one image, two images', async () => {
     expect(loaded.notes).toContain('logits for the last position only');
     for (const images of [[], [small], [small, wide]]) {

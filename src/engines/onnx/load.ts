@@ -56,7 +56,7 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
   // referenced in place, so onnxruntime maps them from the file rather than copying them (prepare-graph.ts).
   const chat = info.task === 'chat';
   // A vision-language decoder: last-position logits only (fused attention reads 1-D rotary positions,
-  // not M-RoPE). transformers.js names a split export's sessions itself (model_file_name applies to
+  // not M-RoPE; Gemma 3's are 1-D, but the rewrite is not tried on it). transformers.js names a split export's sessions itself (model_file_name applies to
   // a `model` graph alone), so the derived decoder replaces its session after the load, below.
   const visionGraph = info.vision && chat && engine.lastPositionLogits ? prepareGraph(info, { lastLogits: true, fusedAttention: false }) : undefined;
   const prepared = info.vision

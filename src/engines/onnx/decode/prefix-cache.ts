@@ -10,8 +10,8 @@
  * entries (looked up or stored) are dropped.
  *
  * Keys: one cache serves one loaded model in one worker (one decoder), so the model is implicit;
- * the KV of a token depends on the tokens before it and their positions (0..n-1; on a vision model,
- * M-RoPE positions, which depend on the tokens and images before them alone), which the token key
+ * the KV of a token depends on the tokens before it and their positions (0..n-1; on a Qwen-VL model,
+ * M-RoPE positions, which depend on the tokens and images before them alone; on Gemma 3, 1..n), which the token key
  * covers: a prompt's images are keyed by their bytes in it (./image-keys.ts). Nothing else
  * (sampling, logits masks) reaches the KV.
  *

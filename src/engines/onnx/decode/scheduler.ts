@@ -23,8 +23,8 @@
  * sequence alone. A throw of the batched forward pass itself fails the sequences of the batch (their
  * shared cache is then unusable), not the ones being prefilled.
  *
- * A vision-language decoder (a split Qwen-VL export) is fed inputs_embeds and 3-row M-RoPE
- * positions in place of token ids (./vision-inputs.ts): a prompt's are made at its first prefill
+ * A vision-language decoder (a split Qwen-VL or Gemma 3 export) is fed inputs_embeds and its
+ * positions (Qwen-VL's 3-row M-RoPE, Gemma 3's 1-D from 1) in place of token ids (./vision-inputs.ts): a prompt's are made at its first prefill
  * chunk (its images encoded then) and fed a chunk at a time; a step embeds each row's last token
  * and places it at its cache length plus its sequence's delta. Everything else is the same.
  *

@@ -38,7 +38,7 @@ export type BatchDecoding = { ok: true } | { ok: false; reason: string };
 
 /**
  * Whether the export takes exactly input_ids (a vision-language decoder: inputs_embeds, with 3-row
- * M-RoPE position_ids: ./vision-inputs.ts), attention_mask, position_ids and float32 or float16
+ * M-RoPE position_ids for Qwen-VL, 1-D for Gemma 3: ./vision-inputs.ts), attention_mask, position_ids and float32 or float16
  * past_key_values.{i}.key/value (all of one type), and returns logits and present.{i}.key/value, or
  * new_key_values.{i}.key/value alone (a rewritten graph: src/engines/onnx/graph/prepare-graph.ts); if not,
  * why. Anything else falls back to transformers.js generate. (An onnxruntime-genai model-builder
