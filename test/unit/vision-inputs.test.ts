@@ -1,12 +1,13 @@
 /**
  * The pure parts of a vision prompt's decoder inputs: the KV store's keys for image tokens
- * (src/engines/onnx/decode/image-keys.ts) and Qwen-VL's M-RoPE positions
- * (src/engines/onnx/decode/vision-inputs.ts mropePositions), worked out by hand here; the model
- * test (test/model/vision-engine.test.ts) holds them against transformers.js's generate.
+ * (src/engines/onnx/decode/image-keys.ts), Qwen-VL's M-RoPE positions and Gemma 3's 1-D ones
+ * (src/engines/onnx/decode/vision-inputs.ts mropePositions, gemmaPositions, chunkFeeds), worked out
+ * by hand here; the model tests (test/model/vision-engine.test.ts, vision-gemma3.test.ts) hold them
+ * against transformers.js's generate.
  */
 import { describe, expect, it } from 'vitest';
 import { imageKeyedIds } from '../../src/engines/onnx/decode/image-keys.js';
-import { mropePositions } from '../../src/engines/onnx/decode/vision-inputs.js';
+import { gemmaPositions, mropePositions, VisionInputs } from '../../src/engines/onnx/decode/vision-inputs.js';
 import type { SequenceImage } from '../../src/engines/sequence.js';
 
 const image = (start: number, grid: [number, number, number], hash: string): SequenceImage => ({ start, length: (grid[0] * grid[1] * grid[2]) / 4, grid, bytes: new Uint8Array(), hash });
@@ -65,5 +66,23 @@ describe('mropePositions', () => {
 
   it('refuses an image whose tokens are not its grid\'s', () => {
     expect(() => mropePositions(10, [{ ...image(2, [1, 4, 6], 'x'), length: 5 }], 2)).toThrow(/an image of 5 tokens on a 1x4x6 grid/);
+  });
+});
+
+describe("Gemma 3's positions", () => {
+  it('1-D from 1 (transformers.js feeds gemma3 1-indexed positions), images or not; decoded tokens at cache length + 1', () => {
+    const { positions, delta } = gemmaPositions(5);
+    expect(Array.from(positions, Number)).toEqual([1, 2, 3, 4, 5]);
+    expect(delta).toBe(1);
+  });
+
+  it('a prefill chunk feeds one row of positions, [1, count], beside its rows of inputs_embeds', () => {
+    const hidden = 2;
+    const inputs = { embeds: Float32Array.from({ length: 5 * hidden }, (_, i) => i), rows: 1 as const, ...gemmaPositions(5) };
+    const feeds = VisionInputs.chunkFeeds(inputs, 1, 4, hidden) as Record<string, { dims: number[]; data: ArrayLike<number | bigint> }>;
+    expect(feeds.position_ids!.dims).toEqual([1, 3]);
+    expect(Array.from(feeds.position_ids!.data, Number)).toEqual([2, 3, 4]);
+    expect(feeds.inputs_embeds!.dims).toEqual([1, 3, hidden]);
+    expect(Array.from(feeds.inputs_embeds!.data, Number)).toEqual([2, 3, 4, 5, 6, 7]);
   });
 });

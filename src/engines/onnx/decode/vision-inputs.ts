@@ -22,7 +22,9 @@
  * - every image is resized to one size, and the vision encoder gives image_seq_length rows for it;
  * - positions are 1-D and 1-indexed, as transformers.js makes them for gemma3 (decoder_forward's
  *   start_index 1, following Python's Gemma3, whose positions are cache_position + 1): token i of the
- *   prompt at i + 1, a decoded token at cache length n at n + 1 (delta 1, images or not);
+ *   prompt at i + 1, a decoded token at cache length n at n + 1 (delta 1, images or not). Rotary
+ *   attention sees only differences of positions, so the 1 matters only in being the same for the
+ *   prompt and the tokens decoded after it;
  * - attention is causal throughout, an image's soft tokens included. Python transformers' Gemma 3
  *   lets one image's tokens attend to each other both ways in prefill (its token_type_ids mask), but
  *   the ONNX exports transformers.js runs take no token_type_ids (decoder_model_merged: inputs_embeds,
