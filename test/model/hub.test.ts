@@ -21,7 +21,7 @@ import { buildChatFolder } from '../../scripts/builders/bundled/chat-model.js';
 import { CHAT_FIXTURES } from '../helpers/fixture-models.js';
 import { startHubServer, type HubServer } from '../helpers/hub-server.js';
 import { startRealService } from '../helpers/real-service.js';
-import { MODELS_DIR, ROOT, VISION_MODEL } from '../helpers/paths.js';
+import { GEMMA_VISION_MODEL, MODELS_DIR, ROOT, VISION_MODEL } from '../helpers/paths.js';
 import type { ChatRequest } from '../../src/core/types.js';
 
 const REPO = 'test-org/llama3-tiny-ONNX';
@@ -61,6 +61,21 @@ describe('models pull', () => {
       expect(Object.keys(files).filter((f) => f.startsWith('onnx/') || f === 'preprocessor_config.json').sort()).toEqual(['onnx/decoder_model_merged.onnx', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'preprocessor_config.json']);
       const served = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models.find((m) => m.id === id);
       expect(served).toMatchObject({ imageInput: true, onnxFile: 'onnx/decoder_model_merged.onnx' });
+    } finally {
+      await visionHub.close();
+    }
+  });
+
+  it("a split Gemma 3 export: its three graphs, its image processor's and processor's settings, its chat_template.jinja", async () => {
+    const visionHub = await startHubServer('test-org/gemma3-tiny-ONNX', path.join(MODELS_DIR, GEMMA_VISION_MODEL));
+    try {
+      const dir = modelsDir('pulled-gemma3');
+      const { id, files } = await pull({ repo: 'test-org/gemma3-tiny-ONNX', revision: 'main', dtype: 'fp32', endpoint: visionHub.url, modelsDir: dir });
+      expect(Object.keys(files).filter((f) => f.startsWith('onnx/') || f.endsWith('processor_config.json') || f === 'chat_template.jinja').sort()).toEqual([
+        'chat_template.jinja', 'onnx/decoder_model_merged.onnx', 'onnx/embed_tokens.onnx', 'onnx/vision_encoder.onnx', 'preprocessor_config.json', 'processor_config.json',
+      ]);
+      const served = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models.find((m) => m.id === id);
+      expect(served).toMatchObject({ imageInput: true, onnxFile: 'onnx/decoder_model_merged.onnx', vision: { family: 'gemma3', imageSeqLength: 16 } });
     } finally {
       await visionHub.close();
     }
