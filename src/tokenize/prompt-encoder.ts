@@ -204,7 +204,8 @@ export class PromptEncoder {
     this.segmentKey = null;
     this.segmentHit = null;
     if (!this.memoOn || text.length < MEMO_MIN_CHARS) return false;
-    // A new string, which the Map flattens: an entry never holds the whole prompt its text was cut from.
+    // A new string (V8 flattens a concatenation when the Map hashes it): an entry does not keep alive
+    // the whole prompt its text was sliced from.
     const key = (first ? '1' : '0') + text;
     const tokens = this.memo.get(key);
     if (tokens !== undefined && this.counted + tokens.length <= this.budget) {
