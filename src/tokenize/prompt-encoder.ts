@@ -27,6 +27,14 @@
  * Words longer than LONG_WORD go to long-word-bpe.ts instead of the library's BPE (same result, ~30x
  * faster on long words). Ids are exact for whatever is encoded.
  *
+ * Memoized across requests. The library splits the text at added tokens into segments and
+ * pre-tokenizes and encodes each alone, so a segment's tokens depend on its text (literals put back)
+ * and, for Metaspace's prepend_scheme "first", on whether it is the first section: that is the key
+ * (segment-memo.ts). An agent's turn resends the turns before it, each message a segment between the
+ * template's special tokens, and its 18.7k-token prefix costs ~0.1 s to tokenize again. A segment
+ * found whose tokens still fit the budget is counted and not encoded; one that would pass the budget
+ * is encoded as if it were not held, so a refusal is the uncached path's too.
+ *
  * It reaches into the tokenizer object of transformers.js 4.x (`_tokenizer`, its `pre_tokenizer`
  * and `model`); the constructor checks that shape and fails loudly if a release changes it. No
  * library object is changed: the encoder works through views (Object.create) of them.
@@ -34,6 +42,7 @@
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { mergesOf } from './drop-source.js';
 import { bpeWord, buildMergeTable, type MergeTable } from './long-word-bpe.js';
+import { SegmentMemo } from './segment-memo.js';
 import { LONG_WORD, TokenBounds, type PreTokenizerConfig } from './token-bounds.js';
 
 type PreTokenize = (text: string, options?: { section_index?: number }) => string[];
@@ -72,6 +81,10 @@ export type Encoded = { ids: number[] } | { tooLong: { tokens: number; exact: bo
 const CHUNK = 256;
 /** Pieces at the end of a pre-tokenized prefix that the rest of the text may still change. */
 const PROBE_SLACK = 4;
+/** Bytes of segments each tokenizer's encoder remembers: an agent's prompt of 18.7k tokens takes ~0.3 MB. */
+export const MEMO_BYTES = 32 * 1024 * 1024;
+/** Segments shorter than this are encoded every time: a lookup and an entry cost about what encoding them does. */
+const MEMO_MIN_CHARS = 64;
 
 class OverBudget {
   constructor(readonly atLeast: number) {}
@@ -91,11 +104,17 @@ export class PromptEncoder {
   private mergeTable: MergeTable | null | undefined;
   /** Lower bounds on token counts from the vocabulary (token-bounds.ts). */
   private readonly bounds: TokenBounds;
+  /** Segments encoded before, by key (the opening comment). */
+  private readonly memo = new SegmentMemo(MEMO_BYTES);
 
   // The state of the one encode under way (workers are single-threaded and encode is synchronous).
   private literals: Literals | null = null;
   private budget = Infinity;
   private counted = 0;
+  private memoOn = true;
+  /** The segment being encoded: its memo key when it is to be kept, or its tokens when they were found. */
+  private segmentKey: string | null = null;
+  private segmentHit: readonly string[] | null = null;
 
   static for(tokenizer: PreTrainedTokenizer): PromptEncoder {
     let encoder = PromptEncoder.encoders.get(tokenizer);
@@ -130,6 +149,7 @@ export class PromptEncoder {
     const view = Object.create(inner) as InnerTokenizer;
     view.pre_tokenizer = (text, options) => {
       const restored = this.literals ? restore(text, this.literals) : text;
+      if (this.recall(restored, options?.section_index === 0)) return [];
       if (this.bounds.byteLevel && this.budget !== Infinity) {
         const atLeast = this.counted + this.bounds.byteBound(restored);
         if (atLeast > this.budget) throw new OverBudget(atLeast);
@@ -138,7 +158,7 @@ export class PromptEncoder {
       return preTokenize ? preTokenize(restored, options) : [restored];
     };
     // Callable like the model, and its properties (tokens_to_ids, unk_token_id) read through to it.
-    view.model = Object.setPrototypeOf((pieces: string[]) => this.encodePieces(pieces), model) as InnerModel;
+    view.model = Object.setPrototypeOf((pieces: string[]) => this.encodeSegment(pieces), model) as InnerModel;
     this.view = view;
   }
 
@@ -146,9 +166,10 @@ export class PromptEncoder {
    * Token ids of `text`, each placeholder of `literals` tokenized as the literal text it stands for;
    * or, once the text is known to be more than `budget` tokens, a lower bound of its length.
    */
-  encode(text: string, options: { literals?: Literals; budget?: number } = {}): Encoded {
+  encode(text: string, options: { literals?: Literals; budget?: number; memo?: boolean } = {}): Encoded {
     this.literals = options.literals && options.literals.size > 0 ? options.literals : null;
     this.budget = options.budget ?? Infinity;
+    this.memoOn = options.memo ?? true;
     this.counted = 0;
     this.bounds.startEncode();
     try {
@@ -160,7 +181,54 @@ export class PromptEncoder {
     } finally {
       this.literals = null;
       this.budget = Infinity;
+      this.segmentKey = null;
+      this.segmentHit = null;
     }
+  }
+
+  /** Drops every segment remembered (a benchmark of the uncached path). */
+  forget(): void {
+    this.memo.clear();
+  }
+
+  /** Bytes of segments remembered. */
+  get memoBytes(): number {
+    return this.memo.bytes;
+  }
+
+  /**
+   * Looks the segment up: true when its tokens were found and fit the budget (the model step then
+   * returns them); otherwise notes its key when it is to be kept once encoded.
+   */
+  private recall(text: string, first: boolean): boolean {
+    this.segmentKey = null;
+    this.segmentHit = null;
+    if (!this.memoOn || text.length < MEMO_MIN_CHARS) return false;
+    // A new string (V8 flattens a concatenation when the Map hashes it): an entry does not keep alive
+    // the whole prompt its text was sliced from.
+    const key = (first ? '1' : '0') + text;
+    const tokens = this.memo.get(key);
+    if (tokens !== undefined && this.counted + tokens.length <= this.budget) {
+      this.segmentHit = tokens;
+      return true;
+    }
+    this.segmentKey = key;
+    return false;
+  }
+
+  /** The model step for one segment: its tokens found by recall, or encoded (and kept when recall said so). */
+  private encodeSegment(pieces: string[]): string[] {
+    const hit = this.segmentHit;
+    if (hit) {
+      this.segmentHit = null;
+      // Fits the budget (recall checked): counted, never thrown.
+      return this.count(hit as string[]);
+    }
+    const key = this.segmentKey;
+    this.segmentKey = null;
+    const tokens = this.encodePieces(pieces);
+    if (key !== null) this.memo.set(key, Object.freeze(tokens.map((token) => this.model.vocab[this.model.tokens_to_ids.get(token) ?? -1] ?? token)));
+    return tokens;
   }
 
   /**
