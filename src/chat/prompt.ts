@@ -134,7 +134,7 @@ function withImages(message: TemplateMessage, source: ChatMessage, vision: Visio
 /** The grid an image becomes; an image the processor cannot take is refused, naming which. */
 function gridOf(loaded: ChatTokenizer, vision: VisionSpec, image: ChatImage, index: number) {
   try {
-    return imageGrid(vision, image.width, image.height);
+    return imageGrid(vision, image.width, image.height, { lowResolution: image.lowResolution });
   } catch (error) {
     if (!(error instanceof ImageShapeError)) throw error;
     throw imageUnreadable(loaded.info.id, index, `it is ${image.width}x${image.height}: ${error.message}`);
@@ -158,7 +158,8 @@ function widenImages(ids: number[], vision: VisionSpec, images: ChatImage[], gri
     }
     const k = placed.length;
     const { thw, tokens } = grids[k]!;
-    placed.push({ start: out.length, length: tokens, grid: thw, bytes: images[k]!.bytes, hash: images[k]!.hash });
+    const { bytes, hash, lowResolution } = images[k]!;
+    placed.push({ start: out.length, length: tokens, grid: thw, bytes, hash, ...(lowResolution ? { lowResolution } : {}) });
     for (let t = 0; t < tokens; t++) out.push(id);
   }
   return { ids: out, images: placed };

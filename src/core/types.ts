@@ -42,8 +42,12 @@ export interface ChatImage {
   /** SHA-256 of `bytes`, hex. */
   hash: string;
   offset: number;
-  /** The client asked for a low- or high-resolution view (OpenAI's `detail`); absent: the model's default. */
-  detail?: 'low' | 'high';
+  /**
+   * The client asked for a low-resolution view (OpenAI's `detail: low`): the model's processor sees
+   * the image within a small pixel budget where it has one (src/models/vision.ts
+   * LOW_RESOLUTION_PIXELS), fewer tokens; absent: the model's own settings.
+   */
+  lowResolution?: boolean;
 }
 
 /** A tool the model may call: its name, what it is for, and the JSON Schema of its input. */

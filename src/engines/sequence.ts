@@ -60,7 +60,8 @@ export interface SamplingSettings {
 /**
  * An image of the prompt, as a vision-language model's engine takes it: the placeholder tokens it
  * fills in `promptIds` (`length` of them from `start`: the image's tokens), the grid its processor
- * makes of it, and its bytes with their SHA-256 (hex), which keys its tokens in a prefix cache.
+ * makes of it, and its bytes with their SHA-256 (hex), which with the grid keys its tokens in a
+ * prefix cache.
  */
 export interface SequenceImage {
   start: number;
@@ -69,6 +70,8 @@ export interface SequenceImage {
   grid: [number, number, number];
   bytes: Uint8Array;
   hash: string;
+  /** Processed at low resolution (ChatImage.lowResolution), the view the grid was counted for. */
+  lowResolution?: boolean;
 }
 
 /** What SequenceEngine.lookup may use beside the prompt's ids. */

@@ -112,6 +112,38 @@ export function readVisionSpec(files: VisionFiles): VisionSpec | string {
   return { ...spec, boiToken: boi, imageSequence: `\n\n${boi}${image}${eoi}\n\n` } as Gemma3Spec;
 }
 
+/**
+ * The pixel budget of a low-resolution image: OpenAI's `detail: low` gives the model "a low-res
+ * 512px x 512px version of the image" (platform.openai.com/docs/guides/images-vision). A Qwen-VL
+ * processor's own knob for an image's resolution is its max_pixels (Qwen2-VL's model card sets
+ * min_pixels and max_pixels to trade detail for speed and memory), so a low-resolution image is
+ * processed with max_pixels lowered to 512 x 512 rather than shrunk to fit 512x512 first and then
+ * resized by the processor: one resampling instead of two, the processor's own rule (aspect ratio kept, sides in
+ * multiples of patch x merge, min_pixels honoured) decides the grid, and what the vision encoder sees
+ * depends on the bytes and the grid alone, so the grid is all the prefix cache must key on beside
+ * the bytes (src/engines/onnx/decode/image-keys.ts). At most 512² / (patch x merge)² tokens: 256
+ * for Qwen3-VL's 16-pixel patches, 334 for Qwen2-VL's and Qwen2.5-VL's 14-pixel ones.
+ */
+export const LOW_RESOLUTION_PIXELS = 512 * 512;
+
+/**
+ * The max_pixels a low-resolution image is processed with, or undefined where asking for one
+ * changes nothing: Gemma 3 resizes every image to one fixed size (its processor has no pixel budget;
+ * each image is imageSeqLength tokens whatever is asked, which is as close to OpenAI's `low` as the
+ * model allows), and a Qwen-VL model whose own max_pixels is already within the budget. Never under
+ * the processor's min_pixels, which smart_resize would otherwise contradict.
+ */
+export function lowResolutionMaxPixels(spec: VisionSpec): number | undefined {
+  if (spec.family === 'gemma3') return undefined;
+  const budget = Math.max(spec.minPixels, LOW_RESOLUTION_PIXELS);
+  return budget < spec.maxPixels ? budget : undefined;
+}
+
+/** How an image is to be seen: `lowResolution`, within LOW_RESOLUTION_PIXELS (see there); else the processor's own settings. */
+export interface ImageView {
+  lowResolution?: boolean;
+}
+
 /** Thrown for an image the processor cannot take (an aspect ratio over 200). */
 export class ImageShapeError extends Error {}
 
@@ -119,13 +151,16 @@ export class ImageShapeError extends Error {}
  * The grid Qwen2VLImageProcessor makes of a still image of `width` x `height` pixels: its
  * smart_resize (transformers.js src/image_processors_utils.js, restated so that a prompt is counted
  * from the image's header, without decoding it), each side a multiple of patch x merge within
- * [minPixels, maxPixels], then patches of patch x patch, two frames of one image making one temporal
- * patch. The engine checks the processor's own grid against it (src/engines/onnx/decode/vision-inputs.ts).
+ * [minPixels, maxPixels] (maxPixels lowered for a low-resolution view: lowResolutionMaxPixels), then
+ * patches of patch x patch, two frames of one image making one temporal patch. The engine checks the
+ * processor's own grid against it (src/engines/onnx/decode/vision-inputs.ts).
  */
-export function imageGrid(spec: VisionSpec, width: number, height: number): ImageGrid {
-  // Gemma 3: every image is resized to one size and becomes imageSeqLength tokens, in one row.
+export function imageGrid(spec: VisionSpec, width: number, height: number, view: ImageView = {}): ImageGrid {
+  // Gemma 3: every image is resized to one size and becomes imageSeqLength tokens, in one row; a
+  // low-resolution view is the same (lowResolutionMaxPixels).
   if (spec.family === 'gemma3') return { thw: [1, 1, spec.imageSeqLength], tokens: spec.imageSeqLength };
   const factor = spec.patchSize * spec.mergeSize;
+  const maxPixels = (view.lowResolution ? lowResolutionMaxPixels(spec) : undefined) ?? spec.maxPixels;
   let h = height;
   let w = width;
   if (h < factor || w < factor) {
@@ -136,8 +171,8 @@ export function imageGrid(spec: VisionSpec, width: number, height: number): Imag
   if (Math.max(h, w) / Math.min(h, w) > 200) throw new ImageShapeError(`an aspect ratio of ${(Math.max(h, w) / Math.min(h, w)).toFixed(0)}:1 (the model's image processor takes at most 200:1)`);
   let hBar = Math.round(h / factor) * factor;
   let wBar = Math.round(w / factor) * factor;
-  if (hBar * wBar > spec.maxPixels) {
-    const beta = Math.sqrt((h * w) / spec.maxPixels);
+  if (hBar * wBar > maxPixels) {
+    const beta = Math.sqrt((h * w) / maxPixels);
     hBar = Math.max(factor, Math.floor(h / beta / factor) * factor);
     wBar = Math.max(factor, Math.floor(w / beta / factor) * factor);
   } else if (hBar * wBar < spec.minPixels) {

@@ -40,8 +40,9 @@ export function affinityKey(prompt: ChatPrompt): number {
   // The client's own name for the conversation wins: two sessions of one agent share its system
   // prompt and tools, and would otherwise all go to one worker until it is full.
   const lead = prompt.cacheKey !== undefined ? { cacheKey: prompt.cacheKey } : prompt.system || prompt.tools?.length ? { system: prompt.system ?? '', tools: prompt.tools ?? [] } : { first: prompt.messages[0] ?? null };
-  // An image stands in the key by its hash (a field beside its bytes): the same screenshot is the
-  // same key, another one of the same size is not, and the bytes are not written out as JSON.
+  // An image stands in the key by its hash (a field beside its bytes) and its view (lowResolution):
+  // the same screenshot seen the same way is the same key, another one of the same size is not, and
+  // the bytes are not written out as JSON.
   return createHash('sha1').update(JSON.stringify(lead, (_, value: unknown) => (value instanceof Uint8Array ? undefined : value))).digest().readUInt32LE(0);
 }
 

@@ -3,9 +3,10 @@
  *
  * On the bundled vision model (tiny-qwen3-vl-random): Claude Code's screenshot turn through
  * `@anthropic-ai/sdk` (an image block in a user message, one in a tool_result), and an `openai`
- * image_url data URL, are served with exact counts: each image is its tokens as worked out by hand
- * from the model's preprocessor_config.json (test/model/vision-model.test.ts: 300x200 -> 70,
- * 500x333 -> 160) plus its two markers (<|vision_start|>, <|vision_end|>), over the same text
+ * image_url data URL (at detail low and high too), are served with exact counts: each image is its
+ * tokens as worked out by hand from the model's preprocessor_config.json
+ * (test/model/vision-model.test.ts: 300x200 -> 70, 500x333 -> 160; a 1000x700 image 682 at detail
+ * high, 247 at low: test/unit/vision-resolution.test.ts) plus its two markers (<|vision_start|>, <|vision_end|>), over the same text
  * without it; a repeated image is a cache read, another image of the same size is not.
  *
  * On the bundled Gemma 3-shaped model (tiny-gemma3-vl-random): an `openai` image_url counted
@@ -96,6 +97,16 @@ async function png(width: number, height: number, shade = 128): Promise<string> 
 /** An image's tokens, by hand (see the module comment), and the two markers around them. */
 const SMALL_TOKENS = 70 + 2;
 const WIDE_TOKENS = 160 + 2;
+/**
+ * A 1000x700 image at OpenAI's detail high (the model's own settings) and low (max_pixels lowered to
+ * 512 x 512), by hand from preprocessor_config.json (16-pixel patches merged 2x2, one token per 32x32
+ * pixels, 65,536 to 16,777,216 pixels; test/unit/vision-resolution.test.ts). High: 1000 and 700
+ * round to 992 x 704 (698,368 pixels, in bounds), 31 x 22 tokens = 682. Low: 698,368 is over
+ * 262,144, so both sides shrink by sqrt(700,000 / 262,144) = 1.6341 and round down to 32: 608 x 416,
+ * 19 x 13 tokens = 247.
+ */
+const PHOTO_HIGH_TOKENS = 682 + 2;
+const PHOTO_LOW_TOKENS = 247 + 2;
 
 describe('image input served by the bundled vision model, through the SDKs', () => {
   let vision: RealServer;
@@ -157,6 +168,28 @@ describe('image input served by the bundled vision model, through the SDKs', () 
     expect(again.usage!.prompt_tokens_details?.cached_tokens).toBe(text + WIDE_TOKENS - 1);
   });
 
+  it('openai: detail low and high on a 1000x700 image, counted exactly as the processor config says, both served; the cache tells them apart', async () => {
+    const openai = new OpenAI({ baseURL: `${vision.url}/v1`, apiKey: KEY, maxRetries: 0 });
+    const photo = dataUrl(await png(1000, 700));
+    const ask = (detail?: 'low' | 'high') => openai.chat.completions.create({
+      model: VISION_MODEL, max_tokens: 4,
+      messages: [{ role: 'user', content: [...(detail ? [{ type: 'image_url' as const, image_url: { url: photo, detail } }] : []), { type: 'text', text: 'Describe this picture.' }] }],
+    });
+    const text = (await ask()).usage!.prompt_tokens;
+    const high = await ask('high');
+    expect(high.usage!.prompt_tokens).toBe(text + PHOTO_HIGH_TOKENS);
+    expect(high.usage!.completion_tokens).toBeGreaterThan(0);
+    // The same bytes at low detail: fewer tokens, other features; nothing from the image on is read
+    // from the cache (the template puts <|im_start|>, user and a newline before <|vision_start|>).
+    const low = await ask('low');
+    expect(low.usage!.prompt_tokens).toBe(text + PHOTO_LOW_TOKENS);
+    expect(low.usage!.completion_tokens).toBeGreaterThan(0);
+    expect(low.usage!.prompt_tokens_details?.cached_tokens ?? 0).toBeLessThanOrEqual(3);
+    // Each again is a read of its own.
+    expect((await ask('low')).usage!.prompt_tokens_details?.cached_tokens).toBe(text + PHOTO_LOW_TOKENS - 1);
+    expect((await ask('high')).usage!.prompt_tokens_details?.cached_tokens).toBe(text + PHOTO_HIGH_TOKENS - 1);
+  });
+
   it('an image whose pixels do not decode past a valid header, and one too narrow for the processor, are BadRequestErrors naming the image', async () => {
     const anthropic = new Anthropic({ baseURL: vision.url, apiKey: KEY, maxRetries: 0 });
     const ask = (data: string) => anthropic.messages.create({ model: VISION_MODEL, max_tokens: 2, messages: [{ role: 'user', content: [{ type: 'text', text: 'x' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data } }] }] });
@@ -204,6 +237,10 @@ describe('image input served by the bundled vision model, through the SDKs', () 
     };
     const text = await count([{ type: 'input_text', text: 'Two pictures' }]);
     expect(await count([{ type: 'input_text', text: 'Two pictures' }, { type: 'input_image', image_url: dataUrl(small) }, { type: 'input_image', image_url: dataUrl(wide) }])).toBe(text + SMALL_TOKENS + WIDE_TOKENS);
+    // detail: a 1000x700 image at low and at high; a small one is the same at low (under the budget already).
+    const photo = dataUrl(await png(1000, 700));
+    expect(await count([{ type: 'input_text', text: 'Two pictures' }, { type: 'input_image', image_url: photo, detail: 'low' }, { type: 'input_image', image_url: dataUrl(small), detail: 'low' }])).toBe(text + PHOTO_LOW_TOKENS + SMALL_TOKENS);
+    expect(await count([{ type: 'input_text', text: 'Two pictures' }, { type: 'input_image', image_url: photo, detail: 'high' }, { type: 'input_image', image_url: dataUrl(small), detail: 'auto' }])).toBe(text + PHOTO_HIGH_TOKENS + SMALL_TOKENS);
   });
 });
 

@@ -185,10 +185,16 @@ describe('dialect specifics', () => {
     expect400('anthropic', file, 'messages.0.content.0.source', 'the Files API');
   });
 
-  it('OpenAI chat: detail is carried; an image_url in a system message is refused', async () => {
+  it('OpenAI chat: detail low is a low-resolution view, high and auto the default; an image_url in a system message is refused', async () => {
     const res = await post(app, 'openai', { model: 'fake-vision', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl(IMAGES.png), detail: 'low' } }, { type: 'text', text: 'hi' }] }] });
     expect(res.statusCode, res.body).toBe(200);
-    expect(fake.calls.chat.at(-1)!.messages[0]).toMatchObject({ content: 'hi', images: [{ offset: 0, detail: 'low' }] });
+    expect(fake.calls.chat.at(-1)!.messages[0]).toMatchObject({ content: 'hi', images: [{ offset: 0, lowResolution: true }] });
+    for (const detail of ['high', 'auto', undefined]) {
+      const other = await post(app, 'openai', { model: 'fake-vision', messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: dataUrl(IMAGES.png), ...(detail ? { detail } : {}) } }] }] });
+      expect(other.statusCode, other.body).toBe(200);
+      const images = (fake.calls.chat.at(-1)!.messages[0] as { images: object[] }).images;
+      expect(images[0], detail).not.toHaveProperty('lowResolution');
+    }
     const system = await post(app, 'openai', { model: 'fake-vision', messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: dataUrl(IMAGES.png) } }] }, { role: 'user', content: 'x' }] });
     expect400('openai', system, 'messages[0].content[0]', 'image_url parts belong to user messages');
   });
@@ -202,11 +208,13 @@ describe('dialect specifics', () => {
       input: [
         { role: 'user', content: 'look at it' },
         { type: 'function_call', call_id: 'c1', name: 'view_image', arguments: '{}' },
-        { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_image', image_url: dataUrl(IMAGES.webpLossless, 'image/webp'), detail: 'high' }] },
+        { type: 'function_call_output', call_id: 'c1', output: [{ type: 'input_image', image_url: dataUrl(IMAGES.webpLossless, 'image/webp'), detail: 'low' }, { type: 'input_image', image_url: dataUrl(IMAGES.png), detail: 'high' }] },
       ],
     });
     expect(res.statusCode, res.body).toBe(200);
-    expect(fake.calls.chat.at(-1)!.messages.at(-1)).toMatchObject({ role: 'tool', content: '', images: [{ mediaType: 'image/webp', detail: 'high' }] });
+    const tool = fake.calls.chat.at(-1)!.messages.at(-1) as { images: object[] };
+    expect(tool).toMatchObject({ role: 'tool', content: '', images: [{ mediaType: 'image/webp', lowResolution: true }, { mediaType: 'image/png' }] });
+    expect(tool.images[1]).not.toHaveProperty('lowResolution');
   });
 
   it('a malformed image block or part: 400 naming the field, from the dialect\'s zod schema', async () => {

@@ -23,13 +23,17 @@ describe('affinityKey', () => {
     expect(affinityKey({ ...prompt('You are an agent.', 'x'), cacheKey: 'session-a' })).not.toBe(affinityKey({ ...prompt('You are an agent.', 'x'), cacheKey: 'session-b' }));
   });
 
-  it('keys a first message\'s image by its hash: the same image is the same key, another of the same size is not', () => {
+  it('keys a first message\'s image by its hash and view: the same image is the same key, another of the same size is not', () => {
     const image = (hash: string, fill: number) => ({ mediaType: 'image/png' as const, bytes: new Uint8Array(64).fill(fill), width: 8, height: 8, hash, offset: 0 });
     const withImage = (hash: string, fill: number): ChatPrompt => ({ model: 'm', messages: [{ role: 'user', content: 'look', images: [image(hash, fill)] }] });
     expect(affinityKey(withImage('a'.repeat(64), 1))).toBe(affinityKey(withImage('a'.repeat(64), 1)));
     expect(affinityKey(withImage('a'.repeat(64), 1))).not.toBe(affinityKey(withImage('b'.repeat(64), 2)));
     // The key is the hash's: the bytes themselves are not read (they are what the hash is of).
     expect(affinityKey(withImage('a'.repeat(64), 1))).toBe(affinityKey(withImage('a'.repeat(64), 9)));
+    // The same bytes seen at low resolution (detail: low) are another key.
+    const low: ChatPrompt = { model: 'm', messages: [{ role: 'user', content: 'look', images: [{ ...image('a'.repeat(64), 1), lowResolution: true }] }] };
+    expect(affinityKey(low)).not.toBe(affinityKey(withImage('a'.repeat(64), 1)));
+    expect(affinityKey(low)).toBe(affinityKey(structuredClone(low)));
   });
 });
 

@@ -51,7 +51,7 @@ describe('private addresses (image URL fetching)', () => {
 describe('ChatImage across the protocols', () => {
   it('survives the structured clone of worker_threads and the v8 serialisation of the process protocol as it is', async () => {
     const { serialize, deserialize } = await import('node:v8');
-    const message = { role: 'user' as const, content: 'look', images: [{ mediaType: 'image/png' as const, bytes: new Uint8Array(bytesOf(IMAGES.png)), width: 3, height: 2, hash: 'ab', offset: 4, detail: 'low' as const }] };
+    const message = { role: 'user' as const, content: 'look', images: [{ mediaType: 'image/png' as const, bytes: new Uint8Array(bytesOf(IMAGES.png)), width: 3, height: 2, hash: 'ab', offset: 4, lowResolution: true }] };
     for (const copy of [structuredClone(message), deserialize(serialize(message))]) {
       expect(copy).toEqual(message);
       expect(copy.images[0].bytes).toBeInstanceOf(Uint8Array);

@@ -5,6 +5,7 @@
  * by hand here; the model tests (test/model/vision-engine.test.ts, vision-gemma3.test.ts) hold them
  * against transformers.js's generate.
  */
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { imageKeyedIds } from '../../src/engines/onnx/decode/image-keys.js';
 import { gemmaPositions, mropePositions, VisionInputs } from '../../src/engines/onnx/decode/vision-inputs.js';
@@ -18,7 +19,7 @@ const rows = (positions: BigInt64Array) => {
 
 describe('imageKeyedIds', () => {
   const ids = [1, 2, 9, 7, 7, 7, 7, 8, 3];
-  it('keys an image\'s tokens and the one before them by its hash, above any vocabulary id, within uint32', () => {
+  it('keys an image\'s tokens and the one before them by its hash and grid, above any vocabulary id, within uint32', () => {
     const keyed = imageKeyedIds(ids, [image(3, [1, 4, 4], 'ab'.repeat(32))]);
     expect(keyed.slice(0, 2)).toEqual([1, 2]);
     expect(keyed.slice(7)).toEqual([8, 3]);
@@ -26,8 +27,21 @@ describe('imageKeyedIds', () => {
       expect(key).toBeGreaterThanOrEqual(2 ** 31);
       expect(key).toBeLessThan(2 ** 32);
     }
-    // 0xabab...: its first 31-bit word.
-    expect(keyed[2]).toBe(2 ** 31 + (0xabababab >>> 1));
+    // SHA-256 of "abab...ab 1x4x4": its first 31-bit word, then its second.
+    const digest = createHash('sha256').update(`${'ab'.repeat(32)} 1x4x4`).digest();
+    expect(keyed[2]).toBe(2 ** 31 + (digest.readUInt32BE(0) >>> 1));
+    expect(keyed[3]).toBe(2 ** 31 + (Number((digest.readBigUInt64BE(0) >> 2n) & 0x7fffffffn)));
+  });
+
+  it('the same bytes on another grid (a low-resolution view) differ from the token before them on; on the same grid they match', () => {
+    const hash = '5a'.repeat(32);
+    const full = imageKeyedIds(ids, [image(3, [1, 4, 4], hash)]);
+    const low = imageKeyedIds([1, 2, 9, 7, 8, 3], [image(3, [1, 2, 2], hash)]);
+    expect(low.slice(0, 2)).toEqual(full.slice(0, 2));
+    expect(low[2]).not.toBe(full[2]);
+    expect(low[3]).not.toBe(full[3]);
+    // A low-resolution view that kept the grid is the same pixels: the same keys.
+    expect(imageKeyedIds(ids, [{ ...image(3, [1, 4, 4], hash), lowResolution: true }])).toEqual(full);
   });
 
   it('the same bytes, the same keys; another image of the same size differs from the token before it on', () => {

@@ -17,6 +17,7 @@ import { loadTokenizer } from '../../tokenize/load-tokenizer.js';
 import { batchDecoding, sessionOf, textConfig } from './decode/session-info.js';
 import type { OrtSession } from './tensors.js';
 import { DTYPE_SUFFIX } from '../../models/manifest.js';
+import { lowResolutionProcessor } from './decode/vision-inputs.js';
 import { StepSession } from './decode/step-session.js';
 import type { LogFn } from '../../core/log.js';
 import type { LoadedModel } from './loaded-model.js';
@@ -121,7 +122,8 @@ export async function loadModel(info: ModelInfo, engine: EngineSettings, log: Lo
       await exported.release?.();
     }
     const processor = await AutoImageProcessor.from_pretrained(name, { local_files_only: true });
-    loaded.vision = { spec: info.vision, processor, embed: sessions.embed_tokens!, encoder: sessions.vision_encoder!, hiddenSize: loaded.hiddenSize ?? 0 };
+    const lowProcessor = lowResolutionProcessor(processor, info.vision);
+    loaded.vision = { spec: info.vision, processor, ...(lowProcessor ? { lowProcessor } : {}), embed: sessions.embed_tokens!, encoder: sessions.vision_encoder!, hiddenSize: loaded.hiddenSize ?? 0 };
   }
   loaded.inputNames = [...(sessionOf(loaded)?.inputNames ?? [])];
   const session = sessionOf(loaded);

@@ -80,7 +80,7 @@ function makeEngine(loaded: LoadedModel, log: LogFn): SequenceEngine {
     constrains: true,
     // The admission (its length: the prefix reported), after any wait for a prompt being prefilled
     // that shares a long prefix with this one (./decode/scheduler.ts admit); image placeholders keyed
-    // by the images' bytes (./decode/image-keys.ts).
+    // by the images' bytes and grids (./decode/image-keys.ts).
     lookup: (ids, _maxTokens, { cancelled, images } = {}) => (cache ? decoder.admit(imageKeyedIds(ids, images), cancelled) : null),
     // Without a cache the decoder is told there is no prefix; with one, the caller's admission (or
     // undefined: the decoder looks it up at admission).

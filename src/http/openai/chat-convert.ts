@@ -125,11 +125,15 @@ function userContent(content: string | Part[], { where, model, images }: { where
   return TurnContent.of(content, { at: (j) => `${where}[${j}]`, isImage: (part) => part.type === 'image_url', image: (part, at) => imageOf(part, at, images), text: (part, at) => partText(part, at, model) });
 }
 
-/** An image_url part: `{url, detail}` (or the URL alone, as vLLM takes it); a data URL, or http(s) where the server fetches. */
+/**
+ * An image_url part: `{url, detail}` (or the URL alone, as vLLM takes it); a data URL, or http(s)
+ * where the server fetches. `detail: low` is a low-resolution view; `high`, `auto` and none are the
+ * model's own processor settings, already its full resolution.
+ */
 function imageOf(part: Part, at: string, images: ImageIntake) {
   const given = parseField(imageUrlPartSchema, part, [at]).image_url;
   const { url, detail } = typeof given === 'string' ? { url: given, detail: undefined } : given;
-  return images.take({ kind: 'url', url }, at, detail === 'low' || detail === 'high' ? detail : undefined);
+  return images.take({ kind: 'url', url }, at, { lowResolution: detail === 'low' });
 }
 
 function toolsOf(body: ChatBody): { tools?: ToolSpec[]; toolChoice?: ToolChoice } {

@@ -199,12 +199,16 @@ function contentOf(content: string | Part[], { where, model, images }: { where: 
   return TurnContent.of(content, { at: (j) => `${where}[${j}]`, isImage: (part) => part.type === 'input_image', image: (part, at) => imageOf(part, at, images), text: (part, at) => partText(part, at, model) });
 }
 
-/** An input_image part: `image_url` (a data URL, or http(s) where the server fetches) and `detail`; a `file_id` is refused. */
+/**
+ * An input_image part: `image_url` (a data URL, or http(s) where the server fetches) and `detail`
+ * (`low`: a low-resolution view; `high`, `original`, `auto`: the model's own processor settings); a
+ * `file_id` is refused.
+ */
 function imageOf(part: Part, at: string, images: ImageIntake) {
   const { image_url: url, file_id: fileId, detail } = parseField(inputImagePartSchema, part, [at]);
   if (fileId != null && url == null) throw unsupported(`${at}.file_id`, 'images by file_id (the Files API) are not served by this server; send `image_url` with a data URL (data:image/png;base64,...)');
   if (url == null) throw invalidRequest(`${at}.image_url: Field required`, `${at}.image_url`);
-  return images.take({ kind: 'url', url }, at, detail === 'low' ? 'low' : detail === 'high' || detail === 'original' ? 'high' : undefined);
+  return images.take({ kind: 'url', url }, at, { lowResolution: detail === 'low' });
 }
 
 const functionSpec = (f: FunctionToolBody | { name: string; description?: string | null; parameters?: unknown; strict?: boolean | null }, name = f.name): ToolSpec => ({

@@ -32,13 +32,16 @@ export class ImageIntake {
 
   constructor(private readonly settings: ImageSettings = IMAGE_DEFAULTS) {}
 
-  /** The image `at` names, checked (a URL's once `settle` has fetched it); throws the 400 that says what is wrong. */
-  take(source: ImageSource, at: string, detail?: 'low' | 'high'): ChatImage {
+  /**
+   * The image `at` names, checked (a URL's once `settle` has fetched it); throws the 400 that says
+   * what is wrong. `view`: how the client asked it be seen (a dialect's `detail` in core terms).
+   */
+  take(source: ImageSource, at: string, view: Pick<ChatImage, 'lowResolution'> = {}): ChatImage {
     if (this.taken.length >= this.settings.imagesPerRequest) {
       throw invalidRequest(`${at}: more than ${this.settings.imagesPerRequest} images in one request; send at most ${this.settings.imagesPerRequest} (the server's --images-per-request)`, at);
     }
     const image = source.kind === 'base64' ? this.fromBase64(source.data, source.mediaType, at) : this.fromUrl(source.url, at);
-    if (detail) image.detail = detail;
+    if (view.lowResolution) image.lowResolution = true;
     this.taken.push({ at, image });
     return image;
   }

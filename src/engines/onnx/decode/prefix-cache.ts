@@ -12,7 +12,7 @@
  * Keys: one cache serves one loaded model in one worker (one decoder), so the model is implicit;
  * the KV of a token depends on the tokens before it and their positions (0..n-1; on a Qwen-VL model,
  * M-RoPE positions, which depend on the tokens and images before them alone; on Gemma 3, 1..n), which the token key
- * covers: a prompt's images are keyed by their bytes in it (./image-keys.ts). Nothing else
+ * covers: a prompt's images are keyed by their bytes and grids in it (./image-keys.ts). Nothing else
  * (sampling, logits masks) reaches the KV.
  *
  * Why a scan and not a radix tree: whole-sequence entries keep each entry's KV one contiguous array

@@ -101,7 +101,7 @@ interface Sequence {
   spec: DecoderSpec;
   /** What of its prompt others may take, as its prefill goes (../../prefix-waits.ts). */
   holder: Holder;
-  /** The prompt as the KV store knows it (its ids, images keyed by their bytes: ./image-keys.ts). */
+  /** The prompt as the KV store knows it (its ids, images keyed by their bytes and grids: ./image-keys.ts). */
   key: readonly number[];
   /** Added to the cache length for a decoded token's position (M-RoPE after an image; else 0). */
   delta: number;

@@ -36,7 +36,7 @@
  */
 import { RawImage, Tensor, type ImageProcessor } from '@huggingface/transformers';
 import type { SequenceImage } from '../../sequence.js';
-import type { VisionSpec } from '../../../models/vision.js';
+import { lowResolutionMaxPixels, type VisionSpec } from '../../../models/vision.js';
 import { f32, i64, i64Data, type OrtSession, type OrtTensor } from '../tensors.js';
 import { imageUnreadable } from '../../../core/errors.js';
 
@@ -44,6 +44,11 @@ export interface VisionModel {
   spec: VisionSpec;
   /** The model's image processor (preprocessor_config.json). */
   processor: ImageProcessor;
+  /**
+   * The same with max_pixels lowered for low-resolution images (src/models/vision.ts
+   * lowResolutionMaxPixels); absent where a low resolution changes nothing (Gemma 3's fixed size).
+   */
+  lowProcessor?: ImageProcessor;
   /** input_ids -> inputs_embeds. */
   embed: OrtSession;
   /** pixel_values, image_grid_thw -> image_features. */
@@ -60,6 +65,18 @@ export interface PromptInputs {
   positions: BigInt64Array;
   rows: 1 | 3;
   delta: number;
+}
+
+/**
+ * The processor for low-resolution images (VisionModel.lowProcessor): the same class on the same
+ * config with max_pixels lowered (src/models/vision.ts lowResolutionMaxPixels), which
+ * Qwen2VLImageProcessor's constructor reads ahead of size.longest_edge; undefined where a low
+ * resolution changes nothing.
+ */
+export function lowResolutionProcessor(processor: ImageProcessor, spec: VisionSpec): ImageProcessor | undefined {
+  const maxPixels = lowResolutionMaxPixels(spec);
+  if (maxPixels === undefined) return undefined;
+  return new (processor.constructor as new (config: object) => ImageProcessor)({ ...processor.config, max_pixels: maxPixels });
 }
 
 const ortTensor = (tensor: Tensor) => (tensor as unknown as { ort_tensor: unknown }).ort_tensor;
@@ -176,7 +193,8 @@ export class VisionInputs {
     this.decoded.delete(image.hash);
     let processed: ProcessedImage;
     try {
-      processed = await this.model.processor(raw) as unknown as ProcessedImage;
+      const processor = image.lowResolution ? (this.model.lowProcessor ?? this.model.processor) : this.model.processor;
+      processed = await processor(raw) as unknown as ProcessedImage;
     } catch (error) {
       throw unreadable(this.modelId, index, error);
     }
