@@ -25,7 +25,10 @@
  *
  *   npm run bench:llama-server -- --quick      (a few minutes: prompts 2k and 8k, 2 rounds, 32 tokens)
  *   npm run bench:llama-server                 (prompts 2k, 8k and 20k, 3 rounds, 64 tokens)
+ *   npm run bench:llama-server -- --quick --shape qwen2.5-0.5b   (the issue's subject: Qwen2.5-0.5B's shape, F32)
  *   options: --gguf FILE (default: the test GGUF, Qwen3's tokenizer, built as the tests build it)
+ *            --shape NAME (a random-weight GGUF of a real model's shape with Qwen3's tokenizer,
+ *              written once to bench/models/gguf: ../builders/gguf/shaped-gguf.ts)
  *            --context N --sequences N --threads N --rounds N --decode N --prompts 2048,8192
  *            --streams 1,4,8 --server-env KEY=V,KEY=V --llama-server-args "..." --no-node-llama-cpp --no-llama-server --name NAME
  *
@@ -43,6 +46,7 @@ import { renderPrompt } from '../../src/chat/prompt.js';
 import { scanModels } from '../../src/models/registry.js';
 import { loadGgufTokenizer } from '../../src/tokenize/load-tokenizer.js';
 import { LlamaChild } from './llama-cpp-child-client.js';
+import { shapedGguf } from '../builders/gguf/shaped-gguf.js';
 import { ggufFolder } from './gguf-folder.js';
 import { ensureLlamaServer } from './llama-server-build.js';
 import { peakOf } from './process-memory.js';
@@ -54,6 +58,7 @@ const { values } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     gguf: { type: 'string' },
+    shape: { type: 'string' },
     context: { type: 'string' },
     sequences: { type: 'string', default: '8' },
     threads: { type: 'string', default: String(Math.min(os.availableParallelism(), 4)) },
@@ -87,7 +92,8 @@ if (PROMPTS.some((p) => p + 8 > CONTEXT)) throw new Error(`--context ${CONTEXT} 
 
 // --- the file and its prompts -------------------------------------------------------------------
 
-const { dir, model: MODEL, gguf } = ggufFolder(values.gguf, 'bench-llama-server', { contextLength: CONTEXT });
+const file = values.shape ? shapedGguf({ shape: values.shape, tokenizerDir: path.resolve('models/tiny-qwen3-random'), dir: path.resolve('bench/models/gguf'), log: (l) => process.stderr.write(`${l}\n`) }) : values.gguf;
+const { dir, model: MODEL, gguf } = ggufFolder(file, 'bench-llama-server', { contextLength: CONTEXT });
 const info = scanModels({ modelsDir: dir, defaultPoolSize: 1 }).models.find((m) => m.id === MODEL)!;
 const tokenizer = await loadGgufTokenizer(info);
 
