@@ -165,7 +165,15 @@ export class ProcessPool implements InferencePool {
 
   private spawn(): Child {
     const { filename, execArgv } = scriptBeside(import.meta.url, './process-entry');
-    const proc = fork(filename, [], { execArgv, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    // One libuv thread per llama.cpp worker, unless the environment sets it: node-llama-cpp runs each
+    // decode on libuv's pool, and decodes rotating over its four threads each brought llama.cpp's
+    // compute threads of their own (an OpenMP team per calling thread, with the build made by
+    // `npm run build:llama`), which then outnumbered the cores. Measured on 2 cores, a
+    // Qwen2.5-0.5B-shaped F32 GGUF, eight sequences: a decode step 287-345 ms with four, 119-165 ms
+    // with one (built here); 401-438 ms and 190-284 ms with the prebuilt binary; one sequence alike
+    // (docs/benchmarks.md). The pool's other users here (state files, file reads) queue behind a step.
+    const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? String(Math.max(1, this.model.poolSize)) };
+    const proc = fork(filename, [], { execArgv, env, serialization: 'advanced', stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     let exitedResolve!: () => void;
     const child: Child = {
       process: proc,
