@@ -104,6 +104,11 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   const model = await llama.loadModel({ modelPath: file, gpuLayers: onGpu ? engine.gpuLayers : 0 });
   const notes: string[] = [];
   const device = onGpu ? `${llama.gpu} (${model.gpuLayers} layers)` : 'cpu';
+  // node-llama-cpp loads a build made here (npm run build:llama) before its prebuilt binaries. The
+  // prebuilt CPU binaries have no OpenMP and a generic per-family instruction set; built for this
+  // CPU, prefill and batched decoding ran 1.3-1.4x faster (docs/benchmarks.md).
+  const binary = llama.buildType === 'localBuild' ? 'built here' : 'prebuilt';
+  if (binary === 'prebuilt' && !onGpu) notes.push('llama.cpp: the prebuilt CPU binary; `npm run build:llama` builds one for this CPU, faster (docs/benchmarks.md)');
   // One thread per core that does math, unless set: node-llama-cpp's own default is at least 4,
   // which on a 2-core machine runs llama.cpp's spinning threads on top of each other (measured: a
   // 7,353-token prefill of the test model 5.0 s instead of 0.8 s, each decoding step 250 ms).
@@ -137,13 +142,13 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
         ...kv,
       }));
     }
-    notes.push(`llama.cpp on ${device}: sequences ${layoutText(layout)} tokens (${(layout.kvBytes / 2 ** 20).toFixed(0)} MiB of KV), flash attention ${contexts[0]!.flashAttention ? 'on' : 'off'}`);
+    notes.push(`llama.cpp (${binary}) on ${device}: sequences ${layoutText(layout)} tokens (${(layout.kvBytes / 2 ** 20).toFixed(0)} MiB of KV), flash attention ${contexts[0]!.flashAttention ? 'on' : 'off'}`);
   } else {
     // An encoder's input goes through in one pass: a batch as long as its context.
     const encoder = { contextSize: info.contextLength, batchSize: Math.max(engine.prefillChunkTokens, info.contextLength), ...threads };
     if (info.task === 'rerank') ranking = await model.createRankingContext(encoder);
     else embedding = await model.createEmbeddingContext(encoder);
-    notes.push(`llama.cpp on ${device}`);
+    notes.push(`llama.cpp (${binary}) on ${device}`);
   }
   const eos = ['eos', 'eot', 'eom'].map((k) => ggufNumber(metadata, `tokenizer.ggml.${k}_token_id`)).filter((id): id is number => id !== undefined);
   // Every token llama.cpp itself ends a generation on (it also finds them by their text: <|im_end|>, <|endoftext|>...).
