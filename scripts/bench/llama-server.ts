@@ -49,7 +49,7 @@ import { LlamaChild } from './llama-cpp-child-client.js';
 import { shapedGguf } from '../builders/gguf/shaped-gguf.js';
 import { ggufFolder } from './gguf-folder.js';
 import { ensureLlamaServer } from './llama-server-build.js';
-import { peakOf } from './process-memory.js';
+import { peakOf, peakSharedOnceOf } from './process-memory.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess } from './server-process.js';
 import { partialUtf8Tokens } from './utf8-bias.js';
@@ -327,7 +327,10 @@ try {
     loads.push({ at: `round ${round + 1}`, load: load() });
     process.stderr.write(`round ${round + 1}/${ROUNDS} done (load ${load()})\n`);
   }
-  for (const t of targets) record('peak RSS, process tree (MiB)', t.name, peakOf(t.pid));
+  for (const t of targets) {
+    record('peak RSS, process tree (MiB)', t.name, peakOf(t.pid));
+    record('peak RSS, code shared within the tree counted once (MiB)', t.name, peakSharedOnceOf(t.pid));
+  }
 } finally {
   for (const t of targets) await t.stop();
   agent.destroy();
@@ -356,7 +359,7 @@ writeResults(values.name!, {
   ...notes,
   typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests to its /completion with the token ids our chat layer renders, \`cache_prompt: false\`, \`ignore_eos\`, and a logit bias that disallows the ${partialTokens.length} tokens that are not valid UTF-8 on their own (llama-server parses every output, /completion's too, and answers a random-weight model's malformed UTF-8 with a 500; the bias leaves the compute per token as it is: one forward pass, one greedy sample after ${partialTokens.length} additions).`,
   `Ours: the compiled server (dist/src/main.js, as npm start runs it), the GGUF model in its own process, GENERATION_BATCH_SIZE=${SEQUENCES}, contextLength ${CONTEXT} (its manifest), INTRA_OP_THREADS=${THREADS}, PROMPT_CACHE_BYTES=0${Object.keys(SERVER_ENV).length ? `, ${JSON.stringify(SERVER_ENV)}` : ''}; requests with \`ignore_eos\`, \`reasoning_effort: none\`. node-llama-cpp: its prebuilt CPU binary in a child process (scripts/bench/llama-cpp-child.ts), ${SEQUENCES} sequences of ${CONTEXT}, batch 512, fed the token ids our chat layer renders.`,
-  `TTFT: a request of max_tokens 1 answered whole (prefill and the first token), ${[...promptTokens].map(([k, v]) => `${k}: ${v} tokens`).join(', ')}. Decoding: prompts of ${SHORT_PROMPT} tokens, ${DECODE} tokens each, greedy, streamed; aggregate = streams × tokens over the wall time from the first request sent to the last answer. Peak RSS: VmHWM summed over each process tree (ours: server + model process), the lifetime peak. Ratios: ours / peer (TTFT and RSS: lower is better; tok/s: higher is better).`,
+  `TTFT: a request of max_tokens 1 answered whole (prefill and the first token), ${[...promptTokens].map(([k, v]) => `${k}: ${v} tokens`).join(', ')}. Decoding: prompts of ${SHORT_PROMPT} tokens, ${DECODE} tokens each, greedy, streamed; aggregate = streams × tokens over the wall time from the first request sent to the last answer. Peak RSS: VmHWM summed over each process tree (ours: server + model process), the lifetime peak; and the same with the files the model process maps that the server process maps too (Node's binary, the C/C++ libraries: the same physical pages) counted once (./process-memory.ts peakSharedOnceOf). Ratios: ours / peer (TTFT and RSS: lower is better; tok/s: higher is better).`,
   ...[...mismatches].map((m) => `Prompt counts differ: ${m}.`),
   `Load average at start ${loads[0]!.load}, at end ${loads.at(-1)!.load}: on a shared machine the absolute figures are indicative; the ratios, from interleaved rounds, are what count.`,
 ].filter(Boolean));

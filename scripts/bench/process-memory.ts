@@ -25,3 +25,30 @@ export const peakOf = (pid: number): number => {
 export const pssOf = (pid: number): number =>
   Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))![1]) / 1024 + childrenOf(pid).reduce((sum, child) => sum + pssOf(child), 0);
 
+
+/** Resident KiB of each file a process maps (smaps), by path. */
+function residentFiles(pid: number): Map<string, number> {
+  const files = new Map<string, number>();
+  let file: string | undefined;
+  for (const line of fs.readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (mapping) file = mapping[1]!.startsWith('/') ? mapping[1] : undefined;
+    else if (file && line.startsWith('Rss:')) files.set(file, (files.get(file) ?? 0) + Number(/(\d+)/.exec(line)![1]));
+  }
+  return files;
+}
+
+/**
+ * peakOf with the files a child maps that its tree's root maps too (Node's own binary, the C and C++
+ * libraries) counted once: the same physical pages, which summed peaks count in every process. Read
+ * now, after the run; a model file only the child maps stays counted.
+ */
+export const peakSharedOnceOf = (pid: number): number => {
+  const root = residentFiles(pid);
+  const twice = (child: number): number => {
+    let kib = 0;
+    for (const [file, rss] of residentFiles(child)) if (root.has(file)) kib += Math.min(rss, root.get(file)!);
+    return kib + childrenOf(child).reduce((sum, c) => sum + twice(c), 0);
+  };
+  return peakOf(pid) - childrenOf(pid).reduce((sum, c) => sum + twice(c), 0) / 1024;
+};
