@@ -37,6 +37,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -273,6 +274,11 @@ async function startNodeLlamaCpp(): Promise<Target> {
 
 // --- the run ------------------------------------------------------------------------------------
 
+/** Which llama.cpp binary node-llama-cpp loads for ours and its child: a build made here comes first (scripts/build-llama.ts). */
+const LLAMA_BINARY = fs.existsSync(path.join(path.dirname(createRequire(import.meta.url).resolve('node-llama-cpp/package.json')), 'llama', 'localBuilds'))
+  ? 'built here by `npm run build:llama` (GGML_NATIVE, OpenMP), loaded before the prebuilt ones'
+  : "node-llama-cpp's prebuilt CPU binary (no OpenMP; the variant for this CPU's family)";
+
 const build = values['no-llama-server'] ? 'left out (--no-llama-server)' : ensureLlamaServer();
 const notes: string[] = [];
 if (typeof build === 'string') {
@@ -353,12 +359,13 @@ const tables: Table[] = [{
 tables.push({ title: 'Load average (1 min), shared machine', columns: ['when', 'load'], rows: loads.map((l) => [l.at, l.load]) });
 writeResults(values.name!, {
   gguf: path.basename(gguf), model: MODEL, context: CONTEXT, sequences: SEQUENCES, threads: THREADS, rounds: ROUNDS, decode: DECODE, shortPrompt: SHORT_PROMPT,
-  promptTokens: Object.fromEntries(promptTokens), serverEnv: SERVER_ENV, llamaServer: typeof build === 'string' ? { skipped: build } : { ...build, args: llamaServerArgs },
+  promptTokens: Object.fromEntries(promptTokens), serverEnv: SERVER_ENV, llamaBinary: LLAMA_BINARY, llamaServer: typeof build === 'string' ? { skipped: build } : { ...build, args: llamaServerArgs },
   loads, samples: Object.fromEntries([...samples].map(([m, byTarget]) => [m, Object.fromEntries(byTarget)])),
 }, tables, [
   ...notes,
   typeof build === 'string' ? '' : `llama-server: ${build.describe}; run as \`llama-server ${llamaServerArgs.replace(gguf, path.basename(gguf))}\`, requests to its /completion with the token ids our chat layer renders, \`cache_prompt: false\`, \`ignore_eos\`, and a logit bias that disallows the ${partialTokens.length} tokens that are not valid UTF-8 on their own (llama-server parses every output, /completion's too, and answers a random-weight model's malformed UTF-8 with a 500; the bias leaves the compute per token as it is: one forward pass, one greedy sample after ${partialTokens.length} additions).`,
-  `Ours: the compiled server (dist/src/main.js, as npm start runs it), the GGUF model in its own process, GENERATION_BATCH_SIZE=${SEQUENCES}, contextLength ${CONTEXT} (its manifest), INTRA_OP_THREADS=${THREADS}, PROMPT_CACHE_BYTES=0${Object.keys(SERVER_ENV).length ? `, ${JSON.stringify(SERVER_ENV)}` : ''}; requests with \`ignore_eos\`, \`reasoning_effort: none\`. node-llama-cpp: its prebuilt CPU binary in a child process (scripts/bench/llama-cpp-child.ts), ${SEQUENCES} sequences of ${CONTEXT}, batch 512, fed the token ids our chat layer renders.`,
+  `llama.cpp in ours and node-llama-cpp: ${LLAMA_BINARY}.`,
+  `Ours: the compiled server (dist/src/main.js, as npm start runs it), the GGUF model in its own process, GENERATION_BATCH_SIZE=${SEQUENCES}, contextLength ${CONTEXT} (its manifest), INTRA_OP_THREADS=${THREADS}, PROMPT_CACHE_BYTES=0${Object.keys(SERVER_ENV).length ? `, ${JSON.stringify(SERVER_ENV)}` : ''}; requests with \`ignore_eos\`, \`reasoning_effort: none\`. node-llama-cpp: in a child process (scripts/bench/llama-cpp-child.ts), ${SEQUENCES} sequences of ${CONTEXT}, batch 512, fed the token ids our chat layer renders.`,
   `TTFT: a request of max_tokens 1 answered whole (prefill and the first token), ${[...promptTokens].map(([k, v]) => `${k}: ${v} tokens`).join(', ')}. Decoding: prompts of ${SHORT_PROMPT} tokens, ${DECODE} tokens each, greedy, streamed; aggregate = streams × tokens over the wall time from the first request sent to the last answer. Peak RSS: VmHWM summed over each process tree (ours: server + model process), the lifetime peak; and the same with the files the model process maps that the server process maps too (Node's binary, the C/C++ libraries: the same physical pages) counted once (./process-memory.ts peakSharedOnceOf). Ratios: ours / peer (TTFT and RSS: lower is better; tok/s: higher is better).`,
   ...[...mismatches].map((m) => `Prompt counts differ: ${m}.`),
   `Load average at start ${loads[0]!.load}, at end ${loads.at(-1)!.load}: on a shared machine the absolute figures are indicative; the ratios, from interleaved rounds, are what count.`,
