@@ -273,12 +273,12 @@ describe('image input served by the bundled Gemma 3-shaped model, through the SD
   it("@anthropic-ai/sdk: an image turn streams under a forced tool call's grammar", async () => {
     const anthropic = new Anthropic({ baseURL: gemma.url, apiKey: KEY, maxRetries: 0 });
     const stream = anthropic.messages.stream({
-      // Greedy, and each coordinate one of a few values: the grammar's output is short and the same
-      // every run (the bundled model's generation_config samples, and an open integer lets a
-      // random model write digits to the limit).
+      // Greedy, one call, each coordinate one of a few values: the grammar's output is short and the
+      // same every run (the bundled model's generation_config samples, an open integer let the random
+      // model write digits to the limit, and parallel calls let it write calls to the limit).
       model: GEMMA_VISION_MODEL, max_tokens: 200, temperature: 0,
       tools: [{ name: 'click', description: 'Click a point on the screen', input_schema: { type: 'object', properties: { x: { type: 'integer', enum: [10, 20, 30] }, y: { type: 'integer', enum: [10, 20, 30] } }, required: ['x', 'y'], additionalProperties: false } }],
-      tool_choice: { type: 'tool', name: 'click' },
+      tool_choice: { type: 'tool', name: 'click', disable_parallel_tool_use: true },
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Click the button.' }, { type: 'image', source: { type: 'base64', media_type: 'image/png', data: small } }] }],
     });
     let events = 0;
