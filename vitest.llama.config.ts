@@ -25,10 +25,11 @@ export const LLAMA_PASS = fs.readdirSync(CLIENTS).filter((f) => f.endsWith('.tes
 
 /**
  * The llama.cpp runs of the slowest files, whose subject is not the engine (the page in a browser:
- * 100-120 s; models loading and unloading: 70-120 s, a GGUF load being seconds on two cores), go to
+ * 100-120 s; models loading and unloading, the server's main process started and stopped: 70-120 s, a
+ * GGUF load being seconds on two cores), go to
  * the end-to-end pass (vitest.llama-e2e.config.ts, run by npm run test:e2e) for npm test's time.
  */
-export const LLAMA_E2E = [`${CLIENTS}/playground.test.ts`, `${CLIENTS}/lifecycle.test.ts`];
+export const LLAMA_E2E = [`${CLIENTS}/playground.test.ts`, `${CLIENTS}/lifecycle.test.ts`, `${CLIENTS}/main-process.test.ts`];
 
 /** The llama.cpp pass's environment: the chat model on llama.cpp, one thread per model process (two cores). */
 export const LLAMA_ENV = { ...base.test?.env, TEST_CHAT_ENGINE: 'llama', FUZZ_CHAT_MODEL: GGUF_CHAT_MODEL, INTRA_OP_THREADS: '1' };
