@@ -10,6 +10,8 @@ export const MAIN_E2E = [
   'test/clients/lifecycle.test.ts',
   'test/clients/main-process.test.ts',
   'test/model/hub.test.ts',
+  // Each README example from unloaded models: ~150 s of a worker.
+  'test/clients/readme-examples.test.ts',
 ];
 
 export default defineConfig({
@@ -18,8 +20,8 @@ export default defineConfig({
     // The slow end-to-end files (*.e2e.test.ts: test models of every model family built and served on
     // both engines) run in their own pass, `npm run test:e2e` (vitest.e2e.config.ts), which .ci/run
     // runs after `npm test`: the suite's own time stays within 20 minutes on two cores.
-    // The page's browser test (about 2 minutes of a worker) and the lifecycle, main-process and hub
-    // files (MAIN_E2E) run there too, for the same reason.
+    // The page's browser test (about 2 minutes of a worker) and the lifecycle, main-process, hub and
+    // README-examples files (MAIN_E2E) run there too, for the same reason.
     exclude: ['test/**/*.e2e.test.ts', ...MAIN_E2E, '**/node_modules/**'],
     // Builds the bundled models once if they are absent (a fresh clone that skipped npm install's hook).
     globalSetup: ['test/helpers/global-setup.ts'],
