@@ -101,6 +101,42 @@ function externalBytes(t: TensorProto, open: (location: string) => number): Arra
   return out.buffer;
 }
 
+/** The sizes a `llama`-architecture GGUF states. */
+export interface LlamaShape {
+  vocab: number;
+  context: number;
+  hidden: number;
+  layers: number;
+  intermediate: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  ropeTheta: number;
+  rmsEps: number;
+}
+
+/** A `llama`-architecture GGUF's general and model metadata (the tokenizer's is the caller's). */
+export function llamaMetadata(name: string, type: GgmlType, shape: LlamaShape): Record<string, GgufValue> {
+  const u32 = (value: number): GgufValue => ({ type: 'u32', value });
+  return {
+    'general.architecture': { type: 'string', value: 'llama' },
+    'general.name': { type: 'string', value: name },
+    'general.file_type': u32(FILE_TYPE[type]),
+    'llama.vocab_size': u32(shape.vocab),
+    'llama.context_length': u32(shape.context),
+    'llama.embedding_length': u32(shape.hidden),
+    'llama.block_count': u32(shape.layers),
+    'llama.feed_forward_length': u32(shape.intermediate),
+    'llama.rope.dimension_count': u32(shape.headDim),
+    'llama.attention.head_count': u32(shape.heads),
+    'llama.attention.head_count_kv': u32(shape.kvHeads),
+    'llama.attention.key_length': u32(shape.headDim),
+    'llama.attention.value_length': u32(shape.headDim),
+    'llama.rope.freq_base': { type: 'f32', value: shape.ropeTheta },
+    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: shape.rmsEps },
+  };
+}
+
 export function onnxToGguf(options: OnnxToGgufOptions): void {
   const config = JSON.parse(fs.readFileSync(path.join(options.modelDir, 'config.json'), 'utf8')) as Config;
   const onnxPath = path.join(options.modelDir, options.onnxFile ?? 'onnx/model.onnx');
@@ -170,21 +206,10 @@ export function onnxToGguf(options: OnnxToGgufOptions): void {
   const special = new Set((tokenizer.added_tokens ?? []).map((t) => t.id));
   const eos = config.eos_token_id ?? 0;
   const metadata: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: 'llama' },
-    'general.name': { type: 'string', value: path.basename(options.modelDir) },
-    'general.file_type': { type: 'u32', value: FILE_TYPE[q] },
-    'llama.vocab_size': { type: 'u32', value: V },
-    'llama.context_length': { type: 'u32', value: config.max_position_embeddings },
-    'llama.embedding_length': { type: 'u32', value: H },
-    'llama.block_count': { type: 'u32', value: config.num_hidden_layers },
-    'llama.feed_forward_length': { type: 'u32', value: F },
-    'llama.rope.dimension_count': { type: 'u32', value: D },
-    'llama.attention.head_count': { type: 'u32', value: NH },
-    'llama.attention.head_count_kv': { type: 'u32', value: NKV },
-    'llama.attention.key_length': { type: 'u32', value: D },
-    'llama.attention.value_length': { type: 'u32', value: D },
-    'llama.rope.freq_base': { type: 'f32', value: config.rope_theta },
-    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: config.rms_norm_eps },
+    ...llamaMetadata(path.basename(options.modelDir), q, {
+      vocab: V, context: config.max_position_embeddings, hidden: H, layers: config.num_hidden_layers, intermediate: F,
+      heads: NH, kvHeads: NKV, headDim: D, ropeTheta: config.rope_theta, rmsEps: config.rms_norm_eps,
+    }),
     'tokenizer.ggml.model': { type: 'string', value: 'gpt2' },
     'tokenizer.ggml.pre': { type: 'string', value: 'default' },
     'tokenizer.ggml.tokens': { type: 'strings', value: tokens },

@@ -13,7 +13,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { FILE_TYPE, writeGguf, type GgmlType, type GgufTensor, type GgufValue } from './gguf-writer.js';
+import { writeGguf, type GgmlType, type GgufTensor, type GgufValue } from './gguf-writer.js';
+import { llamaMetadata } from './from-onnx.js';
 import { tokenizerMetadata } from './chat-gguf.js';
 
 export interface Shape {
@@ -70,21 +71,7 @@ export function shapedGguf(options: ShapedGgufOptions): string {
   }
   specs.push({ name: 'output_norm.weight', shape: [H], type: 'F32', fanIn: 1, ones: true });
   const metadata: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: 'llama' },
-    'general.name': { type: 'string', value: `${options.shape}-shape-qwen3` },
-    'general.file_type': { type: 'u32', value: FILE_TYPE[type] },
-    'llama.vocab_size': { type: 'u32', value: V },
-    'llama.context_length': { type: 'u32', value: shape.context },
-    'llama.embedding_length': { type: 'u32', value: H },
-    'llama.block_count': { type: 'u32', value: shape.layers },
-    'llama.feed_forward_length': { type: 'u32', value: F },
-    'llama.rope.dimension_count': { type: 'u32', value: D },
-    'llama.attention.head_count': { type: 'u32', value: NH },
-    'llama.attention.head_count_kv': { type: 'u32', value: NKV },
-    'llama.attention.key_length': { type: 'u32', value: D },
-    'llama.attention.value_length': { type: 'u32', value: D },
-    'llama.rope.freq_base': { type: 'f32', value: shape.ropeTheta },
-    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: 1e-6 },
+    ...llamaMetadata(`${options.shape}-shape-qwen3`, type, { ...shape, hidden: H, intermediate: F, heads: NH, kvHeads: NKV, headDim: D, rmsEps: 1e-6 }),
     ...tokenizerMetadata(options.tokenizerDir, V, 'qwen2'),
   };
   let seed = 0x9e3779b9;
