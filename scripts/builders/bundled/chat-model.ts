@@ -79,6 +79,17 @@ export function packageModels(packageName: string): string {
   return path.join(root, 'models');
 }
 
+/** A tokenizer package's added tokens, and the id of one by its text (failing loudly when the package has none). */
+export function packageAddedTokens(packageName: string): { added: AddedToken[]; idOf: (content: string) => number } {
+  const added = (JSON.parse(fs.readFileSync(path.join(packageModels(packageName), 'tokenizer.json'), 'utf8')) as { added_tokens: AddedToken[] }).added_tokens;
+  const idOf = (content: string) => {
+    const token = added.find((t) => t.content === content);
+    if (!token) throw new Error(`${packageName} has no token ${content}`);
+    return token.id;
+  };
+  return { added, idOf };
+}
+
 export function buildChatFolder(ctx: BuildContext, spec: ChatFolderSpec): void {
   ctx.progress(`copying the tokenizer and chat template of ${spec.tokenizerPackage}`);
   const source = packageModels(spec.tokenizerPackage);

