@@ -5,11 +5,9 @@
  * M-RoPE positions (greedy tokens equal transformers.js's own Qwen3VLForConditionalGeneration
  * generate on the same inputs, alone and in a batch; our decoder graph rewritten to last-position logits), and the prefix cache keyed by the images' bytes.
  */
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoProcessor, cat, Qwen3VLForConditionalGeneration, RawImage, Tensor, type Processor } from '@huggingface/transformers';
 import { scanModels } from '../../src/models/registry.js';
@@ -20,17 +18,9 @@ import type { ChatImage, ChatPrompt } from '../../src/core/types.js';
 import type { SequenceEngine, SequenceImage } from '../../src/engines/sequence.js';
 import { MODELS_DIR, VISION_MODEL } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
+import { GREEDY, greedyTokens, png } from '../helpers/vision.js';
 
-const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 const MAX_TOKENS = 6;
-
-/** A width x height PNG; `shade` changes its pixels, not its size. */
-async function png(width: number, height: number, shade = 128): Promise<ChatImage> {
-  const raw = Buffer.alloc(width * height * 3);
-  for (let i = 0; i < width * height; i++) raw.set([(i % width) % 256, Math.floor(i / width) % 256, shade], i * 3);
-  const bytes = new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer());
-  return { mediaType: 'image/png', bytes, width, height, hash: createHash('sha256').update(bytes).digest('hex'), offset: 0 };
-}
 
 let loaded: LoadedModel;
 let engine: SequenceEngine;
@@ -57,12 +47,7 @@ afterAll(async () => {
 const ask = (text: string, images: ChatImage[], offset = 0): ChatPrompt => ({ model: VISION_MODEL, messages: [{ role: 'user', content: text, images: images.map((image) => ({ ...image, offset })) }] });
 
 /** Our engine's greedy tokens for a rendered prompt (stopping at the model's end, as generate does). */
-async function ours(ids: number[], images: SequenceImage[] | undefined, on = engine): Promise<{ tokens: number[]; cached: number }> {
-  const tokens: number[] = [];
-  const prefix = await on.lookup(ids, MAX_TOKENS, images ? { images } : {});
-  await on.run({ promptIds: ids, ...(images ? { images } : {}), maxTokens: MAX_TOKENS, sampling: GREEDY, cancelled: () => false, onToken: (id) => (tokens.push(id), loaded.eosTokenIds.includes(id)) }, prefix);
-  return { tokens, cached: prefix?.length ?? 0 };
-}
+const ours = (ids: number[], images: SequenceImage[] | undefined, on = engine) => greedyTokens(on, loaded.eosTokenIds, ids, images, MAX_TOKENS);
 
 /** transformers.js's own greedy generate on the same ids, each image through the processor alone. */
 async function theirs(ids: number[], images: ChatImage[]): Promise<number[]> {

@@ -6,8 +6,6 @@
  * Gemma3ForConditionalGeneration generate on the same inputs), and the prefix cache keyed by the
  * images' bytes.
  */
-import { createHash } from 'node:crypto';
-import sharp from 'sharp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AutoProcessor, cat, Gemma3ForConditionalGeneration, RawImage, Tensor, type Processor } from '@huggingface/transformers';
 import { scanModels } from '../../src/models/registry.js';
@@ -18,9 +16,9 @@ import type { ChatImage, ChatPrompt } from '../../src/core/types.js';
 import type { SequenceEngine, SequenceImage } from '../../src/engines/sequence.js';
 import { GEMMA_VISION_MODEL, MODELS_DIR } from '../helpers/paths.js';
 import { testEngine } from '../helpers/engine.js';
+import { greedyTokens, png } from '../helpers/vision.js';
 
 const MODEL = GEMMA_VISION_MODEL;
-const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 const MAX_TOKENS = 6;
 /** Gemma 3's ids (its tokenizer.json): <start_of_image>, <end_of_image>, <image_soft_token>, "\n\n", "\n\n\n". */
 const BOI = 255999;
@@ -28,14 +26,6 @@ const EOI = 256000;
 const SOFT = 262144;
 const NL2 = 108;
 const NL3 = 109;
-
-/** A width x height PNG; `shade` changes its pixels, not its size. */
-async function png(width: number, height: number, shade = 128): Promise<ChatImage> {
-  const raw = Buffer.alloc(width * height * 3);
-  for (let i = 0; i < width * height; i++) raw.set([(i % width) % 256, Math.floor(i / width) % 256, shade], i * 3);
-  const bytes = new Uint8Array(await sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer());
-  return { mediaType: 'image/png', bytes, width, height, hash: createHash('sha256').update(bytes).digest('hex'), offset: 0 };
-}
 
 let loaded: LoadedModel;
 let engine: SequenceEngine;
@@ -62,12 +52,7 @@ afterAll(async () => {
 const ask = (text: string, images: ChatImage[], offset = 0): ChatPrompt => ({ model: MODEL, messages: [{ role: 'user', content: text, images: images.map((image) => ({ ...image, offset })) }] });
 
 /** Our engine's greedy tokens for a rendered prompt (stopping at the model's end, as generate does). */
-async function ours(ids: number[], images: SequenceImage[] | undefined, on = engine): Promise<{ tokens: number[]; cached: number }> {
-  const tokens: number[] = [];
-  const prefix = await on.lookup(ids, MAX_TOKENS, images ? { images } : {});
-  await on.run({ promptIds: ids, ...(images ? { images } : {}), maxTokens: MAX_TOKENS, sampling: GREEDY, cancelled: () => false, onToken: (id) => (tokens.push(id), loaded.eosTokenIds.includes(id)) }, prefix);
-  return { tokens, cached: prefix?.length ?? 0 };
-}
+const ours = (ids: number[], images: SequenceImage[] | undefined, on = engine) => greedyTokens(on, loaded.eosTokenIds, ids, images, MAX_TOKENS);
 
 /** transformers.js's own greedy generate on the same ids and images (pixel_values stacked, as Gemma3Processor makes them). */
 async function theirs(ids: number[], images: ChatImage[]): Promise<number[]> {
