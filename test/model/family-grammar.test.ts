@@ -82,3 +82,43 @@ describe('forced calls in each family\'s syntax', () => {
     }
   });
 });
+
+/**
+ * The budget rule (src/chat/grammar/guide.ts) forces what the tracker says completes a call once the
+ * tokens left are about what it needs: from any point of a call, in any family's syntax, that
+ * completion must be text the grammar takes to its end and the parser reads as the call.
+ */
+describe("a forced call's completion, from any point of it", () => {
+  const FOLLOWED = TOOL_FORMATS.filter((f): f is Exclude<ToolFormat, 'auto' | 'qwen3-xml'> => f !== 'auto' && f !== 'qwen3-xml');
+  it.each(FOLLOWED.map((f) => [f]))('%s: every prefix plus its completion is a whole call under the grammar', async (format) => {
+    const constraint = planConstraint(forced, format)!;
+    const features: TemplateFeatures = { toolFormat: format, nativeTools: true, thinkingSwitch: false, reasoning: 'none', effortLevels: false };
+    const text = CALL_TEXT[format];
+    for (let cut = 0; cut <= text.length; cut++) {
+      const tracker = constraint.tracker();
+      // Fed in uneven pieces, as tokens arrive.
+      for (let at = 0; at < cut; at += 1 + (at % 3)) tracker.push(text.slice(at, Math.min(cut, at + 1 + (at % 3))));
+      const rest = tracker.completion();
+      expect(rest, `after ${JSON.stringify(text.slice(0, cut))}`).toBeTypeOf('string');
+      if (cut === text.length) expect(rest).toBe('');
+      const whole = text.slice(0, cut) + rest!;
+      const matcher = await matcherFor(loaded, VOCAB, constraint.source);
+      try {
+        const ids = loaded.tokenizer.encode(whole, { add_special_tokens: false });
+        ids.forEach((id, i) => expect(matcher.accept(id), `token ${i} of ${JSON.stringify(whole)}`).toBe(true));
+        expect(matcher.accept(loaded.eosTokenIds[0]!), `the grammar ends after ${JSON.stringify(whole)}`).toBe(true);
+      } finally {
+        matcher.dispose();
+      }
+      expect(parseModelOutput(features, whole, { tools: [TOOL] }).toolCalls?.map((c) => c.name)).toEqual(['get_weather']);
+    }
+  });
+
+  it('a raw value that ends on its stop\'s first character is closed from there', () => {
+    const tracker = planConstraint(forced, 'minimax-m2')!.tracker();
+    tracker.push('<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">a<');
+    expect(tracker.completion()).toBe('/parameter>\n<parameter name="days">0</parameter>\n</invoke>\n</minimax:tool_call>');
+    tracker.push('<b');
+    expect(tracker.completion()).toBe('</parameter>\n<parameter name="days">0</parameter>\n</invoke>\n</minimax:tool_call>');
+  });
+});

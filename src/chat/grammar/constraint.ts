@@ -27,7 +27,7 @@ interface CallSyntax {
   separator: string;
   /** The text that opens a call inside free text. */
   trigger: string;
-  /** The input is JSON (a tracker can complete it); false: Qwen3-Coder's XML parameters. */
+  /** The input is JSON; false: the family's text form (`text`), or Qwen3-Coder's XML parameters, which no tracker follows. */
   json: boolean;
   /** The input is the family's own text form (GLM's arg_key / arg_value, MiniMax's and DSML's
    * parameter tags, LFM2's Python arguments): its required properties, in the schema's order, each
@@ -45,8 +45,8 @@ interface TextArgs {
   separator: string;
   /** The family writes string values raw (GLM, MiniMax, DSML); false: as JSON (LFM2's Python literals). */
   rawStrings: boolean;
-  /** The regex of a raw string value, when not "no `</`". */
-  rawText?: string;
+  /** The two characters a raw value cannot hold, which open its close (default `</`). */
+  rawStop?: string;
 }
 
 /** As each format's chat template renders a call in the history (and ../tools/parser.ts reads it). */
@@ -88,7 +88,7 @@ const SYNTAX: Record<Exclude<ToolFormat, 'auto'>, CallSyntax> = {
   },
   gemma4: {
     begin: (name) => `<|tool_call>call:${name}{`, end: '}<tool_call|>', separator: '\n', trigger: '<|tool_call>', json: false,
-    text: { key: (k, raw) => `${k}:${raw ? '<|"|>' : ''}`, close: (raw) => (raw ? '<|"|>' : ''), separator: ',', rawStrings: true, rawText: '([^<]|<[^|])*' },
+    text: { key: (k, raw) => `${k}:${raw ? '<|"|>' : ''}`, close: (raw) => (raw ? '<|"|>' : ''), separator: ',', rawStrings: true, rawStop: '<|' },
   },
   lfm2: {
     begin: (name) => `<|tool_call_start|>[${name}(`, end: ')]<|tool_call_end|>', separator: '\n', trigger: '<|tool_call_start|>', json: false,
@@ -180,23 +180,58 @@ export function planConstraint(request: ChatRequest, format: ToolFormat | AutoCa
 }
 
 /**
- * The grammar of a text-form call's arguments: its required properties in the schema's order (the
- * optional ones are left out: a sequence has no optional elements), each value JSON under its own
- * schema, or raw text without `</` for a string the family writes raw.
+ * A call's input and end as the tracker follows them and the grammar is built from them: literal
+ * text, a JSON value under a schema, a raw string value (any text without `stop`, the two characters
+ * that open what follows it), or optional whitespace.
  */
-function textArguments(schema: JsonSchema, form: TextArgs): Record<string, unknown> {
+type Piece = { kind: 'text'; text: string } | { kind: 'json'; schema: JsonSchema } | { kind: 'raw'; stop: string } | { kind: 'space' };
+
+/**
+ * A text-form call's arguments: its required properties in the schema's order (the optional ones are
+ * left out: a sequence has no optional elements), each value JSON under its own schema, or raw text
+ * for a string the family writes raw.
+ */
+function textArgumentPieces(schema: JsonSchema, form: TextArgs): Piece[] {
   const properties = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, JsonSchema>;
   const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string' && Object.hasOwn(properties, k)) : [];
-  const elements: Array<Record<string, unknown>> = [];
-  const text = (value: string) => value !== '' && elements.push({ type: 'const_string', value });
+  const pieces: Piece[] = [];
+  const text = (value: string) => value !== '' && pieces.push({ kind: 'text', text: value });
   required.forEach((name, i) => {
     const property = properties[name]!;
     const raw = form.rawStrings && property.type === 'string';
     text((i > 0 ? form.separator : '') + form.key(name, raw));
-    elements.push(raw ? { type: 'regex', pattern: form.rawText ?? '([^<]|<[^/])*' } : { type: 'json_schema', json_schema: property });
+    pieces.push(raw ? { kind: 'raw', stop: form.rawStop ?? '</' } : { kind: 'json', schema: property });
     text(typeof form.close === 'string' ? form.close : form.close(raw));
   });
-  if (elements.length === 0) return { type: 'regex', pattern: '\\s*' };
+  return pieces.length === 0 ? [{ kind: 'space' }] : pieces;
+}
+
+/** The input's pieces of one call, its end included; undefined where the tracker cannot follow it (Qwen3-Coder's XML parameters). */
+function callPieces(syntax: CallSyntax, schema: JsonSchema): Piece[] | undefined {
+  const end: Piece[] = syntax.end ? [{ kind: 'text', text: syntax.end }] : [];
+  if (syntax.json) return [{ kind: 'json', schema }, ...end];
+  return syntax.text ? [...textArgumentPieces(schema, syntax.text), ...end] : undefined;
+}
+
+const inClass = (c: string) => (/[\\\]^-]/.test(c) ? `\\${c}` : c);
+const literal = (c: string) => c.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** The grammar of a text-form call's arguments (its pieces, the call's end left to the tag). */
+function textArguments(schema: JsonSchema, form: TextArgs): Record<string, unknown> {
+  const elements = textArgumentPieces(schema, form).map((piece): Record<string, unknown> => {
+    switch (piece.kind) {
+      case 'text':
+        return { type: 'const_string', value: piece.text };
+      case 'json':
+        return { type: 'json_schema', json_schema: piece.schema };
+      case 'raw': {
+        const [a, b] = [...piece.stop] as [string, string];
+        return { type: 'regex', pattern: `([^${inClass(a)}]|${literal(a)}[^${inClass(b)}])*` };
+      }
+      case 'space':
+        return { type: 'regex', pattern: '\\s*' };
+    }
+  });
   return elements.length === 1 ? elements[0]! : { type: 'sequence', elements };
 }
 
@@ -256,40 +291,133 @@ interface CallLayout {
   parallel: boolean;
 }
 
+/** The shortest text of pieces from their start; undefined when one cannot be known. */
+function shortestOf(pieces: readonly Piece[]): string | undefined {
+  let out = '';
+  for (const piece of pieces) {
+    const text = piece.kind === 'text' ? piece.text : piece.kind === 'json' ? new JsonCompletion(piece.schema).completion() : '';
+    if (text === undefined) return undefined;
+    out += text;
+  }
+  return out;
+}
+
+/** Follows one call's input and end, piece by piece; lost (no completion) at text the pieces do not take. */
+class PiecesFollower {
+  private at = 0;
+  /** In a text piece: its characters matched; in a raw value: whether the last character opened its stop. */
+  private offset = 0;
+  private json: JsonCompletion | undefined;
+  private lost = false;
+
+  constructor(private readonly pieces: readonly Piece[]) {
+    this.enter();
+  }
+
+  get done(): boolean {
+    return !this.lost && this.at === this.pieces.length;
+  }
+
+  /** One character; false when the call had already ended (the character is not the call's). */
+  push(c: string): boolean {
+    if (this.lost) return true;
+    const piece = this.pieces[this.at];
+    if (!piece) return false;
+    switch (piece.kind) {
+      case 'text':
+        if (piece.text[this.offset] !== c) this.lost = true;
+        else if (++this.offset === piece.text.length) this.next();
+        return true;
+      case 'json': {
+        const after = this.json!.push(c);
+        if (!this.json!.complete) return true;
+        this.next();
+        return after === '' || this.push(after); // a number ends at the character after it
+      }
+      case 'raw':
+        if (this.offset === 1 && c === piece.stop[1]) {
+          this.next();
+          return [...piece.stop].every((s) => this.push(s));
+        }
+        this.offset = this.offset === 0 && c === piece.stop[0] ? 1 : 0;
+        return true;
+      case 'space':
+        if (/\s/.test(c)) return true;
+        this.next();
+        return this.push(c);
+    }
+  }
+
+  completion(): string | undefined {
+    if (this.lost) return undefined;
+    const piece = this.pieces[this.at];
+    if (!piece) return '';
+    const rest = shortestOf(this.pieces.slice(this.at + 1));
+    if (rest === undefined) return undefined;
+    switch (piece.kind) {
+      case 'text':
+        return piece.text.slice(this.offset) + rest;
+      case 'json': {
+        const value = this.json!.completion();
+        return value === undefined ? undefined : value + rest;
+      }
+      case 'raw': {
+        // A held first stop character is the start of what follows (which begins with the stop).
+        if (this.offset === 0) return rest;
+        return rest.startsWith(piece.stop[0]!) ? rest.slice(1) : undefined;
+      }
+      case 'space':
+        return rest;
+    }
+  }
+
+  private next(): void {
+    this.at++;
+    this.enter();
+  }
+
+  private enter(): void {
+    this.offset = 0;
+    const piece = this.pieces[this.at];
+    this.json = piece?.kind === 'json' ? new JsonCompletion(piece.schema) : undefined;
+  }
+}
+
 /** Tool calls, forced (at least one, nothing else) or triggered (free text around them). */
 class CallsTracker implements ConstraintTracker {
   /** Text since the last call ended (or the start). */
   private pending = '';
-  private open: { schema: JsonSchema; json: JsonCompletion | undefined; end: string | undefined } | undefined;
+  /** The call being written: its follower, or null where its input cannot be followed (it is never seen to end). */
+  private open: PiecesFollower | null | undefined;
   private done = 0;
+  private readonly pieces: Map<string, Piece[] | undefined>;
 
   constructor(
     private readonly layout: CallLayout,
     private readonly mode: 'forced' | 'triggered',
-  ) {}
+  ) {
+    this.pieces = new Map(layout.calls.map((call) => [call.name, callPieces(layout.syntax, call.schema)]));
+  }
 
   push(text: string): void {
     const { syntax } = this.layout;
     for (let i = 0; i < text.length; i++) {
       const c = text[i]!;
       const open = this.open;
-      if (!open) {
-        this.pending += c;
-        const call = this.layout.calls.find((k) => this.pending.endsWith(syntax.begin(k.name)));
-        if (call) {
-          this.open = { schema: call.schema, json: syntax.json ? new JsonCompletion(call.schema) : undefined, end: syntax.json ? undefined : '' };
-          this.pending = '';
-        }
-      } else if (open.end === undefined) {
-        // Inside a JSON input: what follows its end is the closing text.
-        const after = open.json!.push(c);
-        if (open.json!.complete) open.end = after;
-      } else {
-        open.end += c;
-        if (syntax.json && open.end === syntax.end) {
+      if (open === null) continue;
+      if (open && open.push(c)) {
+        if (open.done) {
           this.open = undefined;
           this.done++;
         }
+        continue;
+      }
+      this.pending += c;
+      const call = this.layout.calls.find((k) => this.pending.endsWith(syntax.begin(k.name)));
+      if (call) {
+        const pieces = this.pieces.get(call.name);
+        this.open = pieces ? new PiecesFollower(pieces) : null;
+        this.pending = '';
       }
     }
   }
@@ -297,12 +425,7 @@ class CallsTracker implements ConstraintTracker {
   completion(): string | undefined {
     const { syntax } = this.layout;
     const open = this.open;
-    if (open) {
-      if (!syntax.json) return undefined;
-      if (open.end !== undefined) return syntax.end.slice(open.end.length);
-      const rest = open.json!.completion();
-      return rest === undefined ? undefined : rest + syntax.end;
-    }
+    if (open !== undefined) return open?.completion();
     // Between calls: what a call still needs, if one must come or has begun.
     const lead = this.mode === 'forced' && this.done > 0 ? syntax.separator : '';
     let started = this.pending;
@@ -315,9 +438,10 @@ class CallsTracker implements ConstraintTracker {
     for (const call of this.layout.calls) {
       const opener = lead + syntax.begin(call.name);
       if (!opener.startsWith(started)) continue;
-      const input = syntax.json ? new JsonCompletion(call.schema).completion() : undefined;
+      const pieces = this.pieces.get(call.name);
+      const input = pieces && shortestOf(pieces);
       if (input === undefined) continue;
-      const text = opener.slice(started.length) + input + syntax.end;
+      const text = opener.slice(started.length) + input;
       if (best === undefined || text.length < best.length) best = text;
     }
     return best;
