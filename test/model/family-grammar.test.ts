@@ -89,19 +89,26 @@ describe('forced calls in each family\'s syntax', () => {
  * completion must be text the grammar takes to its end and the parser reads as the call.
  */
 describe("a forced call's completion, from any point of it", () => {
-  const FOLLOWED = TOOL_FORMATS.filter((f): f is Exclude<ToolFormat, 'auto' | 'qwen3-xml'> => f !== 'auto' && f !== 'qwen3-xml');
-  it.each(FOLLOWED.map((f) => [f]))('%s: every prefix plus its completion is a whole call under the grammar', async (format) => {
-    const constraint = planConstraint(forced, format)!;
+  const NOTED: ToolSpec = { name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' }, note: { type: 'string' }, days: { type: 'integer' }, unit: { type: 'string' } }, required: ['city', 'days'] } };
+  const CASES: Array<[string, Exclude<ToolFormat, 'auto'>, ToolSpec, string]> = [
+    ...TOOL_FORMATS.filter((f) => f !== 'auto').map((f): [string, Exclude<ToolFormat, 'auto'>, ToolSpec, string] => [f, f, TOOL, CALL_TEXT[f]]),
+    // XGrammar's XML parameters: optional ones written, whitespace, an entity and an escape in a value.
+    ['qwen3-xml, optional parameters', 'qwen3-xml', NOTED, '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis &lt;3\n</parameter>\n<parameter=note> a\\nb</parameter><parameter=days>\n3\n</parameter>\n<parameter=unit>C</parameter></function>\n</tool_call>'],
+  ];
+  it.each(CASES)('%s: every prefix plus its completion is a whole call under the grammar', async (_, format, tool, text) => {
+    const constraint = planConstraint({ ...forced, tools: [tool] }, format)!;
     const features: TemplateFeatures = { toolFormat: format, nativeTools: true, thinkingSwitch: false, reasoning: 'none', effortLevels: false };
-    const text = CALL_TEXT[format];
     for (let cut = 0; cut <= text.length; cut++) {
       const tracker = constraint.tracker();
       // Fed in uneven pieces, as tokens arrive.
       for (let at = 0; at < cut; at += 1 + (at % 3)) tracker.push(text.slice(at, Math.min(cut, at + 1 + (at % 3))));
       const rest = tracker.completion();
-      expect(rest, `after ${JSON.stringify(text.slice(0, cut))}`).toBeTypeOf('string');
+      const prefix = text.slice(0, cut);
+      // Inside an escape or an entity the completion is not worked out (the model finishes it under the grammar).
+      if (/(\\u?[0-9a-f]{0,3}|&[a-z]*)$/i.test(prefix) && format === 'qwen3-xml' && rest === undefined) continue;
+      expect(rest, `after ${JSON.stringify(prefix)}`).toBeTypeOf('string');
       if (cut === text.length) expect(rest).toBe('');
-      const whole = text.slice(0, cut) + rest!;
+      const whole = prefix + rest!;
       const matcher = await matcherFor(loaded, VOCAB, constraint.source);
       try {
         const ids = loaded.tokenizer.encode(whole, { add_special_tokens: false });
@@ -110,7 +117,7 @@ describe("a forced call's completion, from any point of it", () => {
       } finally {
         matcher.dispose();
       }
-      expect(parseModelOutput(features, whole, { tools: [TOOL] }).toolCalls?.map((c) => c.name)).toEqual(['get_weather']);
+      expect(parseModelOutput(features, whole, { tools: [tool] }).toolCalls?.map((c) => c.name)).toEqual(['get_weather']);
     }
   });
 

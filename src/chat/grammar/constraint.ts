@@ -206,7 +206,7 @@ function textArgumentPieces(schema: JsonSchema, form: TextArgs): Piece[] {
   return pieces.length === 0 ? [{ kind: 'space' }] : pieces;
 }
 
-/** The input's pieces of one call, its end included; undefined where the tracker cannot follow it (Qwen3-Coder's XML parameters). */
+/** The input's pieces of one call, its end included; undefined for Qwen3-Coder's XML parameters (XmlParametersFollower). */
 function callPieces(syntax: CallSyntax, schema: JsonSchema): Piece[] | undefined {
   const end: Piece[] = syntax.end ? [{ kind: 'text', text: syntax.end }] : [];
   if (syntax.json) return [{ kind: 'json', schema }, ...end];
@@ -302,8 +302,18 @@ function shortestOf(pieces: readonly Piece[]): string | undefined {
   return out;
 }
 
+/** Follows one call's input and end, character by character. */
+interface InputFollower {
+  /** The call has ended. */
+  readonly done: boolean;
+  /** One character; false when the call had already ended (the character is not the call's). */
+  push(c: string): boolean;
+  /** The shortest text that ends the call; undefined when it cannot be known. */
+  completion(): string | undefined;
+}
+
 /** Follows one call's input and end, piece by piece; lost (no completion) at text the pieces do not take. */
-class PiecesFollower {
+class PiecesFollower implements InputFollower {
   private at = 0;
   /** In a text piece: its characters matched; in a raw value: whether the last character opened its stop. */
   private offset = 0;
@@ -383,20 +393,175 @@ class PiecesFollower {
   }
 }
 
+const isSpace = (c: string) => c === ' ' || c === '\n' || c === '\t';
+
+/**
+ * Qwen3-Coder's XML parameters as XGrammar's qwen_xml_parameter grammar has them, then the call's
+ * end: the schema's properties in its order, the optional ones optional, each `<parameter=NAME>`
+ * VALUE `</parameter>` with whitespace around the value and before a parameter (never before the
+ * end); a string value is XML text (it holds no `<`), any other value JSON.
+ */
+class XmlParametersFollower implements InputFollower {
+  private readonly properties: Array<{ name: string; schema: JsonSchema; required: boolean }>;
+  /** The first property that may still come. */
+  private next = 0;
+  private phase: 'between' | 'value' | 'close' | 'done' = 'between';
+  /** The text of a parameter's opening tag, the end, or a closing tag being written. */
+  private typed = '';
+  /** Whitespace since the last parameter: another parameter must follow. */
+  private spaced = false;
+  /** The value being written: JSON, or XML text with an escape or entity it has not finished. */
+  private json: JsonCompletion | undefined;
+  private unfinished = '';
+  private lost = false;
+
+  constructor(schema: JsonSchema, private readonly end: string) {
+    const properties = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, JsonSchema>;
+    const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+    this.properties = Object.entries(properties).map(([name, property]) => ({ name, schema: property, required: required.has(name) }));
+  }
+
+  get done(): boolean {
+    return this.phase === 'done';
+  }
+
+  push(c: string): boolean {
+    if (this.lost) return true;
+    switch (this.phase) {
+      case 'done':
+        return false;
+      case 'between':
+        return this.between(c);
+      case 'value':
+        return this.value(c);
+      case 'close':
+        if (this.typed === '' && isSpace(c)) return true;
+        this.typed += c;
+        if (!CLOSE.startsWith(this.typed)) this.lost = true;
+        else if (this.typed === CLOSE) [this.phase, this.typed, this.spaced] = ['between', '', false];
+        return true;
+    }
+  }
+
+  completion(): string | undefined {
+    if (this.lost) return undefined;
+    switch (this.phase) {
+      case 'done':
+        return '';
+      case 'between': {
+        let best: string | undefined;
+        for (const option of this.options()) {
+          if (!option.text.startsWith(this.typed)) continue;
+          const rest = option.at === undefined ? '' : this.afterOpening(option.at);
+          if (rest === undefined) continue;
+          const text = option.text.slice(this.typed.length) + rest;
+          if (best === undefined || text.length < best.length) best = text;
+        }
+        return best;
+      }
+      case 'value': {
+        const value = this.json ? this.json.completion() : this.unfinished === '' ? '' : undefined;
+        return join(value, CLOSE, this.requiredFrom(this.next));
+      }
+      case 'close':
+        return join(CLOSE.slice(this.typed.length), this.requiredFrom(this.next));
+    }
+  }
+
+  /** After property `at`'s opening tag: its shortest value, its close, and the required ones after it. */
+  private afterOpening(at: number): string | undefined {
+    return join(this.shortestValue(at), CLOSE, this.requiredFrom(at + 1));
+  }
+
+  /** What may come next: the properties up to the first required one, and the end once none is required. */
+  private options(): Array<{ text: string; at: number | undefined }> {
+    const out: Array<{ text: string; at: number | undefined }> = [];
+    for (let at = this.next; at < this.properties.length; at++) {
+      out.push({ text: `<parameter=${this.properties[at]!.name}>`, at });
+      if (this.properties[at]!.required) return out;
+    }
+    if (!this.spaced) out.push({ text: this.end, at: undefined });
+    return out;
+  }
+
+  private between(c: string): boolean {
+    if (this.typed === '' && isSpace(c)) return (this.spaced = true);
+    this.typed += c;
+    const options = this.options().filter((o) => o.text.startsWith(this.typed));
+    const whole = options.find((o) => o.text === this.typed);
+    if (options.length === 0) this.lost = true;
+    else if (whole?.at === undefined && whole) this.phase = 'done';
+    else if (whole) {
+      const property = this.properties[whole.at!]!;
+      this.next = whole.at! + 1;
+      this.json = property.schema.type === 'string' ? undefined : new JsonCompletion(property.schema);
+      [this.phase, this.typed, this.unfinished] = ['value', '', ''];
+    }
+    return true;
+  }
+
+  private value(c: string): boolean {
+    if (this.json) {
+      const after = this.json.push(c);
+      if (!this.json.complete) return true;
+      this.phase = 'close';
+      return after === '' || this.push(after); // a number ends at the character after it
+    }
+    if (this.unfinished !== '') {
+      // An escape (\n, \uXXXX) or an entity (&lt;) being written.
+      this.unfinished += c;
+      const u = this.unfinished;
+      if (u[0] === '&' ? c === ';' : u.length === (u[1] === 'u' ? 6 : 2)) this.unfinished = '';
+      return true;
+    }
+    if (c === '\\' || c === '&') this.unfinished = c;
+    else if (c === '<') [this.phase, this.typed] = ['close', '<'];
+    return true;
+  }
+
+  /** The shortest value of property `at`. */
+  private shortestValue(at: number): string | undefined {
+    const { schema } = this.properties[at]!;
+    return schema.type === 'string' ? '' : new JsonCompletion(schema).completion();
+  }
+
+  /** The required properties from `at` with their shortest values, then the end. */
+  private requiredFrom(at: number): string | undefined {
+    let out = '';
+    for (let i = at; i < this.properties.length; i++) {
+      if (!this.properties[i]!.required) continue;
+      const value = this.shortestValue(i);
+      if (value === undefined) return undefined;
+      out += `<parameter=${this.properties[i]!.name}>${value}${CLOSE}`;
+    }
+    return out + this.end;
+  }
+}
+
+const CLOSE = '</parameter>';
+/** The parts joined; undefined when one is unknown. */
+const join = (...parts: Array<string | undefined>) => (parts.some((p) => p === undefined) ? undefined : parts.join(''));
+
+/** A follower for one call's input in `syntax`. */
+function followerFor(syntax: CallSyntax, schema: JsonSchema): () => InputFollower {
+  const pieces = callPieces(syntax, schema);
+  return pieces ? () => new PiecesFollower(pieces) : () => new XmlParametersFollower(schema, syntax.end);
+}
+
 /** Tool calls, forced (at least one, nothing else) or triggered (free text around them). */
 class CallsTracker implements ConstraintTracker {
   /** Text since the last call ended (or the start). */
   private pending = '';
-  /** The call being written: its follower, or null where its input cannot be followed (it is never seen to end). */
-  private open: PiecesFollower | null | undefined;
+  /** The call being written. */
+  private open: InputFollower | undefined;
   private done = 0;
-  private readonly pieces: Map<string, Piece[] | undefined>;
+  private readonly followers: Map<string, () => InputFollower>;
 
   constructor(
     private readonly layout: CallLayout,
     private readonly mode: 'forced' | 'triggered',
   ) {
-    this.pieces = new Map(layout.calls.map((call) => [call.name, callPieces(layout.syntax, call.schema)]));
+    this.followers = new Map(layout.calls.map((call) => [call.name, followerFor(layout.syntax, call.schema)]));
   }
 
   push(text: string): void {
@@ -404,7 +569,6 @@ class CallsTracker implements ConstraintTracker {
     for (let i = 0; i < text.length; i++) {
       const c = text[i]!;
       const open = this.open;
-      if (open === null) continue;
       if (open && open.push(c)) {
         if (open.done) {
           this.open = undefined;
@@ -415,8 +579,7 @@ class CallsTracker implements ConstraintTracker {
       this.pending += c;
       const call = this.layout.calls.find((k) => this.pending.endsWith(syntax.begin(k.name)));
       if (call) {
-        const pieces = this.pieces.get(call.name);
-        this.open = pieces ? new PiecesFollower(pieces) : null;
+        this.open = this.followers.get(call.name)!();
         this.pending = '';
       }
     }
@@ -425,7 +588,7 @@ class CallsTracker implements ConstraintTracker {
   completion(): string | undefined {
     const { syntax } = this.layout;
     const open = this.open;
-    if (open !== undefined) return open?.completion();
+    if (open) return open.completion();
     // Between calls: what a call still needs, if one must come or has begun.
     const lead = this.mode === 'forced' && this.done > 0 ? syntax.separator : '';
     let started = this.pending;
@@ -438,8 +601,7 @@ class CallsTracker implements ConstraintTracker {
     for (const call of this.layout.calls) {
       const opener = lead + syntax.begin(call.name);
       if (!opener.startsWith(started)) continue;
-      const pieces = this.pieces.get(call.name);
-      const input = pieces && shortestOf(pieces);
+      const input = this.followers.get(call.name)!().completion();
       if (input === undefined) continue;
       const text = opener.slice(started.length) + input;
       if (best === undefined || text.length < best.length) best = text;
