@@ -15,12 +15,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { NODE_LLAMA_CPP_ROOT } from './node-llama-cpp-root.js';
 
 const { values } = parseArgs({ options: { gpu: { type: 'string', default: 'false' }, remove: { type: 'boolean', default: false } } });
-const root = path.dirname(createRequire(import.meta.url).resolve('node-llama-cpp/package.json'));
+const root = NODE_LLAMA_CPP_ROOT;
 const cli = path.join(root, 'dist', 'cli', 'cli.js');
 const run = (args: string[]) => {
   const result = spawnSync(process.execPath, [cli, ...args], { stdio: 'inherit' });

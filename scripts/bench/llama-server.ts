@@ -37,7 +37,6 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -50,6 +49,7 @@ import { LlamaChild } from './llama-cpp-child-client.js';
 import { shapedGguf } from '../builders/gguf/shaped-gguf.js';
 import { ggufFolder } from './gguf-folder.js';
 import { ensureLlamaServer } from './llama-server-build.js';
+import { NODE_LLAMA_CPP_ROOT } from '../node-llama-cpp-root.js';
 import { peakOf, peakSharedOnceOf } from './process-memory.js';
 import { median, writeResults, type Table } from './report.js';
 import { startServerProcess } from './server-process.js';
@@ -275,7 +275,7 @@ async function startNodeLlamaCpp(): Promise<Target> {
 // --- the run ------------------------------------------------------------------------------------
 
 /** Which llama.cpp binary node-llama-cpp loads for ours and its child: a build made here comes first (scripts/build-llama.ts). */
-const LLAMA_BINARY = fs.existsSync(path.join(path.dirname(createRequire(import.meta.url).resolve('node-llama-cpp/package.json')), 'llama', 'localBuilds'))
+const LLAMA_BINARY = fs.existsSync(path.join(NODE_LLAMA_CPP_ROOT, 'llama', 'localBuilds'))
   ? 'built here by `npm run build:llama` (GGML_NATIVE, OpenMP), loaded before the prebuilt ones'
   : "node-llama-cpp's prebuilt CPU binary (no OpenMP; the variant for this CPU's family)";
 
