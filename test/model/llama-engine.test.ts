@@ -193,6 +193,25 @@ describe('a GGUF model served', () => {
     // run of two).
   });
 
+  it("an agent's next turn, tens of tokens after a long kept prefix, re-evaluates the prefix's tail to make the pass llama.cpp's attention tile, and counts only what it kept", { timeout: 120_000 }, async () => {
+    // src/engines/llama/attention-tile.ts: on this model, 2 layers, a pass of ~30 new tokens after
+    // ~4k kept costs more in the one-row kernel than a pass of 64 in the tiled one.
+    const system = Array.from({ length: 400 }, (_, i) => `Rule ${i}: keep each edit small.`).join(' ');
+    const first = [{ role: 'user' as const, content: 'Start the refactor.' }];
+    const next = [...first, { role: 'assistant' as const, content: 'Step 1 is done: the files are read.' }, { role: 'user' as const, content: 'Go on with step 2.' }];
+    const ask = (messages: typeof next) => anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 1, system, messages, ...{ temperature: 0 } });
+    const count = async (messages: typeof next) => (await anthropic().messages.countTokens({ model: GGUF_CHAT_MODEL, system, messages })).input_tokens;
+    await ask(first);
+    const [before, after] = [await count(first), await count(next)];
+    expect(after - before).toBeGreaterThan(16);
+    expect(after - before).toBeLessThan(64);
+    const turn = await ask(next);
+    expect(turn.usage.cache_read_input_tokens).toBe(after - 64);
+    expect(turn.usage.input_tokens).toBe(64);
+    // The same prompt again: one new token (the last, for its logits), no cut.
+    expect((await ask(next)).usage.cache_read_input_tokens).toBe(after - 1);
+  });
+
   it('decodes concurrent requests together', async () => {
     const results = await Promise.all(Array.from({ length: 4 }, (_, i) => anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 12, messages: [{ role: 'user', content: `Request ${i}` }], ...{ temperature: 0 } })));
     for (const r of results) expect(r.usage.output_tokens).toBe(12);

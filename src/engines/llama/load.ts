@@ -19,6 +19,7 @@ import type { ModelInfo } from '../../models/registry.js';
 import { loadGgufTokenizer, type LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
 import type { GenerationDefaults } from '../sequence.js';
 import { layoutText, planLayout, type Layout } from './layout.js';
+import type { AttentionCost } from './attention-tile.js';
 
 /** A GGUF model loaded; it satisfies the chat layer's ChatModel as it is (src/chat/model.ts), as the ONNX engine's LoadedModel does. */
 export interface LlamaLoaded extends LoadedTokenizer {
@@ -41,6 +42,8 @@ export interface LlamaLoaded extends LoadedTokenizer {
   device: string;
   /** Bytes of KV one token takes in the context (the prompt cache's count). */
   kvBytesPerToken: number;
+  /** Chat models whose passes of 64 tokens take llama.cpp's tiled CPU flash attention: what a pass costs (./attention-tile.ts). */
+  attention?: AttentionCost;
   notes: string[];
   engine: EngineSettings;
 }
@@ -116,6 +119,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   const flashAttention = engine.flashAttention === 'auto' ? 'auto' as const : engine.flashAttention === 'on';
   let contexts: LlamaContext[] | undefined;
   let layout: Layout | undefined;
+  let attention: AttentionCost | undefined;
   let embedding: LlamaEmbeddingContext | undefined;
   let ranking: LlamaRankingContext | undefined;
   if (info.task === 'chat') {
@@ -142,6 +146,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
         ...kv,
       }));
     }
+    attention = tiledAttention(model, contexts[0]!, engine, metadata, onGpu);
     notes.push(`llama.cpp (${binary}) on ${device}: sequences ${layoutText(layout)} tokens (${(layout.kvBytes / 2 ** 20).toFixed(0)} MiB of KV), flash attention ${contexts[0]!.flashAttention ? 'on' : 'off'}`);
   } else {
     // An encoder's input goes through in one pass: a batch as long as its context.
@@ -164,12 +169,26 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
     ...(ranking ? { ranking } : {}),
     device,
     kvBytesPerToken: info.gguf.kv?.bytesPerToken ?? kvBytesPerToken(metadata, engine.kvCacheDtype),
+    ...(attention ? { attention } : {}),
     notes,
     engine,
     eosTokenIds: [...new Set(eos)],
     generationDefaults: generationDefaults(metadata),
     vocabSize: vocabSize(metadata),
   };
+}
+
+/**
+ * The cost estimate of ./attention-tile.ts, for a model whose every layer attends to every position
+ * (no sliding window, no recurrent layers) on the CPU with flash attention on and an F16 or F32 KV
+ * cache: what llama.cpp's tiled kernel takes. Undefined otherwise (GPU kernels are other code).
+ */
+function tiledAttention(model: LlamaModel, context: LlamaContext, engine: EngineSettings, metadata: GgufMetadata, onGpu: boolean): AttentionCost | undefined {
+  const insights = model.fileInsights;
+  if (onGpu || !context.flashAttention || !['auto', 'float16'].includes(engine.kvCacheDtype)) return undefined;
+  if (insights.isRecurrent || insights.isHybrid || insights.swaSize !== undefined) return undefined;
+  const layers = ggufNumber(metadata, `${String(metadata.get('general.architecture'))}.block_count`) ?? 0;
+  return layers > 0 ? { layers, perToken: 2 * insights.totalParameters } : undefined;
 }
 
 export async function disposeLlamaModel(loaded: LlamaLoaded): Promise<void> {

@@ -28,6 +28,7 @@ import type { LlamaContextSequence, LlamaContextSequenceRepeatPenalty, Token, To
 import type { PromptCacheStats } from '../../core/hooks.js';
 import { type LookupOptions, type SamplingSettings, type SequenceEngine, type SequencePrefix, type SequenceSpec } from '../sequence.js';
 import { sample, samplingPlan } from '../sampler.js';
+import { prefillEnd } from './attention-tile.js';
 import type { LlamaLoaded } from './load.js';
 import { maskBias } from './mask-bias.js';
 import { LlamaSlots, type Placement } from './slots.js';
@@ -83,11 +84,13 @@ class LlamaSequences implements SequenceEngine {
    * watchdog would otherwise find the sequence stuck in one long pass and end the worker). The last
    * chunk, the prompt's last token with what precedes it, is left to the pass that samples the first
    * output token (one pass for a short prompt, as llama.cpp itself does: a pass of its own for the
-   * last token cost a decoding step's time to first token). Where that chunk starts, or -1 when cancelled.
+   * last token cost a decoding step's time to first token). No chunk is shorter than llama.cpp's
+   * attention tile where the prompt allows (./attention-tile.ts prefillEnd). Where the last chunk
+   * starts, or -1 when cancelled.
    */
   private async prefill(sequence: LlamaContextSequence, spec: SequenceSpec, input: number[]): Promise<number> {
     const chunk = this.loaded.engine.prefillChunkTokens;
-    const last = Math.max(0, input.length - chunk);
+    const last = prefillEnd(input.length, chunk);
     for (let at = 0; at < last; at += chunk) {
       if (spec.cancelled()) return -1;
       await this.slots.erasesDone();

@@ -46,6 +46,7 @@ import os from 'node:os';
 import type { PromptCacheStats } from '../../core/hooks.js';
 import type { SequencePrefix } from '../sequence.js';
 import { PrefixWaits, waitForShared, type Holder } from '../prefix-waits.js';
+import { keepForTile } from './attention-tile.js';
 import type { LlamaLoaded } from './load.js';
 import { acceptMaskBias } from './mask-bias.js';
 import { slotDiskCache } from './slot-disk.js';
@@ -139,7 +140,9 @@ export class LlamaSlots {
     if (slot) slot.busy = true;
     else slot = await this.freeSlot(need);
     // A placement from a file loads it into the sequence first (never throws: 0 when it was refused).
-    let length = fromDisk ? await disk!.claim(slot.sequence, fromDisk) : reuses ? reusable(slot.sequence, promptIds) : 0;
+    // A pass of a few new tokens after a long prefix is cut to llama.cpp's attention tile where that is faster (./attention-tile.ts).
+    const tile = (kept: number) => keepForTile(this.loaded.attention, promptIds.length, kept);
+    let length = tile(fromDisk ? await disk!.claim(slot.sequence, fromDisk) : reuses ? reusable(slot.sequence, promptIds) : 0);
     const claimed = slot;
     const { sequence } = slot;
     // Announced at once (before any wait), so that a request placed a moment later finds it.
@@ -160,7 +163,7 @@ export class LlamaSlots {
         // Else a free sequence that holds a longer prefix behind a conversation it keeps (one not worth
         // its erasure, so not claimed: a main agent's session, when its sub-agents start).
         const source = shared ? this.slots.find((s) => s.holder === shared.holder) : cancelled?.() ? undefined : this.idleWithPrefix(promptIds, length, claimed);
-        if (source) length = await this.copyFrom(source, claimed, promptIds, length);
+        if (source) length = tile(await this.copyFrom(source, claimed, promptIds, length));
       }
       if (sequence.nextTokenIndex > length) {
         if (length === 0 && sequence.nextTokenIndex > 0) this.stats.evictions++;
