@@ -191,6 +191,23 @@ export class PromptEncoder {
     this.memo.clear();
   }
 
+  /** The segments remembered, least recently used first: their keys and tokens (./memo-file.ts writes them). */
+  memoEntries(): Array<[string, readonly string[]]> {
+    return [...this.memo.entries()];
+  }
+
+  /**
+   * Remembers segments read back (./memo-file.ts), in their order; false, keeping none, when one is
+   * not a key and tokens of this vocabulary (a file of another tokenizer, or damaged).
+   */
+  restoreMemo(entries: ReadonlyArray<readonly [unknown, unknown]>): boolean {
+    const { vocab, tokens_to_ids: ids } = this.model;
+    const valid = entries.every(([key, tokens]) => typeof key === 'string' && key.length > MEMO_MIN_CHARS && Array.isArray(tokens) && tokens.every((t) => typeof t === 'string' && ids.has(t)));
+    if (!valid) return false;
+    for (const [key, tokens] of entries) this.memo.set(key as string, Object.freeze((tokens as string[]).map((token) => vocab[ids.get(token)!] ?? token)));
+    return true;
+  }
+
   /** Bytes of segments remembered. */
   get memoBytes(): number {
     return this.memo.bytes;

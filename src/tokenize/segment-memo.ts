@@ -13,7 +13,7 @@
 const ENTRY_OVERHEAD = 96;
 
 export class SegmentMemo {
-  private readonly entries = new Map<string, readonly string[]>();
+  private readonly map = new Map<string, readonly string[]>();
   private held = 0;
 
   constructor(readonly budget: number) {}
@@ -24,15 +24,15 @@ export class SegmentMemo {
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.map.size;
   }
 
   /** The segment's tokens, made the most recently used; undefined when not held. */
   get(key: string): readonly string[] | undefined {
-    const tokens = this.entries.get(key);
+    const tokens = this.map.get(key);
     if (tokens !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, tokens);
+      this.map.delete(key);
+      this.map.set(key, tokens);
     }
     return tokens;
   }
@@ -41,22 +41,27 @@ export class SegmentMemo {
   set(key: string, tokens: readonly string[]): void {
     const cost = bytesOf(key, tokens);
     if (cost > this.budget) return;
-    const old = this.entries.get(key);
+    const old = this.map.get(key);
     if (old !== undefined) {
-      this.entries.delete(key);
+      this.map.delete(key);
       this.held -= bytesOf(key, old);
     }
-    for (const [oldest, value] of this.entries) {
+    for (const [oldest, value] of this.map) {
       if (this.held + cost <= this.budget) break;
-      this.entries.delete(oldest);
+      this.map.delete(oldest);
       this.held -= bytesOf(oldest, value);
     }
-    this.entries.set(key, tokens);
+    this.map.set(key, tokens);
     this.held += cost;
   }
 
+  /** Every entry, least recently used first (the order `set` in turn restores). */
+  entries(): IterableIterator<[string, readonly string[]]> {
+    return this.map.entries();
+  }
+
   clear(): void {
-    this.entries.clear();
+    this.map.clear();
     this.held = 0;
   }
 }

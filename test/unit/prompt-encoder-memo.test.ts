@@ -199,3 +199,48 @@ describe('segment memo', () => {
     expect(memo.size).toBe(1);
   });
 });
+
+describe("the memo on disk (src/tokenize/memo-file.ts)", () => {
+  const file = () => path.join(dir, 'memo', 'segments.json');
+  const prompt = SEGMENTS.join('<|im_end|>\n<|im_start|>user\n');
+  const logs: string[] = [];
+  const log = (_level: string, msg: string) => void logs.push(msg);
+
+  it("a new encoder of the same tokenizer reads the segments back: the same ids, found rather than encoded", async () => {
+    const { writeMemoFile, readMemoFile } = await import('../../src/tokenize/memo-file.js');
+    const qwen = tokenizers.get('byte-level BPE (Qwen3)')!;
+    const writer = PromptEncoder.for(qwen);
+    const expected = writer.encode(prompt, { memo: false });
+    writer.encode(prompt);
+    await writeMemoFile(file(), writer);
+    // Another instance of the same tokenizer (a new worker): its encoder starts empty.
+    const fresh = (await loadTokenizer(describeModel(path.join(MODELS_DIR, CHAT_MODEL), 1))).tokenizer;
+    const reader = PromptEncoder.for(fresh);
+    expect(reader.memoBytes).toBe(0);
+    expect(readMemoFile(file(), reader, log)).toBe(writer.memoEntries().length);
+    expect(reader.memoEntries()).toEqual(writer.memoEntries());
+    expect(reader.encode(prompt)).toEqual(expected);
+  });
+
+  it('ignores, and logs, a damaged file, a file of another tokenizer, and none at all', async () => {
+    const { writeMemoFile, readMemoFile } = await import('../../src/tokenize/memo-file.js');
+    const qwen = tokenizers.get('byte-level BPE (Qwen3)')!;
+    await writeMemoFile(file(), PromptEncoder.for(qwen));
+    const good = fs.readFileSync(file(), 'utf8');
+    const target = PromptEncoder.for(tokenizers.get('SentencePiece BPE (Gemma 3 vocabulary)')!);
+    const held = target.memoEntries();
+    logs.length = 0;
+    // Qwen3's byte-level tokens are not SentencePiece's (a valid file of another tokenizer).
+    expect(readMemoFile(file(), target, log)).toBe(0);
+    fs.writeFileSync(file(), good.replace('the thin', 'the thix'));
+    expect(readMemoFile(file(), PromptEncoder.for(qwen), log)).toBe(0);
+    fs.writeFileSync(file(), good.slice(0, good.length / 2));
+    expect(readMemoFile(file(), PromptEncoder.for(qwen), log)).toBe(0);
+    expect(logs).toHaveLength(3);
+    expect(logs.every((l) => l.includes('is ignored'))).toBe(true);
+    expect(target.memoEntries()).toEqual(held); // nothing of a refused file kept
+    fs.rmSync(file());
+    expect(readMemoFile(file(), target, log)).toBe(0);
+    expect(logs).toHaveLength(3);
+  });
+});

@@ -13,7 +13,9 @@
  *   reused (0 if llama.cpp refused it).
  * - `saveAll` (when the pool releases the model: src/worker/entry.ts): every sequence holding at
  *   least promptCacheMinTokens is written. Not at the end of each request: saveStateToFile holds the
- *   context's lock, so every other sequence would wait for the write.
+ *   context's lock, so every other sequence would wait for the write. The tokenizer's segments go
+ *   with them (../../tokenize/memo-file.ts), read back when the model is loaded again, so the first
+ *   turn after that does not tokenize the whole conversation again.
  *
  * Sliding-window, recurrent and hybrid models are not saved: their saved state is not a full prefix
  * to hand on (./state-file.ts savesFullPrefix).
@@ -21,8 +23,12 @@
  * Contract: worker thread; one per loaded GGUF chat model, attached by the worker after the load.
  */
 import type { LlamaContextSequence } from 'node-llama-cpp';
+import path from 'node:path';
+import { cacheKeyOf, keyFolder } from '../../cache/cache-key.js';
 import type { LogFn } from '../../core/log.js';
 import { PromptDiskStore } from '../../cache/disk-store.js';
+import { readMemoFile, writeMemoFile } from '../../tokenize/memo-file.js';
+import { PromptEncoder } from '../../tokenize/prompt-encoder.js';
 import type { SequencePrefix } from '../sequence.js';
 import type { LlamaLoaded } from './load.js';
 import { findSequenceState, llamaCacheKey, restoreSequenceState, savesFullPrefix, saveSequenceState, type FoundState } from './state-file.js';
@@ -75,7 +81,7 @@ export class SlotDiskCache {
     }
   }
 
-  /** Writes every sequence worth keeping (the model is being released: no request holds one). */
+  /** Writes every sequence worth keeping (the model is being released: no request holds one), and the tokenizer's segments. */
   async saveAll(): Promise<void> {
     for (const { sequence } of this.slots) {
       if (!savesFullPrefix(sequence) || sequence.contextTokens.length === 0) continue;
@@ -85,6 +91,17 @@ export class SlotDiskCache {
         this.log('warn', 'prompt cache: a sequence was not saved to disk', error);
       }
     }
+    try {
+      await writeMemoFile(memoFile(this.loaded), PromptEncoder.for(this.loaded.tokenizer));
+    } catch (error) {
+      this.log('warn', "prompt cache: the tokenizer's segments were not saved to disk", error);
+    }
+  }
+
+  /** Reads the tokenizer's segments written at the last release (../../tokenize/memo-file.ts). */
+  restoreSegments(): void {
+    const restored = readMemoFile(memoFile(this.loaded), PromptEncoder.for(this.loaded.tokenizer), this.log);
+    if (restored > 0) this.log('debug', `prompt cache: ${restored} tokenizer segments read back from disk`);
   }
 
   /** One store per sequence size (the key names it: a state loads only into a sequence as large). */
@@ -103,8 +120,15 @@ export class SlotDiskCache {
 /** Gives a loaded GGUF chat model its disk cache when the settings ask for one (the worker, after the load). */
 export function attachSlotDiskCache(loaded: LlamaLoaded, log: LogFn): void {
   const { promptCacheDir, promptCacheDiskBytes, promptCacheBytes } = loaded.engine;
-  if (loaded.contexts?.length && promptCacheDir && promptCacheDiskBytes > 0 && promptCacheBytes > 0) caches.set(loaded, new SlotDiskCache(loaded, log));
+  if (!loaded.contexts?.length || !promptCacheDir || promptCacheDiskBytes <= 0 || promptCacheBytes <= 0) return;
+  const cache = new SlotDiskCache(loaded, log);
+  caches.set(loaded, cache);
+  cache.restoreSegments();
 }
+
+/** The model's file of tokenizer segments: a key folder of its own in the cache directory, by the model's signature. */
+const memoFile = (loaded: LlamaLoaded) =>
+  path.join(loaded.engine.promptCacheDir!, keyFolder(cacheKeyOf({ engine: 'llama', info: loaded.info, variant: { tokenizerSegments: 1 } })), 'segments.json');
 
 /** The model's disk cache, if it has one (./slots.ts asks at lookup and take). */
 export const slotDiskCache = (loaded: LlamaLoaded): SlotDiskCache | undefined => caches.get(loaded);
