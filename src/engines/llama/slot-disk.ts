@@ -24,7 +24,7 @@
  */
 import type { LlamaContextSequence } from 'node-llama-cpp';
 import path from 'node:path';
-import { cacheKeyOf, keyFolder } from '../../cache/cache-key.js';
+import { cacheKeyOf, keyFolder, packageVersion } from '../../cache/cache-key.js';
 import type { LogFn } from '../../core/log.js';
 import { PromptDiskStore } from '../../cache/disk-store.js';
 import { readMemoFile, writeMemoFile } from '../../tokenize/memo-file.js';
@@ -126,9 +126,14 @@ export function attachSlotDiskCache(loaded: LlamaLoaded, log: LogFn): void {
   cache.restoreSegments();
 }
 
-/** The model's file of tokenizer segments: a key folder of its own in the cache directory, by the model's signature. */
-const memoFile = (loaded: LlamaLoaded) =>
-  path.join(loaded.engine.promptCacheDir!, keyFolder(cacheKeyOf({ engine: 'llama', info: loaded.info, variant: { tokenizerSegments: 1 } })), 'segments.json');
+/**
+ * The model's file of tokenizer segments: a key folder of its own in the cache directory, by the
+ * model's signature and the tokenizer library's version (a new release may tokenize differently).
+ */
+const memoFile = (loaded: LlamaLoaded) => {
+  const variant = { tokenizerSegments: 1, transformers: packageVersion('@huggingface/transformers') };
+  return path.join(loaded.engine.promptCacheDir!, keyFolder(cacheKeyOf({ engine: 'llama', info: loaded.info, variant })), 'segments.json');
+};
 
 /** The model's disk cache, if it has one (./slots.ts asks at lookup and take). */
 export const slotDiskCache = (loaded: LlamaLoaded): SlotDiskCache | undefined => caches.get(loaded);
