@@ -15,6 +15,7 @@ import type { ChatRequest } from '../../core/types.js';
 import type { AutoCalls } from '../../models/template-features.js';
 import type { ToolFormat } from '../tools/types.js';
 import { JsonCompletion } from './json-completion.js';
+import { isObject } from './schema-minimum.js';
 import { keywordProblem, schemaProblems } from './schema-problems.js';
 import { relaxSchema, unsupportedFeatures, type JsonSchema, type SchemaFeature } from './schema-subset.js';
 import type { GrammarSource } from './xgrammar.js';
@@ -192,7 +193,7 @@ type Piece = { kind: 'text'; text: string } | { kind: 'json'; schema: JsonSchema
  * for a string the family writes raw.
  */
 function textArgumentPieces(schema: JsonSchema, form: TextArgs): Piece[] {
-  const properties = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, JsonSchema>;
+  const properties = propertiesOf(schema);
   const required = Array.isArray(schema.required) ? schema.required.filter((k): k is string => typeof k === 'string' && Object.hasOwn(properties, k)) : [];
   const pieces: Piece[] = [];
   const text = (value: string) => value !== '' && pieces.push({ kind: 'text', text: value });
@@ -205,6 +206,9 @@ function textArgumentPieces(schema: JsonSchema, form: TextArgs): Piece[] {
   });
   return pieces.length === 0 ? [{ kind: 'space' }] : pieces;
 }
+
+/** An object schema's properties by name (none when it names none). */
+const propertiesOf = (schema: JsonSchema) => (isObject(schema.properties) ? schema.properties : {}) as Record<string, JsonSchema>;
 
 /** The input's pieces of one call, its end included; undefined for Qwen3-Coder's XML parameters (XmlParametersFollower). */
 function callPieces(syntax: CallSyntax, schema: JsonSchema): Piece[] | undefined {
@@ -291,15 +295,21 @@ interface CallLayout {
   parallel: boolean;
 }
 
-/** The shortest text of pieces from their start; undefined when one cannot be known. */
-function shortestOf(pieces: readonly Piece[]): string | undefined {
-  let out = '';
-  for (const piece of pieces) {
+/**
+ * The shortest text of the pieces from each index to the end (`[i]`: from piece i; `[length]`: '');
+ * undefined from a piece whose shortest value cannot be known. Worked out once per call: the guide
+ * asks for a completion at every token.
+ */
+function shortestSuffixes(pieces: readonly Piece[]): Array<string | undefined> {
+  const suffixes: Array<string | undefined> = [];
+  suffixes[pieces.length] = '';
+  for (let i = pieces.length - 1; i >= 0; i--) {
+    const piece = pieces[i]!;
     const text = piece.kind === 'text' ? piece.text : piece.kind === 'json' ? new JsonCompletion(piece.schema).completion() : '';
-    if (text === undefined) return undefined;
-    out += text;
+    const rest = suffixes[i + 1];
+    suffixes[i] = rest === undefined || text === undefined ? undefined : text + rest;
   }
-  return out;
+  return suffixes;
 }
 
 /** Follows one call's input and end, character by character. */
@@ -320,7 +330,11 @@ class PiecesFollower implements InputFollower {
   private json: JsonCompletion | undefined;
   private lost = false;
 
-  constructor(private readonly pieces: readonly Piece[]) {
+  constructor(
+    private readonly pieces: readonly Piece[],
+    /** shortestSuffixes(pieces). */
+    private readonly suffixes: ReadonlyArray<string | undefined>,
+  ) {
     this.enter();
   }
 
@@ -362,7 +376,7 @@ class PiecesFollower implements InputFollower {
     if (this.lost) return undefined;
     const piece = this.pieces[this.at];
     if (!piece) return '';
-    const rest = shortestOf(this.pieces.slice(this.at + 1));
+    const rest = this.suffixes[this.at + 1];
     if (rest === undefined) return undefined;
     switch (piece.kind) {
       case 'text':
@@ -402,7 +416,8 @@ const isSpace = (c: string) => c === ' ' || c === '\n' || c === '\t';
  * end); a string value is XML text (it holds no `<`), any other value JSON.
  */
 class XmlParametersFollower implements InputFollower {
-  private readonly properties: Array<{ name: string; schema: JsonSchema; required: boolean }>;
+  /** The schema's properties in its order: a string's value is XML text; `shortest`: the shortest value. */
+  private readonly properties: Array<{ name: string; schema: JsonSchema; required: boolean; text: boolean; shortest: string | undefined }>;
   /** The first property that may still come. */
   private next = 0;
   private phase: 'between' | 'value' | 'close' | 'done' = 'between';
@@ -416,9 +431,12 @@ class XmlParametersFollower implements InputFollower {
   private lost = false;
 
   constructor(schema: JsonSchema, private readonly end: string) {
-    const properties = (typeof schema.properties === 'object' && schema.properties !== null ? schema.properties : {}) as Record<string, JsonSchema>;
+    const properties = propertiesOf(schema);
     const required = new Set(Array.isArray(schema.required) ? schema.required : []);
-    this.properties = Object.entries(properties).map(([name, property]) => ({ name, schema: property, required: required.has(name) }));
+    this.properties = Object.entries(properties).map(([name, property]) => {
+      const text = property.type === 'string';
+      return { name, schema: property, required: required.has(name), text, shortest: text ? '' : new JsonCompletion(property).completion() };
+    });
   }
 
   get done(): boolean {
@@ -470,7 +488,7 @@ class XmlParametersFollower implements InputFollower {
 
   /** After property `at`'s opening tag: its shortest value, its close, and the required ones after it. */
   private afterOpening(at: number): string | undefined {
-    return join(this.shortestValue(at), CLOSE, this.requiredFrom(at + 1));
+    return join(this.properties[at]!.shortest, CLOSE, this.requiredFrom(at + 1));
   }
 
   /** What may come next: the properties up to the first required one, and the end once none is required. */
@@ -494,7 +512,7 @@ class XmlParametersFollower implements InputFollower {
     else if (whole) {
       const property = this.properties[whole.at!]!;
       this.next = whole.at! + 1;
-      this.json = property.schema.type === 'string' ? undefined : new JsonCompletion(property.schema);
+      this.json = property.text ? undefined : new JsonCompletion(property.schema);
       [this.phase, this.typed, this.unfinished] = ['value', '', ''];
     }
     return true;
@@ -519,20 +537,14 @@ class XmlParametersFollower implements InputFollower {
     return true;
   }
 
-  /** The shortest value of property `at`. */
-  private shortestValue(at: number): string | undefined {
-    const { schema } = this.properties[at]!;
-    return schema.type === 'string' ? '' : new JsonCompletion(schema).completion();
-  }
-
   /** The required properties from `at` with their shortest values, then the end. */
   private requiredFrom(at: number): string | undefined {
     let out = '';
     for (let i = at; i < this.properties.length; i++) {
-      if (!this.properties[i]!.required) continue;
-      const value = this.shortestValue(i);
-      if (value === undefined) return undefined;
-      out += `<parameter=${this.properties[i]!.name}>${value}${CLOSE}`;
+      const { required, name, shortest } = this.properties[i]!;
+      if (!required) continue;
+      if (shortest === undefined) return undefined;
+      out += `<parameter=${name}>${shortest}${CLOSE}`;
     }
     return out + this.end;
   }
@@ -542,10 +554,12 @@ const CLOSE = '</parameter>';
 /** The parts joined; undefined when one is unknown. */
 const join = (...parts: Array<string | undefined>) => (parts.some((p) => p === undefined) ? undefined : parts.join(''));
 
-/** A follower for one call's input in `syntax`. */
-function followerFor(syntax: CallSyntax, schema: JsonSchema): () => InputFollower {
+/** How one call's input in `syntax` is followed: a follower for each call written, and the shortest input and end. */
+function followerFor(syntax: CallSyntax, schema: JsonSchema): { start: () => InputFollower; shortest: string | undefined } {
   const pieces = callPieces(syntax, schema);
-  return pieces ? () => new PiecesFollower(pieces) : () => new XmlParametersFollower(schema, syntax.end);
+  if (!pieces) return { start: () => new XmlParametersFollower(schema, syntax.end), shortest: new XmlParametersFollower(schema, syntax.end).completion() };
+  const suffixes = shortestSuffixes(pieces);
+  return { start: () => new PiecesFollower(pieces, suffixes), shortest: suffixes[0] };
 }
 
 /** Tool calls, forced (at least one, nothing else) or triggered (free text around them). */
@@ -555,7 +569,7 @@ class CallsTracker implements ConstraintTracker {
   /** The call being written. */
   private open: InputFollower | undefined;
   private done = 0;
-  private readonly followers: Map<string, () => InputFollower>;
+  private readonly followers: Map<string, ReturnType<typeof followerFor>>;
 
   constructor(
     private readonly layout: CallLayout,
@@ -579,7 +593,7 @@ class CallsTracker implements ConstraintTracker {
       this.pending += c;
       const call = this.layout.calls.find((k) => this.pending.endsWith(syntax.begin(k.name)));
       if (call) {
-        this.open = this.followers.get(call.name)!();
+        this.open = this.followers.get(call.name)!.start();
         this.pending = '';
       }
     }
@@ -601,7 +615,7 @@ class CallsTracker implements ConstraintTracker {
     for (const call of this.layout.calls) {
       const opener = lead + syntax.begin(call.name);
       if (!opener.startsWith(started)) continue;
-      const input = this.followers.get(call.name)!().completion();
+      const input = this.followers.get(call.name)!.shortest;
       if (input === undefined) continue;
       const text = opener.slice(started.length) + input;
       if (best === undefined || text.length < best.length) best = text;
