@@ -23,11 +23,6 @@ import { TEST_ENGINE, testEngine } from '../helpers/engine.js';
 const GREEDY = { doSample: false, temperature: 1, topK: 0, topP: 1 };
 /** The shared prefix: four prefill chunks of the default 512 (an agent's system prompt is 2k-20k tokens). */
 const SHARED = 2000;
-/**
- * A few tokens: llama.cpp's batched decoding is not bit-exact across batch compositions, and on this
- * random-weight model requests decoded together were seen to part from their solo output from the
- * 8th token on, with or without a shared prefix (test/model/llama-engine.test.ts).
- */
 const OUTPUT = 6;
 /** How long a held request may take to be let go once its client has left (the poll is 50 ms; the stall bound, 60 s). */
 const RELEASE_MS = 5_000;
@@ -58,11 +53,25 @@ async function run(engine: SequenceEngine, promptIds: number[], admitted: Sequen
   return { reported: admitted?.length ?? 0, tokens };
 }
 
+/**
+ * Runs admitted requests: at once, or (`serial`) each after the one before has finished, so that no
+ * two decode in the same pass. llama.cpp's batched decoding is not bit-exact across batch
+ * compositions (a pass of several sequences takes other kernels than a pass of one), and on this
+ * random-weight model requests decoded together part from their solo output where two logits nearly
+ * tie: from the 8th token on here (test/model/llama-engine.test.ts), from the 5th in CI under the
+ * full suite's load. The sharing is decided at admission, which is concurrent either way.
+ */
+async function runAll(engine: SequenceEngine, jobs: { prompt: number[]; admitted: Promise<SequencePrefix | null> }[], serial: boolean): Promise<Outcome[]> {
+  if (!serial) return Promise.all(jobs.map(async (j) => run(engine, j.prompt, await j.admitted)));
+  const outcomes: Outcome[] = [];
+  for (const j of jobs) outcomes.push(await run(engine, j.prompt, await j.admitted));
+  return outcomes;
+}
+
 /** `count` requests that come together: all admitted in order, then run. */
-async function together(engine: SequenceEngine, count: number, first = 0): Promise<Outcome[]> {
+async function together(engine: SequenceEngine, count: number, first: number, serial: boolean): Promise<Outcome[]> {
   const prompts = Array.from({ length: count }, (_, k) => promptOf(first + k));
-  const admissions = prompts.map((p) => admit(engine, p));
-  return Promise.all(prompts.map(async (p, k) => run(engine, p, await admissions[k]!)));
+  return runAll(engine, prompts.map((prompt) => ({ prompt, admitted: admit(engine, prompt) })), serial);
 }
 
 /**
@@ -70,9 +79,9 @@ async function together(engine: SequenceEngine, count: number, first = 0): Promi
  * `keptOfCancelled`: what the next request reads of a first one cancelled after one prefill chunk
  * (ONNX: nothing, it stored none; llama.cpp: that chunk, which its free sequence keeps, copied).
  */
-function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) => Promise<number[]>, keptOfCancelled: number) {
+function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) => Promise<number[]>, keptOfCancelled: number, serial: boolean) {
   it('four requests together: the first prefills the prefix, each later one reads exactly the shared prefix, and all decode as alone', { timeout: 120_000 }, async () => {
-    const results = await together(engineOf(), 4, 10);
+    const results = await together(engineOf(), 4, 10, serial);
     expect(results.map((r) => r.reported)).toEqual([0, SHARED, SHARED, SHARED]);
     for (const [k, r] of results.entries()) expect(r.tokens).toEqual(await alone(10 + k));
   });
@@ -84,7 +93,7 @@ function sharedPrefixCases(engineOf: () => SequenceEngine, alone: (k: number) =>
     const waiters = [admit(engine, promptOf(21)), admit(engine, promptOf(22))];
     // Cancelled after its first forward pass (one prefill chunk of the shared prefix).
     const cancelled = run(engine, promptOf(20), await holder, { busy: (on) => void (on || prefilled++), cancelled: () => prefilled > 0 });
-    const results = await Promise.all(waiters.map(async (w, k) => run(engine, promptOf(21 + k), await w)));
+    const results = await runAll(engine, waiters.map((admitted, k) => ({ prompt: promptOf(21 + k), admitted })), serial);
     expect((await cancelled).tokens).toEqual([]);
     expect(results.map((r) => r.reported)).toEqual([keptOfCancelled, SHARED]);
     expect(results[0]!.tokens).toEqual(await alone(21));
@@ -123,7 +132,7 @@ describe('a shared prefix computed once on the ONNX engine', () => {
     await cold.run({ promptIds: promptOf(k), maxTokens: OUTPUT, sampling: samplingPlan(GREEDY, promptOf(k)), onToken: (id) => (tokens.push(id), false), cancelled: () => false });
     return tokens;
   };
-  sharedPrefixCases(() => onnxEngine(loaded), alone, 0);
+  sharedPrefixCases(() => onnxEngine(loaded), alone, 0, false);
 });
 
 describe('a shared prefix computed once on the llama.cpp engine', () => {
@@ -144,7 +153,7 @@ describe('a shared prefix computed once on the llama.cpp engine', () => {
     await sequence.clearHistory();
     return (await run(engine, promptOf(k), { ...placed, length: 0 })).tokens;
   };
-  sharedPrefixCases(() => llamaEngine(loaded), alone, TEST_ENGINE.prefillChunkTokens);
+  sharedPrefixCases(() => llamaEngine(loaded), alone, TEST_ENGINE.prefillChunkTokens, true);
 
   it('a request takes a copy of a free sequence holding its prefix behind a longer conversation, which that sequence keeps', { timeout: 120_000 }, async () => {
     const engine = llamaEngine(loaded);
