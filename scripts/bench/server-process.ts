@@ -3,6 +3,7 @@
  * the bench process does not share an event loop with the server.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 
@@ -14,12 +15,24 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** The environment package.json's start script sets (glibc's malloc: see docs/configuration.md, Memory). */
-const START_ENV = { MALLOC_MMAP_THRESHOLD_: '4194304' };
+/**
+ * What the checkout's start script (package.json: `cross-env VAR=value ... node --flag ... script`)
+ * sets: its environment (glibc's malloc), Node's flags (V8's young generation) and the script (see
+ * docs/configuration.md, Memory). Read from the script, so that a benchmark runs what `npm start` runs.
+ */
+export function startScript(root: string): { env: Record<string, string>; flags: string[]; script: string } {
+  const start = (JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as { scripts: { start: string } }).scripts.start;
+  const words = start.split(/\s+/).filter((w) => w !== 'cross-env');
+  const node = words.indexOf('node');
+  if (node < 0) throw new Error(`the start script does not run node: ${start}`);
+  const env = Object.fromEntries(words.slice(0, node).map((w) => [w.slice(0, w.indexOf('=')), w.slice(w.indexOf('=') + 1)]));
+  const rest = words.slice(node + 1);
+  return { env, flags: rest.filter((w) => w.startsWith('--')), script: rest.find((w) => !w.startsWith('--'))! };
+}
 
 /**
  * How to run the server of the checkout at `root`: compiled, as `npm start` does (built first, then
- * `node dist/src/main.js` in the start script's environment), or the TypeScript source under tsx.
+ * the start script's node command in its environment), or the TypeScript source under tsx.
  */
 export function serverCommand(root: string, compiled: boolean): { argv: string[]; env: Record<string, string> } {
   if (!compiled) return { argv: ['--import', 'tsx', path.join(root, 'src/main.ts')], env: {} };
@@ -30,7 +43,8 @@ export function serverCommand(root: string, compiled: boolean): { argv: string[]
     if (build.status !== 0) throw new Error('tsc -p tsconfig.build.json failed');
     built.add(root);
   }
-  return { argv: [path.join(root, 'dist/src/main.js')], env: START_ENV };
+  const { env, flags, script } = startScript(root);
+  return { argv: [...flags, path.join(root, script)], env };
 }
 
 const built = new Set<string>();
