@@ -4,7 +4,7 @@
  * engine's loaded model satisfies it as it is (src/engines/onnx/loaded-model.ts); the chat layer
  * imports no engine.
  */
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../tokenize/text-tokenizer.js';
 import type { GenerationDefaults } from '../engines/sequence.js';
 import type { ModelInfo } from '../models/registry.js';
 
@@ -12,7 +12,7 @@ export type { GenerationDefaults } from '../engines/sequence.js';
 
 export interface ChatTokenizer {
   info: ModelInfo;
-  tokenizer: PreTrainedTokenizer;
+  tokenizer: TextTokenizer;
 }
 
 export interface ChatModel extends ChatTokenizer {

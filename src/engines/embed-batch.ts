@@ -13,12 +13,12 @@
 import { CoreError, toCoreError } from '../core/errors.js';
 import type { EmbedBatchItem, EmbedInput, EmbedItemResult, Truncate } from '../core/types.js';
 import type { ModelInfo } from '../models/registry.js';
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../tokenize/text-tokenizer.js';
 
 /** An embedding model as the batch sees it: its tokenizer, its vectors' width, and the engine's pooled forward pass. */
 export interface Embedder {
   info: ModelInfo;
-  tokenizer: PreTrainedTokenizer;
+  tokenizer: TextTokenizer;
   /** Width of the vectors (null: unknown, no `dimensions` check). */
   width: number | null;
   /** Ids at or above it are refused (undefined: no check). */
@@ -116,7 +116,7 @@ function prepare(loaded: Embedder, item: EmbedBatchItem, truncate: Truncate): nu
  * around the text kept (found by encoding the text without them). Token ids given as input (`text`
  * null) are cut as they are.
  */
-function cutText(tokenizer: PreTrainedTokenizer, text: string | null, ids: number[], limit: number, side: 'start' | 'end'): number[] {
+function cutText(tokenizer: TextTokenizer, text: string | null, ids: number[], limit: number, side: 'start' | 'end'): number[] {
   const plain = text === null ? ids : tokenizer.encode(text, { add_special_tokens: false });
   let lead = 0;
   while (lead + plain.length <= ids.length && !plain.every((id, i) => ids[lead + i] === id)) lead++;

@@ -11,14 +11,14 @@
  *
  * Reaches into the library's objects (as prompt-encoder.ts does); anything of another shape is left as it is.
  */
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from './text-tokenizer.js';
 
 interface Inner {
   tokenizer?: { model?: unknown };
   model?: { config?: Record<string, unknown>; merges?: unknown; bpe_ranks?: unknown };
 }
 
-export function dropTokenizerSource(tokenizer: PreTrainedTokenizer): void {
+export function dropTokenizerSource(tokenizer: TextTokenizer): void {
   const outer = tokenizer as unknown as { _tokenizerJSON?: unknown; _tokenizer?: Inner };
   const inner = outer._tokenizer;
   if (!inner?.model || typeof inner.tokenizer !== 'object' || inner.tokenizer === null) return;

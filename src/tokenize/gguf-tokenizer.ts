@@ -1,5 +1,5 @@
 /**
- * A GGUF model's tokenizer as transformers.js runs it, rebuilt from the file's own metadata: the
+ * A GGUF model's tokenizer as transformers.js runs it (./text-tokenizer.ts PlainTokenizer: its tokenizer library without the rest of it), rebuilt from the file's own metadata: the
  * inverse of what llama.cpp's converter (convert_hf_to_gguf.py) writes for a byte-level BPE
  * tokenizer (and for SentencePiece BPE, SentencePiece unigram and BERT's WordPiece: sentencePieceFromGguf,
  * unigramFromGguf, wordPieceFromGguf). So the chat layer renders, counts and parses with the model's own tokens, the same code
@@ -13,7 +13,7 @@
  * rebuilt here is refused when the model is scanned (src/models/gguf-model.ts): a tokenizer.json
  * beside the file is then the way.
  */
-import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { PlainTokenizer } from './text-tokenizer.js';
 import { GGUF_PRE_TOKENIZERS, ggufNumber, ggufString, type GgufMetadata, type GgufPreTokenizer } from '../models/gguf.js';
 import { dropTokenizerSource } from './drop-source.js';
 import { GGUF_PRE_TOKENIZER_RULES, type PreTokenizerRule } from './gguf-pre-tokenizers.js';
@@ -68,7 +68,7 @@ function withEnds(bos: End | null, eos: End | null, pairType: 0 | 1) {
  * otherwise, splits on whitespace, punctuation and CJK characters, and puts [CLS] before and [SEP]
  * after a text: BertNormalizer, BertPreTokenizer, WordPiece and BertProcessing do the same.
  */
-function wordPieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+function wordPieceFromGguf(metadata: GgufMetadata): PlainTokenizer {
   const tokens = strings(metadata, 'tokenizer.ggml.tokens');
   const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   const vocab: Record<string, number> = {};
@@ -94,7 +94,7 @@ function wordPieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     model: { type: 'WordPiece', unk_token: unk, continuing_subword_prefix: '##', max_input_chars_per_word: 100, vocab },
   };
   const config = { cls_token: cls, sep_token: sep, unk_token: unk, pad_token: name('padding'), mask_token: name('mask'), do_lower_case: lowercase, clean_up_tokenization_spaces: true };
-  return new PreTrainedTokenizer(json, config);
+  return new PlainTokenizer(json, config);
 }
 
 const BYTE = 6;
@@ -107,7 +107,7 @@ const BYTE = 6;
  * in the vocabulary as byte tokens. BPE does the same with byte fallback and the merges this derives
  * from the scores: every split of every token into two tokens, ranked by the whole token's score.
  */
-function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+function sentencePieceFromGguf(metadata: GgufMetadata): PlainTokenizer {
   const tokens = strings(metadata, 'tokenizer.ggml.tokens');
   const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   const scores = (metadata.get('tokenizer.ggml.scores') as number[] | undefined) ?? [];
@@ -154,7 +154,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     clean_up_tokenization_spaces: false,
     chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
   };
-  return new PreTrainedTokenizer(json, config);
+  return new PlainTokenizer(json, config);
 }
 
 /**
@@ -171,7 +171,7 @@ function sentencePieceFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
  * and come back under their own as added tokens; user-defined tokens are added tokens too (llama.cpp
  * splits the text on them before normalizing, as on control tokens) and score 0, as llama.cpp scores them.
  */
-function unigramFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+function unigramFromGguf(metadata: GgufMetadata): PlainTokenizer {
   if (metadata.get('tokenizer.ggml.treat_whitespace_as_suffix') === true || metadata.get('tokenizer.ggml.escape_whitespaces') === false) {
     throw new Error("the GGUF's unigram tokenizer treats whitespace in a way the server does not rebuild; put its tokenizer.json beside it");
   }
@@ -233,21 +233,21 @@ function unigramFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
     clean_up_tokenization_spaces: false,
     chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
   };
-  return new PreTrainedTokenizer(json, config);
+  return new PlainTokenizer(json, config);
 }
 
 /**
- * A transformers.js tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata),
+ * A tokenizer from a GGUF's metadata (read in full: ../models/gguf.ts readGgufMetadata),
  * without the vocabulary and merge lists it was built from (./drop-source.ts: on Qwen3's 151k tokens
  * the GGUF worker's heap went from 102 to 74 MiB).
  */
-export function tokenizerFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+export function tokenizerFromGguf(metadata: GgufMetadata): PlainTokenizer {
   const tokenizer = buildFromGguf(metadata);
   dropTokenizerSource(tokenizer);
   return tokenizer;
 }
 
-function buildFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
+function buildFromGguf(metadata: GgufMetadata): PlainTokenizer {
   const model = ggufString(metadata, 'tokenizer.ggml.model');
   if (model === 'bert') return wordPieceFromGguf(metadata);
   if (model === 'llama') return sentencePieceFromGguf(metadata);
@@ -271,7 +271,7 @@ function buildFromGguf(metadata: GgufMetadata): PreTrainedTokenizer {
  * that token, as llama.cpp's loader special-cases; added tokens give that for every run the
  * vocabulary holds.
  */
-function bpeFromGguf(metadata: GgufMetadata, rule: PreTokenizerRule, options: { noBos?: boolean; forceBos?: boolean; newlineRuns?: boolean }): PreTrainedTokenizer {
+function bpeFromGguf(metadata: GgufMetadata, rule: PreTokenizerRule, options: { noBos?: boolean; forceBos?: boolean; newlineRuns?: boolean }): PlainTokenizer {
   const tokens = strings(metadata, 'tokenizer.ggml.tokens');
   const types = (metadata.get('tokenizer.ggml.token_type') as number[] | undefined) ?? [];
   const vocab: Record<string, number> = {};
@@ -306,5 +306,5 @@ function bpeFromGguf(metadata: GgufMetadata, rule: PreTokenizerRule, options: { 
     clean_up_tokenization_spaces: false,
     chat_template: ggufString(metadata, 'tokenizer.chat_template') ?? null,
   };
-  return new PreTrainedTokenizer(json, config);
+  return new PlainTokenizer(json, config);
 }

@@ -1,34 +1,50 @@
 /**
  * Loading a model's tokenizer, for both engines: the worker of an ONNX model and its tokenizer-only
- * pool read the folder's tokenizer.json (../engines/onnx/load.ts builds the model on it); a GGUF
- * model's read its metadata, or a tokenizer.json beside it (../engines/llama/load.ts). Either way a
- * transformers.js tokenizer, so the chat layer renders, counts and parses with one code path.
+ * pool read the folder's tokenizer.json with transformers.js (../engines/onnx/load.ts builds the
+ * model on it); a GGUF model's read its metadata, or a tokenizer.json beside it
+ * (../engines/llama/load.ts), into a PlainTokenizer (./text-tokenizer.ts: the same tokenizer
+ * library, without importing transformers.js, which a GGUF model's process never does). Either way
+ * the chat layer renders, counts and parses with one code path.
  */
 import fs from 'node:fs';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import path from 'node:path';
-import { AutoTokenizer, type PreTrainedTokenizer } from '@huggingface/transformers';
 import { ggufString, readGgufMetadata, type GgufMetadata } from '../models/gguf.js';
 import type { ModelInfo } from '../models/registry.js';
 import { dropTokenizerSource } from './drop-source.js';
 import { tokenizerFromGguf } from './gguf-tokenizer.js';
-import { useLocalModels } from './local-models.js';
+import { PlainTokenizer, type TextTokenizer } from './text-tokenizer.js';
 
-export interface LoadedTokenizer {
+export interface LoadedTokenizer<T extends TextTokenizer = TextTokenizer> {
   info: ModelInfo;
-  tokenizer: PreTrainedTokenizer;
+  tokenizer: T;
 }
 
 /** The tokenizer of a model folder (tokenizer.json, tokenizer_config.json); also points transformers.js at the folder's parent, offline. */
-export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
+export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer<PreTrainedTokenizer>> {
+  const [{ AutoTokenizer }, { useLocalModels }] = await Promise.all([import('@huggingface/transformers'), import('./local-models.js')]);
   useLocalModels(path.dirname(info.dir));
   const tokenizer = await AutoTokenizer.from_pretrained(path.basename(info.dir), { local_files_only: true });
+  return { info, tokenizer: withFolderTemplate(info.dir, tokenizer) };
+}
+
+/**
+ * The tokenizer without its source (./drop-source.ts), with the folder's chat_template.jinja: newer
+ * exports keep the template there (beside, or instead of, the one in tokenizer_config.json), which
+ * transformers.js does not read from a local folder. The file wins, as in Python transformers.
+ */
+function withFolderTemplate<T extends TextTokenizer>(dir: string, tokenizer: T): T {
   dropTokenizerSource(tokenizer);
-  // Newer exports keep the template in chat_template.jinja (beside, or instead of, the one in
-  // tokenizer_config.json); transformers.js reads only the latter from a local folder. The file wins,
-  // as in Python transformers.
-  const jinja = path.join(info.dir, 'chat_template.jinja');
+  const jinja = path.join(dir, 'chat_template.jinja');
   if (fs.existsSync(jinja)) setTemplate(tokenizer, fs.readFileSync(jinja, 'utf8'));
-  return { info, tokenizer };
+  return tokenizer;
+}
+
+/** A folder's tokenizer.json and tokenizer_config.json (none: no settings) as a PlainTokenizer. */
+function plainTokenizerOf(dir: string): TextTokenizer {
+  const json = (file: string) => JSON.parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Record<string, unknown>;
+  const config = fs.existsSync(path.join(dir, 'tokenizer_config.json')) ? json('tokenizer_config.json') : {};
+  return withFolderTemplate(dir, new PlainTokenizer(json('tokenizer.json'), config));
 }
 
 /**
@@ -40,10 +56,10 @@ export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer> {
 export async function loadGgufTokenizer(info: ModelInfo, metadata?: GgufMetadata): Promise<LoadedTokenizer> {
   const file = info.gguf!.parts[0]!;
   if (!fs.existsSync(path.join(info.dir, 'tokenizer.json'))) return { info, tokenizer: tokenizerFromGguf(metadata ?? readGgufMetadata(file)) };
-  const loaded = await loadTokenizer(info);
+  const tokenizer = plainTokenizerOf(info.dir);
   const template = ggufString(metadata ?? readGgufMetadata(file, { maxArray: 0 }), 'tokenizer.chat_template');
-  if (template !== undefined) setTemplate(loaded.tokenizer, template);
-  return loaded;
+  if (template !== undefined) setTemplate(tokenizer, template);
+  return { info, tokenizer };
 }
 
-const setTemplate = (tokenizer: PreTrainedTokenizer, template: string) => void ((tokenizer as unknown as { chat_template: string }).chat_template = template);
+const setTemplate = (tokenizer: TextTokenizer, template: string) => void ((tokenizer as unknown as { chat_template: string }).chat_template = template);

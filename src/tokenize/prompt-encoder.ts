@@ -39,7 +39,7 @@
  * and `model`); the constructor checks that shape and fails loudly if a release changes it. No
  * library object is changed: the encoder works through views (Object.create) of them.
  */
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from './text-tokenizer.js';
 import { mergesOf } from './drop-source.js';
 import { bpeWord, buildMergeTable, type MergeTable } from './long-word-bpe.js';
 import { SegmentMemo } from './segment-memo.js';
@@ -91,7 +91,7 @@ class OverBudget {
 }
 
 export class PromptEncoder {
-  private static readonly encoders = new WeakMap<PreTrainedTokenizer, PromptEncoder>();
+  private static readonly encoders = new WeakMap<TextTokenizer, PromptEncoder>();
 
   /** Special-token strings of the tokenizer (the ones a message must not produce). */
   readonly specialTokens: readonly string[];
@@ -116,13 +116,13 @@ export class PromptEncoder {
   private segmentKey: string | null = null;
   private segmentHit: readonly string[] | null = null;
 
-  static for(tokenizer: PreTrainedTokenizer): PromptEncoder {
+  static for(tokenizer: TextTokenizer): PromptEncoder {
     let encoder = PromptEncoder.encoders.get(tokenizer);
     if (!encoder) PromptEncoder.encoders.set(tokenizer, (encoder = new PromptEncoder(tokenizer)));
     return encoder;
   }
 
-  private constructor(tokenizer: PreTrainedTokenizer) {
+  private constructor(tokenizer: TextTokenizer) {
     const inner = (tokenizer as unknown as { _tokenizer?: InnerTokenizer })._tokenizer;
     const model = inner?.model;
     if (!inner || typeof inner.encode !== 'function' || !('pre_tokenizer' in inner) || typeof model !== 'function' || !Array.isArray(model.vocab)) {

@@ -6,19 +6,16 @@ import v8 from 'node:v8';
 import { BroadcastChannel, threadId, workerData } from 'node:worker_threads';
 import { CoreError, toCoreError } from '../core/errors.js';
 import { markBusy, TaskControl, type PortMessage, type ReleaseMessage, type ReplyOf, type TaskOf, type TaskType, type WorkerInit, type WorkerOutcome, type WorkerTask } from './protocol.js';
-import { loadModel, type LoadedModel } from '../engines/onnx/load.js';
+import type { LoadedModel } from '../engines/onnx/load.js';
 import { loadGgufTokenizer, loadTokenizer, type LoadedTokenizer } from '../tokenize/load-tokenizer.js';
 import { runChatTask } from './chat-task.js';
 import { withTestHooks } from './test-hooks.js';
-import { flushPromptCache, onnxEngine } from '../engines/onnx/runner.js';
 import { embedBatch } from '../engines/embed-batch.js';
-import { onnxEmbedder } from '../engines/onnx/embed.js';
 import { llamaEmbedder } from '../engines/llama/embed.js';
 import { workerLog } from './log.js';
 import { collectGarbage } from './collect-garbage.js';
 import { renderPrompt } from '../chat/prompt.js';
 import { detokenize, piecesOf, tokenizeText } from '../engines/onnx/tokens.js';
-import { rerankPairs } from '../engines/onnx/rerank.js';
 import { disposeLlamaModel, loadLlamaModel, type LlamaLoaded } from '../engines/llama/load.js';
 import { layoutText } from '../engines/llama/layout.js';
 import { llamaEngine } from '../engines/llama/runner.js';
@@ -28,11 +25,22 @@ import type { SequenceEngine } from '../engines/sequence.js';
 
 const init = workerData as WorkerInit;
 const log = workerLog(init.logChannel, init.model.id);
-// Collected right after the load, before the first task: see collect-garbage.ts.
 const gguf = init.model.engine === 'llama';
+/**
+ * The ONNX engine, imported by the worker of an ONNX model only: it imports transformers.js (and
+ * through it onnxruntime-node and sharp), which a GGUF model's process does without (about 20 MiB
+ * of RSS; ../tokenize/text-tokenizer.ts).
+ */
+let onnx: typeof import('./onnx-engine.js') | undefined;
+/** The ONNX engine once imported (every task of an ONNX model's worker waits for its load first). */
+const onnxOnly = () => {
+  if (!onnx) throw new CoreError('internal', 'an ONNX task sent to a worker without the ONNX engine');
+  return onnx;
+};
+// Collected right after the load, before the first task: see collect-garbage.ts.
 const load = init.role === 'tokenizer'
   ? (gguf ? loadGgufTokenizer(init.model) : loadTokenizer(init.model))
-  : (gguf ? loadLlamaModel(init.model, init.engine, log) : loadModel(init.model, init.engine, log));
+  : (gguf ? loadLlamaModel(init.model, init.engine, log) : import('./onnx-engine.js').then((engine) => (onnx = engine).loadModel(init.model, init.engine, log)));
 const loading: Promise<LoadedTokenizer | LoadedModel | LlamaLoaded> = load.then((loaded) => {
   collectGarbage();
   if ('llama' in loaded && init.role === 'model') attachSlotDiskCache(loaded as LlamaLoaded, log);
@@ -50,7 +58,7 @@ release.unref();
 release.onmessage = (event) => {
   if ((event as { data: ReleaseMessage }).data.type !== 'release') return;
   void loading
-    .then((loaded) => ('llama' in loaded ? saveSlotDiskCache(loaded).finally(() => disposeLlamaModel(loaded)) : 'model' in loaded ? flushPromptCache(loaded) : undefined))
+    .then((loaded) => ('llama' in loaded ? saveSlotDiskCache(loaded).finally(() => disposeLlamaModel(loaded)) : 'model' in loaded ? onnxOnly().flushPromptCache(loaded) : undefined))
     .catch((error: unknown) => log('warn', 'model not freed before the worker closed', error))
     .finally(() => release.postMessage({ type: 'released', threadId } satisfies ReleaseMessage));
 };
@@ -61,8 +69,8 @@ async function loadedModel(): Promise<LoadedModel | LlamaLoaded> {
   return loaded;
 }
 
-const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxEngine(model, log));
-const embedderOf = (model: LoadedModel | LlamaLoaded) => ('llama' in model ? llamaEmbedder(model) : onnxEmbedder(model));
+const engineOf = (model: LoadedModel | LlamaLoaded): SequenceEngine => ('llama' in model ? llamaEngine(model) : onnxOnly().onnxEngine(model, log));
+const embedderOf = (model: LoadedModel | LlamaLoaded) => ('llama' in model ? llamaEmbedder(model) : onnxOnly().onnxEmbedder(model));
 
 /** This worker's V8 heap in use, reported with each reply (the server's /metrics: worker_heap_used_bytes). */
 const heapUsed = () => v8.getHeapStatistics().used_heap_size;
@@ -97,7 +105,7 @@ const handlers: { [K in TaskType]: (task: TaskOf<K>) => Promise<ReplyOf<K>> } = 
     markBusy(new Int32Array(task.control), true);
     const model = await loadedModel();
     const options = { maxBatchTokens: task.maxBatchTokens, truncate: task.truncate };
-    const results = 'llama' in model ? await llamaRerank(model, task.items, options) : await rerankPairs(model, task.items, options);
+    const results = 'llama' in model ? await llamaRerank(model, task.items, options) : await onnxOnly().rerankPairs(model, task.items, options);
     return { results, threadId, heapUsedBytes: heapUsed() };
   },
   async generate(task) {

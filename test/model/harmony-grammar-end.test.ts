@@ -28,7 +28,7 @@ describe('harmony: the grammar ends with the turn, not with a message', () => {
     const tokenizer = await AutoTokenizer.from_pretrained(FAMILY_SPECS.gptOss.id);
     id = (text) => tokenizer.encode(text, { add_special_tokens: false })[0]!;
     const ends = ['<|return|>', '<|end|>', '<|call|>'].map((t) => tokenizer.encode(t, { add_special_tokens: false })[0]!);
-    model = { info: { id: FAMILY_SPECS.gptOss.id } as ChatModel['info'], tokenizer, eosTokenIds: ends, vocabSize: VOCAB } as ChatModel;
+    model = { info: { id: FAMILY_SPECS.gptOss.id } as ChatModel['info'], tokenizer, eosTokenIds: ends, vocabSize: VOCAB } as unknown as ChatModel;
   });
   afterAll(() => models?.close());
 

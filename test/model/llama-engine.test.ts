@@ -129,6 +129,15 @@ describe('a GGUF model served', () => {
     expect(listed.data.find((m) => m.id === GGUF_CHAT_MODEL)).toMatchObject({ engine: 'llama', device: 'cpu', context_length: 32_768 });
   });
 
+  it("runs in a process of its own that loads llama.cpp and not transformers.js (nor the onnxruntime and sharp it imports): src/tokenize/text-tokenizer.ts", async () => {
+    await anthropic().messages.create({ model: GGUF_CHAT_MODEL, max_tokens: 1, messages: [{ role: 'user', content: 'Hi' }] });
+    // This file's process (vitest's forks pool) and its children: the served model's process.
+    const children = fs.readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => fs.readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean));
+    const models = children.map((pid) => fs.readFileSync(`/proc/${pid}/maps`, 'utf8')).filter((maps) => /libllama/.test(maps));
+    expect(models.length).toBeGreaterThan(0);
+    for (const maps of models) expect(maps).not.toMatch(/libonnxruntime|libvips|sharp-linux/);
+  });
+
   it('answers with usage equal to count_tokens, and counts a reused prefix as cache reads', async () => {
     const params = { model: GGUF_CHAT_MODEL, max_tokens: 6, system: 'You are terse.', messages: [{ role: 'user' as const, content: 'Say hello.' }], ...{ temperature: 0 } };
     const first = await anthropic().messages.create(params);

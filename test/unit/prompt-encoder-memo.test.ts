@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import fc from 'fast-check';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../../src/tokenize/text-tokenizer.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeModel } from '../../src/models/registry.js';
 import { readGgufMetadata } from '../../src/models/gguf.js';
@@ -51,7 +52,7 @@ function metaspaceFirst(): PreTrainedTokenizer {
   );
 }
 
-const tokenizers = new Map<string, PreTrainedTokenizer>();
+const tokenizers = new Map<string, TextTokenizer>();
 let dir: string;
 beforeAll(async () => {
   tokenizers.set('byte-level BPE (Qwen3)', (await loadTokenizer(describeModel(path.join(MODELS_DIR, CHAT_MODEL), 1))).tokenizer);

@@ -10,7 +10,7 @@
  * `eos_token` are empty: a probe's markers never depend on them.
  */
 import { Template } from '@huggingface/jinja';
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../../tokenize/text-tokenizer.js';
 import { renderChatTemplate, type TemplateMessage } from './render.js';
 
 /** Compiled templates by (rewritten) source: the analysis renders each a dozen times. */
@@ -36,7 +36,7 @@ export function renderSource(source: string, conversation: TemplateMessage[], op
     eos_token: '',
     apply_chat_template: (messages: unknown, { chat_template, tokenize: _tokenize, ...context }: Record<string, unknown>) =>
       templateOf(chat_template as string).render({ messages, add_generation_prompt: false, tools: null, documents: null, ...context }),
-  } as unknown as PreTrainedTokenizer;
+  } as unknown as TextTokenizer;
   try {
     return renderChatTemplate(alone, conversation, { ...options, chat_template: source });
   } catch {

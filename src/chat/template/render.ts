@@ -19,7 +19,7 @@
  *
  * A conversation the template accepts is rendered unchanged: the changes apply only after a refusal.
  */
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../../tokenize/text-tokenizer.js';
 import { rewriteTemplate } from './rewrite.js';
 
 /** A part of a message's content, as vision-language templates take it (an image stands for itself). */
@@ -60,7 +60,7 @@ function compatible(template: string): string {
  * The rendered text. `options` as apply_chat_template takes them (tools, add_generation_prompt,
  * enable_thinking...); `tokenize` is always false. Throws the template's error when no retry renders.
  */
-export function renderChatTemplate(tokenizer: PreTrainedTokenizer, conversation: TemplateMessage[], options: Record<string, unknown>): string {
+export function renderChatTemplate(tokenizer: TextTokenizer, conversation: TemplateMessage[], options: Record<string, unknown>): string {
   const own = (tokenizer as unknown as { chat_template?: unknown }).chat_template;
   const source = typeof options.chat_template === 'string' ? options.chat_template : typeof own === 'string' ? own : undefined;
   const named = tokenizer as unknown as { bos_token?: string | null; eos_token?: string | null };

@@ -131,7 +131,7 @@ export function attachSlotDiskCache(loaded: LlamaLoaded, log: LogFn): void {
  * model's signature and the tokenizer library's version (a new release may tokenize differently).
  */
 const memoFile = (loaded: LlamaLoaded) => {
-  const variant = { tokenizerSegments: 1, transformers: packageVersion('@huggingface/transformers') };
+  const variant = { tokenizerSegments: 1, tokenizers: packageVersion('@huggingface/tokenizers') };
   return path.join(loaded.engine.promptCacheDir!, keyFolder(cacheKeyOf({ engine: 'llama', info: loaded.info, variant })), 'segments.json');
 };
 

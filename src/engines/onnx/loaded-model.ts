@@ -3,7 +3,7 @@
  * configuration says about generation, and the sessions the decoder drives. Types only: the decoder
  * (./decode/) reads it, ./load.ts builds it.
  */
-import type { PreTrainedModel } from '@huggingface/transformers';
+import type { PreTrainedModel, PreTrainedTokenizer } from '@huggingface/transformers';
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import type { LoadedTokenizer } from '../../tokenize/load-tokenizer.js';
@@ -11,7 +11,7 @@ import type { GenerationDefaults } from '../sequence.js';
 import type { StepSession } from './decode/step-session.js';
 import type { VisionModel } from './decode/vision-inputs.js';
 
-export interface LoadedModel extends LoadedTokenizer {
+export interface LoadedModel extends LoadedTokenizer<PreTrainedTokenizer> {
   model: PreTrainedModel;
   /** End-of-sequence ids from generation_config.json (may be several) or config.json. */
   eosTokenIds: number[];

@@ -7,7 +7,7 @@
  * dropped); a piece that cannot be found there (a normalizer that changed the text, a byte of a
  * multi-byte character) gets an empty span at the current position, as added special tokens do.
  */
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
+import type { TextTokenizer } from '../../tokenize/text-tokenizer.js';
 import { CoreError } from '../../core/errors.js';
 import type { TokenizeResult, TokenPiece } from '../../core/types.js';
 
@@ -19,10 +19,10 @@ interface Vocabulary {
   special: Set<number>;
 }
 
-const vocabularies = new WeakMap<PreTrainedTokenizer, Vocabulary>();
+const vocabularies = new WeakMap<TextTokenizer, Vocabulary>();
 
 /** The tokenizer's vocabulary, inverted once per worker (the first request pays it). */
-function vocabularyOf(tokenizer: PreTrainedTokenizer): Vocabulary {
+function vocabularyOf(tokenizer: TextTokenizer): Vocabulary {
   let vocabulary = vocabularies.get(tokenizer);
   if (!vocabulary) {
     const spelling = new Map<number, string>();
@@ -38,13 +38,13 @@ function vocabularyOf(tokenizer: PreTrainedTokenizer): Vocabulary {
 }
 
 /** `text`'s tokens; with `pieces`, each token's text, spelling and span in `text`. */
-export function tokenizeText(tokenizer: PreTrainedTokenizer, text: string, options: { addSpecial: boolean; pieces: boolean }): TokenizeResult {
+export function tokenizeText(tokenizer: TextTokenizer, text: string, options: { addSpecial: boolean; pieces: boolean }): TokenizeResult {
   const tokens = tokenizer.encode(text, { add_special_tokens: options.addSpecial });
   return options.pieces ? { tokens, pieces: piecesOf(tokenizer, tokens, text) } : { tokens };
 }
 
 /** Each token's text, spelling and (when the source text is given) its span in it. */
-export function piecesOf(tokenizer: PreTrainedTokenizer, ids: number[], source?: string): TokenPiece[] {
+export function piecesOf(tokenizer: TextTokenizer, ids: number[], source?: string): TokenPiece[] {
   const vocabulary = vocabularyOf(tokenizer);
   const haystack = source?.toLowerCase();
   let cursor = 0;
@@ -69,7 +69,7 @@ export function piecesOf(tokenizer: PreTrainedTokenizer, ids: number[], source?:
 }
 
 /** The text of `ids`; an id the tokenizer does not know is a 400 naming it. */
-export function detokenize(tokenizer: PreTrainedTokenizer, ids: number[], skipSpecial: boolean): string {
+export function detokenize(tokenizer: TextTokenizer, ids: number[], skipSpecial: boolean): string {
   const { size } = vocabularyOf(tokenizer);
   const bad = ids.findIndex((id) => !Number.isInteger(id) || id < 0 || id >= size);
   if (bad >= 0) {

@@ -1,0 +1,8 @@
+/**
+ * The ONNX engine as a worker uses it, in one module that ./entry.ts imports only in the worker of an
+ * ONNX model: these import transformers.js, which a GGUF model's worker never loads.
+ */
+export { loadModel } from '../engines/onnx/load.js';
+export { flushPromptCache, onnxEngine } from '../engines/onnx/runner.js';
+export { onnxEmbedder } from '../engines/onnx/embed.js';
+export { rerankPairs } from '../engines/onnx/rerank.js';
