@@ -98,6 +98,25 @@ function vocabSize(metadata: GgufMetadata): number {
   return Array.isArray(tokens) ? tokens.length : 0;
 }
 
+/** The GGUF vocabulary lists node-llama-cpp parses into its `fileInfo`. */
+export const VOCABULARY_LISTS = ['tokens', 'merges', 'token_type', 'scores'] as const;
+
+/**
+ * node-llama-cpp keeps the GGUF's metadata as it parsed it for the model's life (`model.fileInfo`),
+ * the vocabulary lists included, though llama.cpp holds the vocabulary itself and node-llama-cpp
+ * 3.21.1 reads only the token list's length (test/unit/llama-file-info.test.ts reads its source for
+ * that). Each list becomes an empty array of its length: on Qwen3's 151k tokens and merges, 13 MiB
+ * of the worker's heap (measured right after a load).
+ */
+function dropVocabularyLists(model: LlamaModel): void {
+  const lists = (model.fileInfo.metadata as { tokenizer?: { ggml?: Record<string, unknown> } }).tokenizer?.ggml;
+  if (!lists) return;
+  for (const key of VOCABULARY_LISTS) {
+    const list = lists[key];
+    if (Array.isArray(list)) lists[key] = new Array<never>(list.length);
+  }
+}
+
 export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, log: LogFn = () => {}): Promise<LlamaLoaded> {
   const file = info.gguf?.parts[0];
   if (!file || !info.gguf) throw new Error(`${info.id} is not a GGUF model`);
@@ -105,6 +124,7 @@ export async function loadLlamaModel(info: ModelInfo, engine: EngineSettings, lo
   const [{ tokenizer }, llama] = await Promise.all([loadGgufTokenizer(info, metadata), llamaRuntime(engine, log)]);
   const onGpu = llama.gpu !== false;
   const model = await llama.loadModel({ modelPath: file, gpuLayers: onGpu ? engine.gpuLayers : 0 });
+  dropVocabularyLists(model);
   const notes: string[] = [];
   const device = onGpu ? `${llama.gpu} (${model.gpuLayers} layers)` : 'cpu';
   // node-llama-cpp loads a build made here (npm run build:llama) before its prebuilt binaries. The
