@@ -11,7 +11,7 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureBundledModels } from '../builders/bundled/index.js';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { loadTokenizer } from '../../src/engines/onnx/tokenizer.js';
 import { renderPrompt } from '../../src/chat/prompt.js';
 import { PromptEncoder } from '../../src/tokenize/prompt-encoder.js';
 import { median, writeResults } from './report.js';

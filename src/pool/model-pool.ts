@@ -75,7 +75,8 @@ export class ModelPool implements InferencePool {
     private readonly context: PoolContext,
     readonly role: WorkerInit['role'] = 'model',
   ) {
-    const { filename, execArgv } = scriptBeside(import.meta.url, '../worker/entry');
+    // A GGUF model's worker does without the ONNX engine and transformers.js (src/worker/entry.ts).
+    const { filename, execArgv } = scriptBeside(import.meta.url, model.engine === 'llama' ? '../worker/llama-entry' : '../worker/onnx-entry');
     const workerData: WorkerInit = {
       model,
       role,

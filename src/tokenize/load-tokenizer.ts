@@ -1,13 +1,12 @@
 /**
- * Loading a model's tokenizer, for both engines: the worker of an ONNX model and its tokenizer-only
- * pool read the folder's tokenizer.json with transformers.js (../engines/onnx/load.ts builds the
- * model on it); a GGUF model's read its metadata, or a tokenizer.json beside it
- * (../engines/llama/load.ts), into a PlainTokenizer (./text-tokenizer.ts: the same tokenizer
- * library, without importing transformers.js, which a GGUF model's process never does). Either way
- * the chat layer renders, counts and parses with one code path.
+ * Loading a GGUF model's tokenizer (its worker and its tokenizer-only pool): from its metadata, or a
+ * tokenizer.json beside it (../engines/llama/load.ts), into a PlainTokenizer (./text-tokenizer.ts:
+ * the tokenizer library transformers.js bundles, without importing transformers.js, which a GGUF
+ * model's process never does). An ONNX model's is transformers.js's own
+ * (../engines/onnx/tokenizer.ts). Either way the chat layer renders, counts and parses with one code
+ * path.
  */
 import fs from 'node:fs';
-import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import path from 'node:path';
 import { ggufString, readGgufMetadata, type GgufMetadata } from '../models/gguf.js';
 import type { ModelInfo } from '../models/registry.js';
@@ -20,20 +19,12 @@ export interface LoadedTokenizer<T extends TextTokenizer = TextTokenizer> {
   tokenizer: T;
 }
 
-/** The tokenizer of a model folder (tokenizer.json, tokenizer_config.json); also points transformers.js at the folder's parent, offline. */
-export async function loadTokenizer(info: ModelInfo): Promise<LoadedTokenizer<PreTrainedTokenizer>> {
-  const [{ AutoTokenizer }, { useLocalModels }] = await Promise.all([import('@huggingface/transformers'), import('./local-models.js')]);
-  useLocalModels(path.dirname(info.dir));
-  const tokenizer = await AutoTokenizer.from_pretrained(path.basename(info.dir), { local_files_only: true });
-  return { info, tokenizer: withFolderTemplate(info.dir, tokenizer) };
-}
-
 /**
  * The tokenizer without its source (./drop-source.ts), with the folder's chat_template.jinja: newer
  * exports keep the template there (beside, or instead of, the one in tokenizer_config.json), which
  * transformers.js does not read from a local folder. The file wins, as in Python transformers.
  */
-function withFolderTemplate<T extends TextTokenizer>(dir: string, tokenizer: T): T {
+export function withFolderTemplate<T extends TextTokenizer>(dir: string, tokenizer: T): T {
   dropTokenizerSource(tokenizer);
   const jinja = path.join(dir, 'chat_template.jinja');
   if (fs.existsSync(jinja)) setTemplate(tokenizer, fs.readFileSync(jinja, 'utf8'));

@@ -13,7 +13,7 @@ import type { ChatModel } from '../../src/chat/model.js';
 import type { ChatRequest } from '../../src/core/types.js';
 import { allows } from '../../src/engines/sequence.js';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { loadTokenizer } from '../../src/engines/onnx/tokenizer.js';
 import { GGUF_CHAT_MODEL, GGUF_MODELS_DIR, MODELS_DIR, ONNX_CHAT_MODEL } from '../helpers/paths.js';
 import { startRealServer, type RealServer } from '../helpers/real-server.js';
 

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { ChatPrompt } from '../../src/core/types.js';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { loadTokenizer } from '../../src/engines/onnx/tokenizer.js';
 import { renderPrompt } from '../../src/chat/prompt.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
 

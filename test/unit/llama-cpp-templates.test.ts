@@ -14,7 +14,7 @@ import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { featuresOf, renderPrompt } from '../../src/chat/prompt.js';
 import type { ChatPrompt } from '../../src/core/types.js';
 import { describeModel } from '../../src/models/registry.js';
-import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { loadTokenizer } from '../../src/engines/onnx/tokenizer.js';
 import { rewriteTemplate } from '../../src/chat/template/rewrite.js';
 import { MODELS_DIR, ONNX_CHAT_MODEL, ROOT } from '../helpers/paths.js';
 

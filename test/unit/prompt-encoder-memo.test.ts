@@ -16,7 +16,7 @@ import type { TextTokenizer } from '../../src/tokenize/text-tokenizer.js';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { describeModel } from '../../src/models/registry.js';
 import { readGgufMetadata } from '../../src/models/gguf.js';
-import { loadTokenizer } from '../../src/tokenize/load-tokenizer.js';
+import { loadTokenizer } from '../../src/engines/onnx/tokenizer.js';
 import { tokenizerFromGguf } from '../../src/tokenize/gguf-tokenizer.js';
 import { MEMO_BYTES, PromptEncoder, type Literals } from '../../src/tokenize/prompt-encoder.js';
 import { SegmentMemo } from '../../src/tokenize/segment-memo.js';

@@ -13,7 +13,7 @@ import {
 import type { EngineSettings } from '../../core/engine-settings.js';
 import type { ModelInfo } from '../../models/registry.js';
 import { prepareGraph } from './graph/prepare-graph.js';
-import { loadTokenizer } from '../../tokenize/load-tokenizer.js';
+import { loadTokenizer } from './tokenizer.js';
 import { batchDecoding, sessionOf, textConfig } from './decode/session-info.js';
 import type { OrtSession } from './tensors.js';
 import { DTYPE_SUFFIX } from '../../models/manifest.js';
