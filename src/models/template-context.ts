@@ -10,4 +10,6 @@ export const TEMPLATE_CONTEXT = {
   effort: 'reasoning_effort',
   /** The key of an assistant message's calls. */
   calls: 'tool_calls',
+  /** The name of the template a tokenizer_config.json with several uses when tools are given. */
+  toolsTemplate: 'tool_use',
 } as const;

@@ -13,6 +13,7 @@
  */
 import { Template } from '@huggingface/jinja';
 import { Tokenizer } from '@huggingface/tokenizers';
+import { TEMPLATE_CONTEXT } from '../models/template-context.js';
 
 /** What the chat layer, the prompt encoder and the token routes use of a tokenizer. */
 export interface TextTokenizer {
@@ -49,6 +50,8 @@ export class PlainTokenizer implements TextTokenizer {
   readonly eos_token: string | null;
   readonly all_special_ids: number[];
   readonly all_special_tokens: string[];
+  /** tokenizer_config.json's special tokens, as every render passes them to the template. */
+  private readonly specialTokens: Record<string, string>;
   private readonly compiled = new Map<string, Template>();
 
   constructor(tokenizerJSON: Record<string, unknown>, config: Record<string, unknown>) {
@@ -64,6 +67,10 @@ export class PlainTokenizer implements TextTokenizer {
     const special = [...this._tokenizer.get_added_tokens_decoder().values()].filter((token) => token.special);
     this.all_special_ids = special.map((token) => token.id);
     this.all_special_tokens = special.map((token) => token.content);
+    this.specialTokens = Object.fromEntries(SPECIAL_TOKEN_KEYS.flatMap((key) => {
+      const token = tokenOf(config, key);
+      return token ? [[key, token]] : [];
+    }));
   }
 
   encode(text: string, { add_special_tokens = true }: { add_special_tokens?: boolean } = {}): number[] {
@@ -84,8 +91,7 @@ export class PlainTokenizer implements TextTokenizer {
     const source = this.templateSource(chat_template as string | null, tools !== null);
     let template = this.compiled.get(source);
     if (template === undefined) this.compiled.set(source, (template = new Template(source)));
-    const special = Object.fromEntries(SPECIAL_TOKEN_KEYS.map((key) => [key, tokenOf(this.config, key)]).filter(([, value]) => value));
-    return template.render({ messages: conversation, add_generation_prompt, tools, documents, ...special, ...context });
+    return template.render({ messages: conversation, add_generation_prompt, tools, documents, ...this.specialTokens, ...context });
   }
 
   /** transformers.js's get_chat_template: the source given, a template named so, or the model's own. */
@@ -94,7 +100,7 @@ export class PlainTokenizer implements TextTokenizer {
     if (own !== null && typeof own === 'object') {
       if (given !== null && Object.hasOwn(own, given)) return own[given]!;
       if (given !== null) return given;
-      const named = withTools && 'tool_use' in own ? own.tool_use : own.default;
+      const named = withTools && TEMPLATE_CONTEXT.toolsTemplate in own ? own[TEMPLATE_CONTEXT.toolsTemplate] : own.default;
       if (named === undefined) throw new Error(`This model has several chat templates and none is the default: ${Object.keys(own).sort().join(', ')}`);
       return named;
     }
