@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { scanModels } from '../../src/models/registry.js';
 import { loadModel, type LoadedModel } from '../../src/engines/onnx/load.js';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
-import { GrammarCompileError, instancesLoaded, matcherFor, type Matcher } from '../../src/chat/grammar/xgrammar.js';
+import { GrammarCompileError, instancesLoaded, longestTokenChars, matcherFor, type Matcher } from '../../src/chat/grammar/xgrammar.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
 import { CoreError } from '../../src/core/errors.js';
 import { CHAT_MODEL, MODELS_DIR } from '../helpers/paths.js';
@@ -135,5 +135,23 @@ describe('constraints on the bundled model', () => {
     }
     expect(error).toBeInstanceOf(CoreError);
     expect((error as CoreError).details).toMatchObject({ reason: 'tool', item: 1, feature: 'minimum on a non-integer number', schemaPath: '/properties/n' });
+  });
+
+  it('a minLength no output of max_tokens can meet: the same masks as the schema as written, token by token (./schema-subset.ts withinReach)', async () => {
+    const req = request({ maxTokens: 4, output: { schema: { type: 'object', properties: { x: { type: 'string', minLength: 5000 } }, required: ['x'] }, strict: true } });
+    const reach = req.maxTokens * longestTokenChars(loaded, vocab);
+    expect(reach).toBeLessThan(5000);
+    const cheap = planConstraint(req, 'hermes', false, reach)!;
+    expect(JSON.stringify(cheap.source)).toContain(`"minLength":${reach + 1}`);
+    const [asWritten, clamped] = [await matcherFor(loaded, vocab, planConstraint(req, 'hermes')!.source), await matcherFor(loaded, vocab, cheap.source)];
+    const quote = ids('"')[0]!;
+    for (const id of ids('{"x":"' + ' '.repeat(200) + 'abc')) {
+      const [a, b] = [await asWritten.mask(), await clamped.mask()];
+      expect(b).toEqual(a);
+      expect(asWritten.accept(id) && clamped.accept(id)).toBe(true);
+    }
+    expect(allows(await clamped.mask(), quote)).toBe(false);
+    asWritten.dispose();
+    clamped.dispose();
   });
 });

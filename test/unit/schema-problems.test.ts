@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { planConstraint } from '../../src/chat/grammar/constraint.js';
 import { invalidRegex, unsupportedRegex } from '../../src/chat/grammar/regex-subset.js';
 import { MAX_COUNT, schemaProblems } from '../../src/chat/grammar/schema-problems.js';
-import { MAX_SCHEMA_DEPTH, relaxSchema, unsupportedFeatures, withSafeIntegers } from '../../src/chat/grammar/schema-subset.js';
+import { MAX_SCHEMA_DEPTH, relaxSchema, unsupportedFeatures, withinReach, withSafeIntegers } from '../../src/chat/grammar/schema-subset.js';
 import { renamed, tagsGrammar } from '../../src/chat/grammar/tag-grammar.js';
 import { CoreError } from '../../src/core/errors.js';
 import type { ChatRequest, ToolSpec } from '../../src/core/types.js';
@@ -171,5 +171,37 @@ describe('tags with a separator as one grammar', () => {
     const many = tagsGrammar({ tags, separator: '\n', at_least_one: true, stop_after_first: false });
     expect(many.split('\n').slice(0, 2)).toEqual(['root ::= tag_call ("\\n" tag_call)*', 'tag_call ::= ("<a>" t0_root "</a>") | ("<b>" t1_root "</b>")']);
     expect(tagsGrammar({ tags, separator: '\n', at_least_one: true, stop_after_first: true }).split('\n')[0]).toBe('root ::= tag_call');
+  });
+});
+
+describe('counts beyond what the output can hold', () => {
+  it('a maxLength or maxItems of the reach or more goes; a minLength or minItems above it becomes reach + 1; the rest stays, at any depth', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        s: { type: 'string', maxLength: 256, minLength: 2 },
+        t: { type: 'string', maxLength: 255, minLength: 257 },
+        a: { type: 'array', maxItems: 1e6, minItems: 1e6, items: { anyOf: [{ type: 'string', minLength: 300 }, { type: 'integer' }] } },
+      },
+      $defs: { d: { type: 'string', maxLength: 9999 } },
+    };
+    expect(withinReach(schema, 256)).toEqual({
+      type: 'object',
+      properties: {
+        s: { type: 'string', minLength: 2 },
+        t: { type: 'string', maxLength: 255, minLength: 257 },
+        a: { type: 'array', minItems: 257, items: { anyOf: [{ type: 'string', minLength: 257 }, { type: 'integer' }] } },
+      },
+      $defs: { d: { type: 'string' } },
+    });
+  });
+
+  it('the plan applies it to the output schema and to every tool, strict or not, only when given a reach', () => {
+    const bounded = { type: 'object', properties: { x: { type: 'string', maxLength: 4097 } }, required: ['x'] };
+    const tools: ToolSpec[] = [{ name: 'f', inputSchema: bounded, strict: true }, { name: 'g', inputSchema: bounded }];
+    const req = request({ maxTokens: 2, tools, toolChoice: { mode: 'auto', parallel: true }, output: { schema: bounded, strict: true } });
+    expect(JSON.stringify(planConstraint(req, 'hermes')!.source).match(/maxLength/g)).toHaveLength(3);
+    expect(JSON.stringify(planConstraint(req, 'hermes', false, 4097)!.source)).not.toContain('maxLength');
+    expect(JSON.stringify(planConstraint(req, 'hermes', false, 4098)!.source).match(/maxLength/g)).toHaveLength(3);
   });
 });

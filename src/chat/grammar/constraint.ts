@@ -17,7 +17,7 @@ import type { ToolFormat } from '../tools/types.js';
 import { JsonCompletion } from './json-completion.js';
 import { isObject } from './schema-minimum.js';
 import { keywordProblem, schemaProblems } from './schema-problems.js';
-import { relaxSchema, unsupportedFeatures, type JsonSchema, type SchemaFeature } from './schema-subset.js';
+import { relaxSchema, unsupportedFeatures, withinReach, type JsonSchema, type SchemaFeature } from './schema-subset.js';
 import type { GrammarSource } from './xgrammar.js';
 
 /** How one format writes a call: the text before the input (naming the tool), the input, the text after. */
@@ -137,10 +137,13 @@ export interface Constraint {
  * The constraint a request asks for, or undefined when its output is free; `format` is the family's,
  * or the analysed call form of an `auto` family. `loose`: schemas that are
  * not strict (tools, a non-strict output) lose every value check too (for when the compiler refused
- * their relaxed form).
+ * their relaxed form). `reach`: the most characters the output can hold; counts beyond it are made
+ * equivalent and cheap to compile (./schema-subset.ts withinReach).
  */
-export function planConstraint(request: ChatRequest, format: ToolFormat | AutoCalls, loose = false): Constraint | undefined {
-  const output = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(refuseProblems(request.output.schema, { reason: 'output' }), loose).schema);
+export function planConstraint(request: ChatRequest, format: ToolFormat | AutoCalls, loose = false, reach = Infinity): Constraint | undefined {
+  const cheap = (schema: JsonSchema) => (Number.isFinite(reach) ? (withinReach(schema, reach) as JsonSchema) : schema);
+  const checked = request.output && (request.output.strict ? refuseUnsupported(request.output.schema, { reason: 'output' }) : relaxSchema(refuseProblems(request.output.schema, { reason: 'output' }), loose).schema);
+  const output = checked && cheap(checked);
   const choice = request.toolChoice;
   const tools = request.tools?.length && choice?.mode !== 'none' ? request.tools : [];
   const allowed = choice?.mode === 'tool' ? tools.filter((t) => t.name === choice.name) : tools;
@@ -153,10 +156,10 @@ export function planConstraint(request: ChatRequest, format: ToolFormat | AutoCa
   const syntax = syntaxOf(format);
   const relaxed: Constraint['relaxed'] = [];
   const calls = (useTools ? allowed : []).map((tool) => {
-    if (tool.strict) return { name: tool.name, schema: tool.inputSchema };
+    if (tool.strict) return { name: tool.name, schema: cheap(tool.inputSchema) };
     const relaxedTool = relaxSchema(tool.inputSchema, loose, (node, key, value) => keywordProblem(node, key, value, tool.inputSchema));
     relaxed.push(...relaxedTool.relaxed.map((f) => ({ ...f, tool: tool.name })));
-    return { name: tool.name, schema: relaxedTool.schema };
+    return { name: tool.name, schema: cheap(relaxedTool.schema) };
   });
   const parallel = choice?.parallel ?? true;
   const tags = calls.map(({ name, schema }) => ({

@@ -16,7 +16,7 @@ import { featuresOf } from '../prompt.js';
 import { allows, onlyToken } from '../../engines/sequence.js';
 import { TextStream } from '../text-stream.js';
 import { planConstraint, type Constraint, type ConstraintTracker } from './constraint.js';
-import { GrammarCompileError, matcherFor, type Matcher } from './xgrammar.js';
+import { GrammarCompileError, longestTokenChars, matcherFor, type Matcher } from './xgrammar.js';
 
 /**
  * Tokens forcing starts early by, beyond the completion's own: what one free token can add to it,
@@ -122,7 +122,9 @@ export class Guide {
 export async function guideFor(model: ChatModel, request: ChatRequest, options: { constrains: boolean; log?: LogFn }): Promise<Guide | undefined> {
   const features = featuresOf(model);
   const format = features.toolFormat === 'auto' && features.auto?.calls ? features.auto.calls : features.toolFormat;
-  const constraint = planConstraint(request, format);
+  // What the output can hold at most: counts beyond it cost a compile and bind nothing.
+  const reach = request.maxTokens * longestTokenChars(model, model.vocabSize);
+  const constraint = planConstraint(request, format, false, reach);
   if (!constraint) return undefined;
   const reason = request.output ? 'output' : 'tool';
   if (!options.constrains) {
@@ -137,7 +139,7 @@ export async function guideFor(model: ChatModel, request: ChatRequest, options: 
   } catch (error) {
     // A schema that is not strict is never refused: without its value checks, again.
     const relaxable = request.tools?.some((t) => !t.strict) || request.output?.strict === false;
-    const loose = relaxable ? planConstraint(request, format, true) : undefined;
+    const loose = relaxable ? planConstraint(request, format, true, reach) : undefined;
     if (!loose) throw error;
     return create(loose);
   }

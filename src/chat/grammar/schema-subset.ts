@@ -94,6 +94,30 @@ export function withSafeIntegers(schema: unknown): unknown {
   return out;
 }
 
+/**
+ * `schema` with the length and item counts no output of `reach` characters can meet made equivalent
+ * and cheap: a `maxLength` / `maxItems` of `reach` or more can never bind (every string and every item
+ * takes a character of the output), so it goes; a `minLength` / `minItems` above `reach` can never be
+ * met, so it becomes `reach + 1`, which cannot either (the grammar then allows the same tokens at
+ * every step the output can take). XGrammar's compile of a bounded repetition costs about a second
+ * per 20 states on a 152k vocabulary, up to 9 s at 200 and more (web-xgrammar 0.1.27, measured
+ * here), and blocks the model's thread meanwhile.
+ */
+export function withinReach(schema: unknown, reach: number): unknown {
+  if (Array.isArray(schema)) return schema.map((s) => withinReach(s, reach));
+  if (!isObject(schema)) return schema;
+  const out: JsonSchema = {};
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === '__proto__') continue;
+    if (SUBSCHEMA_MAPS.includes(key) && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, sub]) => [name, withinReach(sub, reach)]));
+    else if (SUBSCHEMA_LISTS.includes(key) || SUBSCHEMAS.includes(key)) out[key] = withinReach(value, reach);
+    else if ((key === 'maxLength' || key === 'maxItems') && typeof value === 'number' && value >= reach) continue;
+    else if ((key === 'minLength' || key === 'minItems') && typeof value === 'number' && value > reach) out[key] = reach + 1;
+    else out[key] = value;
+  }
+  return out;
+}
+
 export interface SchemaFeature {
   /** JSON pointer of the subschema, '' for the root. */
   path: string;

@@ -125,6 +125,22 @@ function vocabularyOf(tokenizer: ChatTokenizer['tokenizer'], vocabSize: number):
   return { vocab, type };
 }
 
+const longest = new WeakMap<object, number>();
+
+/**
+ * The most characters one token of the model's vocabulary can add to the text: its longest entry as
+ * the vocabulary writes it (a byte-level entry has a character per byte, a byte-fallback one six).
+ */
+export function longestTokenChars(loaded: ChatTokenizer, vocabSize: number): number {
+  let chars = longest.get(loaded.tokenizer);
+  if (chars === undefined) {
+    chars = 1;
+    for (const piece of vocabularyOf(loaded.tokenizer, vocabSize).vocab) chars = Math.max(chars, piece.length);
+    longest.set(loaded.tokenizer, chars);
+  }
+  return chars;
+}
+
 /** The parts of transformers.js 4.x's tokenizer object read here. */
 interface Inner {
   model?: { vocab?: unknown; byte_fallback?: boolean };
