@@ -58,8 +58,6 @@ export class PlainTokenizer implements TextTokenizer {
     this._tokenizerJSON = tokenizerJSON;
     this._tokenizer = new Tokenizer(tokenizerJSON, config);
     this.config = config;
-    this.bos_token = tokenOf(config, 'bos_token');
-    this.eos_token = tokenOf(config, 'eos_token');
     const template = config.chat_template;
     this.chat_template = Array.isArray(template)
       ? Object.fromEntries((template as Array<{ name: string; template: string }>).map(({ name, template: source }) => [name, source]))
@@ -71,6 +69,8 @@ export class PlainTokenizer implements TextTokenizer {
       const token = tokenOf(config, key);
       return token ? [[key, token]] : [];
     }));
+    this.bos_token = this.specialTokens.bos_token ?? null;
+    this.eos_token = this.specialTokens.eos_token ?? null;
   }
 
   encode(text: string, { add_special_tokens = true }: { add_special_tokens?: boolean } = {}): number[] {
